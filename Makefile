@@ -1,0 +1,49 @@
+# Two commands a reader needs: `make all` (run every example) and `make test` (run the tests).
+# Both create .venv first. The venv sees the packages of the Python that creates it, so an
+# installed torch/triton is reused rather than downloaded again.
+#
+# Variables (override on the command line):
+#   PYTHON  the interpreter that creates the venv            (default: python3)
+#   VENV    where the venv lives                             (default: .venv)
+#   TORCH   pip requirement for torch                        (CI: torch==2.13.0, a CPU build)
+#   TRITON  pip requirement for triton                       (CI: triton==3.6.0 and triton==3.9.0)
+#   NUMPY   pip requirement for numpy                        (triton 3.6's interpreter needs numpy<2.4)
+#   PYTEST_ARGS  extra arguments for pytest                  (e.g. PYTEST_ARGS="-k weighted -x")
+
+PYTHON ?= python3
+VENV ?= .venv
+TORCH ?= torch
+TRITON ?= triton
+NUMPY ?= numpy
+PYTEST_ARGS ?=
+
+PY := $(VENV)/bin/python
+EXAMPLES := $(sort $(wildcard [0-9][0-9]_*/main.py))
+
+.PHONY: all test bench env clean
+
+all: env
+	@set -e; for example in $(EXAMPLES); do echo "==> $(PY) $$example"; $(PY) $$example; done
+
+test: env
+	$(PY) -m pytest tests $(PYTEST_ARGS)
+
+# Sweeps of sizes and dtypes on the GPU; writes results/*.csv and results/*.png.
+bench: env
+	$(PY) -m pip install --disable-pip-version-check -q matplotlib
+	$(PY) -m common.sweep
+
+# The venv gets a .pth file listing the creating Python's site-packages. `--system-site-packages`
+# alone is not enough when PYTHON is itself a venv (as on many GPU images): it would only see the
+# base interpreter's packages, not the ones holding torch.
+env: $(PY)
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt "$(TORCH)" "$(TRITON)" "$(NUMPY)"
+
+$(PY):
+	$(PYTHON) -m venv --system-site-packages $(VENV)
+	$(PYTHON) -c "import site; print('\n'.join(site.getsitepackages()))" \
+		> "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/creator_site_packages.pth"
+
+clean:
+	rm -rf .venv .venv-* results .pytest_cache
+	find . -name __pycache__ -prune -exec rm -rf {} +

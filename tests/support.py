@@ -1,0 +1,18 @@
+"""What every test file needs: the examples loaded from their paths, and a marker for GPU-only tests."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import common  # noqa: E402  (switches the interpreter on before any example defines a kernel)
+
+ON_GPU = not common.INTERPRETED
+
+gpu_only = pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU; Triton's interpreter runs here")
+
+
+def load(folder):
+    """The example module in `folder` (for instance "04_weighted_sum")."""
+    return common.load_example(common.REPO_ROOT / folder / "main.py")

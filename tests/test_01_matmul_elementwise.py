@@ -1,0 +1,253 @@
+import pytest
+import torch
+
+import common
+import support
+
+ex = support.load("01_matmul_elementwise")
+
+VARIANT_NAMES = list(ex.VARIANTS)
+
+
+def test_variants_are_the_lessons_two():
+    assert VARIANT_NAMES == ["scalar", "vector_k"]
+    assert ex.UNAVAILABLE == {}
+
+
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+@pytest.mark.parametrize(
+    "m, n, k",
+    [
+        (1, 1, 1),
+        (1, 17, 1),  # M = 1 and K = 1
+        (17, 1, 17),  # N = 1
+        (3, 5, 1000),  # K a multiple of neither 32 nor 64: the masked tail
+        (2, 3, 1001),
+        (4, 4, 64),  # K a multiple of BLOCK_K: no tail
+    ],
+)
+def test_sizes(variant, m, n, k):
+    ex.check(m, n, k, torch.float32, variants=[variant])
+
+
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+def test_a_thousand_outputs(variant):
+    ex.check(1000, 1, 3, torch.float32, variants=[variant])
+    ex.check(1, 1001, 2, torch.float32, variants=[variant])
+
+
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_dtypes(variant, dtype):
+    ex.check(5, 7, 300, dtype, variants=[variant])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_output_keeps_the_input_dtype(dtype):
+    a = torch.randn(3, 4, device=common.DEVICE).to(dtype)
+    b = torch.randn(4, 2, device=common.DEVICE).to(dtype)
+    assert ex.matmul_elementwise(a, b).dtype == dtype
+
+
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+def test_half_precision_accumulates_in_float32(variant):
+    # 2048 products 1 * (1 + 2^-10): the exact sum 2050 is a float16 number, and float32 adds up
+    # these terms exactly. A float16 running sum drops the 2^-10 of each term once it passes 2.
+    a = torch.ones(1, 2048, dtype=torch.float16, device=common.DEVICE)
+    b = torch.full((2048, 1), 1 + 2.0**-10, dtype=torch.float16, device=common.DEVICE)
+    assert ex.VARIANTS[variant](a, b).item() == 2050.0
+
+
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_transposed_views(variant, transpose_a, transpose_b):
+    ex.check(4, 6, 37, torch.float32, transpose_a, transpose_b, variants=[variant])
+
+
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+def test_sliced_views(variant):
+    ex.check(5, 3, 40, torch.float32, step=3, variants=[variant])
+    ex.check(5, 3, 40, torch.float16, transpose_a=True, step=2, variants=[variant])
+
+
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+def test_views_are_not_copied(variant, monkeypatch):
+    w = torch.randn(2, 4, device=common.DEVICE)
+    h = torch.randn(3, 4, device=common.DEVICE)
+
+    def no_copy(*args, **kwargs):
+        raise AssertionError("the wrapper copied an input")
+
+    monkeypatch.setattr(torch.Tensor, "contiguous", no_copy)
+    out = ex.VARIANTS[variant](h, w.T)
+    monkeypatch.undo()
+    torch.testing.assert_close(out, h @ w.T)
+
+
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+def test_broadcast_views_with_stride_zero(variant):
+    a = torch.randn(1, 6, device=common.DEVICE).expand(4, 6)  # every row the same memory
+    b = torch.randn(6, 1, device=common.DEVICE).expand(6, 3)
+    torch.testing.assert_close(ex.VARIANTS[variant](a, b), a @ b)
+
+
+def test_seed_case_h_times_w_transposed():
+    # The seed computed W @ H.T and compared it with H @ W.T; here H @ W.T is (3, 2) and correct.
+    w = torch.randn(2, 4, device=common.DEVICE)
+    h = torch.randn(3, 4, device=common.DEVICE)
+    out = ex.matmul_elementwise(h, w.T)
+    assert out.shape == (3, 2)
+    torch.testing.assert_close(out, h @ w.T)
+
+
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+def test_k_zero_writes_zeros(variant):
+    ex.check(3, 4, 0, torch.float32, variants=[variant])
+    a = torch.randn(3, 0, device=common.DEVICE)
+    b = torch.randn(0, 4, device=common.DEVICE)
+    out = torch.full((3, 4), float("nan"), device=common.DEVICE)
+    assert ex.VARIANTS[variant](a, b, out=out) is out
+    assert torch.equal(out, torch.zeros(3, 4, device=common.DEVICE))
+
+
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+@pytest.mark.parametrize("m, n, k", [(0, 3, 4), (3, 0, 4), (0, 0, 0)])
+def test_empty_outputs(variant, m, n, k):
+    ex.check(m, n, k, torch.float32, variants=[variant])
+    for fn in ex.VARIANTS[variant], ex.matmul_elementwise:
+        out = fn(torch.randn(m, k, device=common.DEVICE), torch.randn(k, n, device=common.DEVICE))
+        assert out.shape == (m, n)
+
+
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+def test_writes_into_a_strided_out(variant):
+    a = torch.randn(5, 9, device=common.DEVICE)
+    b = torch.randn(9, 3, device=common.DEVICE)
+    storage = torch.full((3, 10), float("nan"), device=common.DEVICE)
+    out = storage[:, ::2].T  # (5, 3), strides (2, 10)
+    assert ex.VARIANTS[variant](a, b, out=out) is out
+    torch.testing.assert_close(out, a @ b)
+    assert storage[:, 1::2].isnan().all()  # nothing written between the columns
+
+
+def test_entry_uses_vector_k(monkeypatch):
+    calls = []
+    original = ex.vector_k
+    monkeypatch.setattr(ex, "vector_k", lambda *args: calls.append(args) or original(*args))
+    a = torch.randn(2, 3, device=common.DEVICE)
+    b = torch.randn(3, 2, device=common.DEVICE)
+    torch.testing.assert_close(ex.matmul_elementwise(a, b), a @ b)
+    assert len(calls) == 1
+
+
+def test_reference_is_torch_matmul():
+    a = torch.randn(3, 5, dtype=torch.float64)
+    b = torch.randn(5, 2, dtype=torch.float64)
+    assert torch.equal(ex.reference(a, b), a @ b)
+
+
+def test_check_catches_a_wrong_kernel(monkeypatch):
+    monkeypatch.setitem(ex.VARIANTS, "wrong", lambda a, b, out=None: out.copy_((a @ b).T))
+    with pytest.raises(AssertionError, match="wrong 4x4x4"):
+        ex.check(4, 4, 4, variants=["wrong"])
+    monkeypatch.setitem(ex.VARIANTS, "forgets", lambda a, b, out=None: out)
+    with pytest.raises(AssertionError, match="forgets"):
+        ex.check(2, 2, 3, variants=["forgets"])
+
+
+BAD_INPUTS = [
+    (lambda: ([[1.0]], torch.randn(1, 1)), TypeError, "must be tensors"),
+    (lambda: (torch.randn(3), torch.randn(3, 2)), ValueError, r"2-D.*\(3,\) and \(3, 2\)"),
+    (lambda: (torch.randn(2, 3, 4), torch.randn(4, 2)), ValueError, r"2-D.*\(2, 3, 4\)"),
+    (lambda: (torch.randn(3, 4), torch.randn(5, 2)), ValueError, r"inner dimensions.*\(3, 4\).*\(5, 2\)"),
+    (lambda: (torch.randn(3, 4), torch.randn(4, 2, dtype=torch.float64)), TypeError, "torch.float32 and torch.float64"),
+    (lambda: (torch.ones(3, 4, dtype=torch.int32), torch.ones(4, 2, dtype=torch.int32)), TypeError, "torch.int32"),
+    (lambda: (torch.randn(3, 4), torch.randn(4, 2, device="meta")), ValueError, "one device.*meta"),
+    (lambda: (torch.randn(3, 4, device="meta"), torch.randn(4, 2, device="meta")), ValueError, "must be on"),
+    (lambda: (torch.ones(1, 1).expand(2**16, 1), torch.ones(1, 1).expand(1, 2**15)), ValueError, "2,147,483,648 outp"),
+]
+
+
+@pytest.mark.parametrize("entry", ["matmul_elementwise", *VARIANT_NAMES])
+@pytest.mark.parametrize("make, error, message", BAD_INPUTS)
+def test_bad_input(entry, make, error, message):
+    a, b = make()
+    if isinstance(a, torch.Tensor) and a.device.type != "meta":
+        a = a.to(common.DEVICE)
+    if isinstance(b, torch.Tensor) and b.device.type != "meta":
+        b = b.to(common.DEVICE)
+    fn = ex.matmul_elementwise if entry == "matmul_elementwise" else ex.VARIANTS[entry]
+    with pytest.raises(error, match=message):
+        fn(a, b)
+
+
+def test_bad_out():
+    a = torch.randn(3, 4, device=common.DEVICE)
+    b = torch.randn(4, 2, device=common.DEVICE)
+    with pytest.raises(ValueError, match=r"out must be \(3, 2\).*\(2, 3\)"):
+        ex.matmul_elementwise(a, b, out=torch.empty(2, 3, device=common.DEVICE))
+    with pytest.raises(ValueError, match="torch.float16"):
+        ex.matmul_elementwise(a, b, out=torch.empty(3, 2, dtype=torch.float16, device=common.DEVICE))
+    with pytest.raises(TypeError, match="out must be a tensor"):
+        ex.matmul_elementwise(a, b, out=[[0.0] * 2] * 3)
+
+
+@pytest.mark.parametrize("flags, layout", [([], "b=W.T"), (["--b-row-major"], "b row-major")])
+def test_main_runs(capsys, flags, layout):
+    assert ex.main(["--m", "3", "--n", "2", "--k", "5", "--dtype", "float16", *flags]) == 0
+    printed = capsys.readouterr().out
+    assert "matmul_elementwise(H, W.T)" in printed
+    assert "check passed" in printed
+    for name in [*VARIANT_NAMES, "torch"]:
+        assert f"3x2x5 float16 {layout}  {name}" in printed
+    assert "every value of a is loaded N = 2 times" in printed
+
+
+@pytest.mark.parametrize("b_transposed, layout", [(True, "b=W.T"), (False, "b row-major")])
+def test_benchmark_rows(b_transposed, layout):
+    rows = ex.benchmark(2, 3, 4, "float32", b_transposed)
+    assert [row["variant"] for row in rows] == [*VARIANT_NAMES, "torch"]
+    for row in rows:
+        assert set(common.RESULT_COLUMNS) <= set(row)
+        assert row["case"] == f"2x3x4 float32 {layout}" and row["unit"] == "TFLOP/s"
+        assert row["ms"] > 0 and row["throughput"] == pytest.approx(2 * 2 * 3 * 4 / (row["ms"] * 1e-3) / 1e12)
+    assert rows[-1]["x torch"] == 1.0
+
+
+def test_sweep_cases_are_valid():
+    for case in ex.SWEEP:
+        assert {"m", "n", "k", "dtype"} <= set(case) <= {"m", "n", "k", "dtype", "b_transposed"}
+        assert case["dtype"] in ex.DTYPES
+
+
+@support.gpu_only
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+def test_more_than_65535_columns(variant):
+    # A 2-D grid (M, N) would fail here: CUDA's second grid axis stops at 65535.
+    ex.check(2, 70000, 3, torch.float32, variants=[variant])
+    ex.check(70000, 2, 3, torch.float16, transpose_a=True, variants=[variant])
+
+
+@support.gpu_only
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+def test_offsets_past_2_to_the_31(variant):
+    # row * stride_am reaches (2^20 + 7) * 2048 > 2^31 elements: int32 offsets would wrap around.
+    m, k = 2**20 + 8, 2048
+    a = torch.randn(m, k, dtype=torch.float16, device=common.DEVICE)
+    b = torch.randn(k, 1, dtype=torch.float16, device=common.DEVICE)
+    out = torch.full((m, 1), float("nan"), dtype=torch.float16, device=common.DEVICE)
+    ex.VARIANTS[variant](a, b, out=out)
+    rows = torch.tensor([0, 1, m // 2, m - 2, m - 1], device=common.DEVICE)
+    expected = a[rows].double() @ b.double()
+    magnitude = a[rows].double().abs() @ b.double().abs()
+    common.assert_close(out[rows], expected, magnitude, k, f"{variant} rows of a {m}x{k} float16")
+    assert not out.isnan().any()
+    del a
+
+
+@support.gpu_only
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+def test_larger_sizes_on_gpu(variant):
+    ex.check(513, 257, 1031, torch.float32, variants=[variant])
+    ex.check(300, 200, 4097, torch.bfloat16, transpose_a=True, transpose_b=True, variants=[variant])

@@ -9,6 +9,7 @@
 #   TRITON  pip requirement for triton                       (CI: triton==3.6.0 and triton==3.9.0)
 #   NUMPY   pip requirement for numpy                        (triton 3.6's interpreter needs numpy<2.4)
 #   PYTEST_ARGS  extra arguments for pytest                  (e.g. PYTEST_ARGS="-k weighted -x")
+#   BENCH_ARGS   extra arguments for make bench              (e.g. BENCH_ARGS="--only 04")
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -16,6 +17,7 @@ TORCH ?= torch
 TRITON ?= triton
 NUMPY ?= numpy
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
 
 PY := $(VENV)/bin/python
 EXAMPLES := $(sort $(wildcard [0-9][0-9]_*/main.py))
@@ -31,7 +33,7 @@ test: env
 # Sweeps of sizes and dtypes on the GPU; writes results/*.csv and results/*.png.
 bench: env
 	$(PY) -m pip install --disable-pip-version-check -q matplotlib
-	$(PY) -m common.sweep
+	$(PY) -m common.sweep $(BENCH_ARGS)
 
 # The venv gets a .pth file listing the creating Python's site-packages. `--system-site-packages`
 # alone is not enough when PYTHON is itself a venv (as on many GPU images): it would only see the

@@ -37,7 +37,7 @@ def plot(rows, title, path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", help="run only examples whose folder name contains this text")
+    parser.add_argument("--only", nargs="+", metavar="TEXT", help="run only examples whose folder name contains one of these")
     parser.add_argument("--out", default=str(REPO_ROOT / "results"), help="folder for CSV and PNG files")
     args = parser.parse_args(argv)
     if INTERPRETED:
@@ -49,7 +49,7 @@ def main(argv=None):
     print(describe_run())
     for path in example_paths():
         name = path.parent.name
-        if args.only and args.only not in name:
+        if args.only and not any(text in name for text in args.only):
             continue
         example = load_example(path)
         rows = []

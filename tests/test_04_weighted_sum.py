@@ -127,13 +127,15 @@ def test_broadcast_grad_output():
     common.assert_close(w.grad, expected, x.detach().double().abs().sum(0), 20, "grad_w with broadcast grad_y")
 
 
-def test_entry_picks_descriptor_when_aligned_and_pointer_otherwise():
-    w = torch.randn(64, device=DEVICE)
-    assert ws.pick_variant(torch.randn(10, 64, device=DEVICE), w) == "descriptor"
-    assert ws.pick_variant(torch.randn(64, 10, device=DEVICE).t(), w) == "pointer"
-    assert ws.pick_variant(torch.randn(10, 65, device=DEVICE)[:, 1:], w) == "pointer"
-    # D = 5 float32: grad_x rows of 20 bytes break the rule even though x could be described.
-    assert ws.pick_variant(torch.randn(10, 5, device=DEVICE), torch.randn(5, device=DEVICE)) == "pointer"
+@pytest.mark.parametrize("layout", ws.LAYOUTS)
+def test_entry_runs_the_pointer_kernels_on_every_layout(layout):
+    x = ws.make_input(33, 64, torch.float32, layout).requires_grad_()
+    w = torch.randn(64, device=DEVICE, requires_grad=True)
+    grad_y = torch.randn(33, device=DEVICE)
+    got = ws.weighted_sum(x, w)
+    want = ws.VARIANTS[ws.ENTRY_STYLE](x, w)
+    assert torch.equal(got, want)
+    assert all(torch.equal(g, h) for g, h in zip(torch.autograd.grad(got, (x, w), grad_y), torch.autograd.grad(want, (x, w), grad_y)))
 
 
 @pytest.mark.parametrize("make_x", [lambda: torch.randn(9, 5, device=DEVICE), lambda: torch.randn(9, 70, device=DEVICE)[:, 3:67]])
@@ -203,7 +205,7 @@ def test_cpu_tensors_on_a_gpu_machine():
 def test_main_runs(capsys):
     assert ws.main(["--rows", "40", "--dim", "24", "--dtype", "float16"]) == 0
     out = capsys.readouterr().out
-    assert "check passed" in out and "weighted_sum picks 'descriptor'" in out and "torch bwd" in out
+    assert "check passed" in out and "weighted_sum runs the 'pointer' kernels" in out and "torch bwd" in out
 
 
 @support.gpu_only

@@ -621,7 +621,7 @@ def main(argv=None):
 
     print(common.describe_run())
     for name, reason in UNAVAILABLE.items():
-        print(f"variant {name} left out: {reason}")
+        print(f"variant {name!r} left out: {reason}")
     checked = check(args.m, args.n, args.k, dtype, args.precision)
     print(f"check {args.m}x{args.n}x{args.k} {args.dtype}: {', '.join(checked)} match a float64 reference")
     print()

@@ -7,6 +7,7 @@ What this lesson teaches:
 - Three ways to address those tiles: plain pointer arithmetic with masks ("pointer"), block
   pointers with boundary checks ("block_ptr", removed in Triton 3.9), and tensor descriptors
   ("descriptor", backed by Hopper's TMA copy engine, with strict alignment rules).
+  02_matmul_tiled explains how block pointers and tensor descriptors differ.
 - Filling the GPU when the columns alone cannot: a 1,048,576 x 64 matrix has one block of columns,
   so the rows are split into chunks too. Each chunk writes one row of a [splits, N] float32 buffer
   and a second, tiny kernel adds those rows in a fixed order: deterministic, no atomics.

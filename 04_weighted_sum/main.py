@@ -11,8 +11,9 @@ are different kinds of work:
 The same kernels come in three memory-access styles, the variants of this lesson:
 "pointer" (plain address arithmetic, runs everywhere), "block_ptr" (tl.make_block_ptr, what the
 seed tutorials teach, removed in Triton 3.9) and "descriptor" (tl.make_tensor_descriptor, the API
-that replaced block pointers, with alignment rules the wrapper checks). "torch_function" is the same
-autograd Function written with PyTorch operations and a hand-derived backward.
+that replaced block pointers, with alignment rules the wrapper checks; 02_matmul_tiled explains how
+the two differ). "torch_function" is the same autograd Function written with PyTorch operations
+and a hand-derived backward. weighted_sum() runs the pointer kernels (see ENTRY_STYLE for why).
 
 Forward programs own a tile of rows and walk D in tiles, accumulating in float32 (float64 for
 float64 input). Backward launches a few programs per SM that each loop over many row tiles, so the

@@ -26,15 +26,6 @@ def assert_matches(fn, a, b, what):
     common.assert_close(out, expected, magnitude, a.shape[1], what, ex.product_roundoff(a.dtype))
 
 
-def test_variants_and_unavailable_reasons():
-    assert "pointer" in ex.VARIANTS and "descriptor" in ex.VARIANTS
-    if common.block_pointers_unavailable() is None:
-        assert "block_ptr" in ex.VARIANTS and "block_ptr" not in ex.UNAVAILABLE
-    else:
-        assert "block_ptr" not in ex.VARIANTS
-        assert "triton" in ex.UNAVAILABLE["block_ptr"]
-
-
 @pytest.mark.parametrize(
     "m, n, k",
     [

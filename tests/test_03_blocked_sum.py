@@ -10,15 +10,6 @@ VARIANT_NAMES = list(ex.VARIANTS)
 ALL_NAMES = ["blocked_sum", *VARIANT_NAMES]
 
 
-def test_variants_and_unavailable_reasons():
-    assert "pointer" in ex.VARIANTS and "descriptor" in ex.VARIANTS
-    if common.block_pointers_unavailable() is None:
-        assert "block_ptr" in ex.VARIANTS and "block_ptr" not in ex.UNAVAILABLE
-    else:
-        assert "block_ptr" not in ex.VARIANTS
-        assert "triton" in ex.UNAVAILABLE["block_ptr"]
-
-
 @pytest.mark.skipif(common.block_pointers_unavailable() is None, reason="block pointers run on this Triton")
 def test_block_ptr_variant_refuses_where_block_pointers_are_gone():
     x = torch.randn(4, 4, device=common.DEVICE)

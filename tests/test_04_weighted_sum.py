@@ -148,12 +148,6 @@ def test_entry_falls_back_and_descriptor_refuses(make_x):
     common.assert_close(ws.weighted_sum(x, w), expected, (x.abs() * w.abs()).double().sum(-1), x.shape[-1], "fallback")
 
 
-def test_block_ptr_listed_exactly_when_available():
-    available = common.block_pointers_unavailable() is None
-    assert ("block_ptr" in ws.VARIANTS) == available
-    assert ("block_ptr" in ws.UNAVAILABLE) == (not available)
-
-
 def test_weight_not_one_dimensional():
     with pytest.raises(ValueError, match=r"weight must be 1-D.*\(1, 8\)"):
         ws.weighted_sum(torch.randn(4, 8, device=DEVICE), torch.randn(1, 8, device=DEVICE))

@@ -415,26 +415,23 @@ def tile_grid(m, n):
     return lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
 
 
-def matmul_pointer(a, b, out=None):
-    """a @ b with pointer arithmetic and masks: any strides, any sizes."""
+def launch_any_strides(kernel, a, b, out):
+    """Run the pointer or block-pointer kernel, which take the same arguments and any strides."""
     c, launch_needed = prepare(a, b, out)
     if launch_needed:
         (m, k), n = a.shape, b.shape[1]
-        matmul_pointer_kernel[tile_grid(m, n)](
-            a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(), **launch_args(a.dtype)
-        )
+        kernel[tile_grid(m, n)](a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(), **launch_args(a.dtype))
     return c
+
+
+def matmul_pointer(a, b, out=None):
+    """a @ b with pointer arithmetic and masks: any strides, any sizes."""
+    return launch_any_strides(matmul_pointer_kernel, a, b, out)
 
 
 def matmul_block_ptr(a, b, out=None):
     """a @ b with block pointers: any strides, any sizes, where this Triton still has them."""
-    c, launch_needed = prepare(a, b, out)
-    if launch_needed:
-        (m, k), n = a.shape, b.shape[1]
-        matmul_block_ptr_kernel[tile_grid(m, n)](
-            a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(), **launch_args(a.dtype)
-        )
-    return c
+    return launch_any_strides(matmul_block_ptr_kernel, a, b, out)
 
 
 def descriptor_problem(a, b, c):

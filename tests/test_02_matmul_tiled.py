@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-import common
 import support
+from support import common
 
 ex = support.load("02_matmul_tiled")
 

@@ -47,5 +47,5 @@ $(PY):
 		> "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/creator_site_packages.pth"
 
 clean:
-	rm -rf .venv .venv-* results .pytest_cache
+	rm -rf .venv .venv-* .pytest_cache gpu-round-out
 	find . -name __pycache__ -prune -exec rm -rf {} +

@@ -197,12 +197,14 @@ def descriptor_unsupported(tensor):
     """Why a tensor descriptor cannot describe this 2-D tensor, or None when it can.
 
     A tensor descriptor (and the TMA unit behind it on Hopper) needs a 16-byte aligned base
-    address, a last stride of 1, and every other stride a multiple of 16 bytes. On an H200 with
+    address, a last stride of 1, every other stride a multiple of 16 bytes, and int32 sizes. On an H200 with
     Triton 3.6 a descriptor that breaks these rules returned wrong sums without any error, so
     the wrappers check here and never launch such a kernel.
     """
     if tensor.numel() == 0:
         return "the tensor is empty"
+    if max(tensor.shape) >= 2**31:
+        return f"shape {tuple(tensor.shape)} has a dimension of 2^31 or more (descriptor shapes are int32)"
     if tensor.data_ptr() % 16:
         return f"its base address {tensor.data_ptr():#x} is not 16-byte aligned"
     if tensor.stride(-1) != 1:

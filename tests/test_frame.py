@@ -64,6 +64,8 @@ def test_descriptor_rules():
     assert "last stride is 8" in common.descriptor_unsupported(torch.randn(8, 8).t())
     assert "not 16-byte aligned" in common.descriptor_unsupported(torch.randn(8, 9)[:, 1:])
     assert common.descriptor_unsupported(torch.randn(0, 8)) == "the tensor is empty"
+    huge = torch.randn(1, 8).expand(2**31, 8)  # a view: no memory behind the 2^31 rows
+    assert "2^31 or more" in common.descriptor_unsupported(huge)
 
 
 def test_print_table_aligns_columns(capsys):

@@ -38,32 +38,40 @@ def describe_run():
     return f"{where} | torch {torch.__version__} | triton {triton.__version__}"
 
 
+def capture_graph(fn, setup=None):
+    """Run setup() and fn() once (compiling and autotuning), then capture fn()'s launches in a CUDA graph.
+
+    Everything runs on one side stream (graphs cannot be captured on the default one), setup()
+    too: autograd runs a backward on the stream of its forward, so a forward made in setup() is
+    where a captured backward needs it. Returns the torch.cuda.CUDAGraph; graph.replay() reruns it.
+    """
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        if setup is not None:
+            setup()
+        fn()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    return graph
+
+
 def bench(fn, setup=None):
     """Median time of fn() in milliseconds. setup(), if given, runs once first.
 
-    On a GPU, fn() runs once (compiling and autotuning), then its launches are captured in a CUDA
-    graph and triton.testing.do_bench times the graph's replays: CUDA events, the L2 cache cleared
-    between runs, the median. A graph replays the kernels without Python: an eager call of these
-    wrappers costs 20 to 150 us of CPU time, as much as the GPU work on the sizes here, and
-    would measure Python rather than the kernel. PyTorch's side is timed the same way.
-    Everything runs on one side stream (graphs cannot be captured on the default one), setup()
-    too: autograd runs a backward on the stream of its forward, so a forward made in setup() is
-    where a captured backward needs it.
+    On a GPU, fn() is captured in a CUDA graph (capture_graph) and triton.testing.do_bench times
+    the graph's replays: CUDA events, the L2 cache cleared between runs, the median. A graph
+    replays the kernels without Python: an eager call of these wrappers costs 20 to 150 us of CPU
+    time, as much as the GPU work on the sizes here, and would measure Python rather than the
+    kernel. PyTorch's side is timed the same way.
 
     On the CPU do_bench cannot run (it needs a GPU driver), so a wall clock takes the median of
     three runs after one warm-up.
     """
     if not INTERPRETED:
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            if setup is not None:
-                setup()
-            fn()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, stream=stream):
-                fn()
-        torch.cuda.current_stream().wait_stream(stream)
+        graph = capture_graph(fn, setup)
         return triton.testing.do_bench(graph.replay, warmup=25, rep=100, return_mode="median")
     if setup is not None:
         setup()

@@ -1,0 +1,343 @@
+"""GPU measurements behind results/NOTES.md that `make bench` does not make.
+
+Each probe prints lines as it goes; run on the GPU machine, e.g.
+    python results/probes.py ceiling flush
+    python results/probes.py            (every probe)
+Not a lesson and not part of `make test`: a maintainer's instrument for the notes.
+"""
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import common  # noqa: E402
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+MB = 1e6
+FLUSH_BYTES = 256 * 2**20  # what triton.testing.do_bench clears the L2 with
+
+
+@triton.jit
+def read_kernel(
+    x_ptr,  # pointer to n float32, contiguous
+    partial_ptr,  # pointer to one float32 per program
+    n,  # elements of x
+    BLOCK: tl.constexpr,  # elements per loop step
+):
+    # Read-only streaming: each program sums blocks pid, pid + programs, ... With one block per
+    # program this is an ordinary grid; with 132 x k programs it is a persistent one.
+    pid = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for block in range(pid, tl.cdiv(n, BLOCK), tl.num_programs(0)):
+        offsets = block * BLOCK + tl.arange(0, BLOCK)  # int32: these probes stay under 2^31 elements
+        acc += tl.load(x_ptr + offsets, mask=offsets < n, other=0.0)
+    tl.store(partial_ptr + pid, tl.sum(acc))
+
+
+@triton.jit
+def forward_persistent_kernel(
+    x_ptr,  # pointer to x[0, 0], (rows, D) contiguous
+    w_ptr,  # pointer to w[0]
+    y_ptr,  # pointer to y[0]
+    rows, D,  # problem size
+    ROWS_TILE: tl.constexpr,  # rows per tile
+    D_TILE: tl.constexpr,  # columns per step
+    STAGES: tl.constexpr,  # software-pipelining depth of the loop over D
+):
+    # 04's forward pointer kernel with a fixed grid of programs that each walk several row tiles.
+    for tile in range(tl.program_id(0), tl.cdiv(rows, ROWS_TILE), tl.num_programs(0)):
+        row_ids = tile * ROWS_TILE + tl.arange(0, ROWS_TILE)
+        row_mask = row_ids < rows
+        row_starts = row_ids.to(tl.int64) * D
+        acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
+        for d0 in tl.range(0, D, D_TILE, num_stages=STAGES):
+            cols = d0 + tl.arange(0, D_TILE)
+            col_mask = cols < D
+            x = tl.load(x_ptr + row_starts[:, None] + cols[None, :], mask=row_mask[:, None] & col_mask[None, :], other=0.0)
+            w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
+            acc += x.to(tl.float32) * w.to(tl.float32)[None, :]
+        tl.store(y_ptr + row_ids, tl.sum(acc, axis=1).to(y_ptr.dtype.element_ty), mask=row_mask)
+
+
+def sms():
+    return torch.cuda.get_device_properties(common.DEVICE).multi_processor_count
+
+
+def replay_ms(fn, flush, setup=None, reps=60):
+    """Median ms of graph replays of fn(), each after flush() (outside the timed region)."""
+    graph = common.capture_graph(fn, setup)
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for _ in range(5):
+        flush()
+        graph.replay()
+    for start, end in zip(starts, ends):
+        flush()
+        start.record()
+        graph.replay()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+
+def flushes():
+    """Ways to empty the L2 between runs: as do_bench does (writes, so the L2 is left full of dirty
+    lines that the timed kernel must write back), by reading (clean lines), and not at all."""
+    buffer = torch.randn(FLUSH_BYTES // 4, device=common.DEVICE)
+    sink = torch.empty((), device=common.DEVICE)
+    return {
+        "write (do_bench)": buffer.zero_,
+        "read": lambda: torch.sum(buffer, dim=0, out=sink),
+        "none": lambda: None,
+    }
+
+
+def line(*parts):
+    print(" | ".join(str(p) for p in parts), flush=True)
+
+
+def probe_ceiling():
+    """Copy and read-only bandwidth against size: how much a launch of a given size can reach."""
+    line("ceiling (1 GiB eager copy, as common)", f"{common.copy_ceiling_gbps():.0f} GB/s")
+    for read_mb in (67, 134, 268, 537, 1074):
+        n = int(read_mb * MB) // 4
+        src = torch.randn(n, device=common.DEVICE)
+        dst = torch.empty_like(src)
+        nbytes = 2 * n * 4
+        eager = triton.testing.do_bench(lambda: dst.copy_(src), warmup=25, rep=100, return_mode="median")
+        neg = common.bench(lambda: torch.neg(src, out=dst))
+        line(f"copy {read_mb} MB read + {read_mb} MB written", f"eager copy_ {common.gbps(nbytes, eager):.0f} GB/s",
+             f"graphed torch.neg {common.gbps(nbytes, neg):.0f} GB/s")
+        for programs_per_sm in (None, 2, 4, 8, 16):
+            block = 4096
+            programs = triton.cdiv(n, block) if programs_per_sm is None else programs_per_sm * sms()
+            partial = torch.empty(programs, device=common.DEVICE)
+            ms = common.bench(lambda: read_kernel[(programs,)](src, partial, n, BLOCK=block, num_warps=8))
+            label = "one block per program" if programs_per_sm is None else f"{programs_per_sm} programs per SM"
+            line(f"  read {read_mb} MB, {label}", f"{ms * 1e3:.1f} us", f"{common.gbps(n * 4, ms):.0f} GB/s",
+                 f"{100 * common.gbps(n * 4, ms) / common.copy_ceiling_gbps():.1f}% of ceiling")
+        del src, dst
+
+
+def probe_flush():
+    """The same graphs timed after each way of flushing the L2."""
+    weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
+    blocked = common.load_example(common.REPO_ROOT / "03_blocked_sum" / "main.py")
+    ways = flushes()
+    x = torch.randn(65536, 1024, device=common.DEVICE)
+    w = torch.randn(1024, device=common.DEVICE)
+    grad_y = torch.randn(65536, device=common.DEVICE)
+    dst = torch.empty_like(x)
+    x2 = torch.randn(16384, 8192, device=common.DEVICE)
+    out2 = torch.empty(8192, device=common.DEVICE)
+    leaf_x, leaf_w = x.detach().requires_grad_(), w.detach().requires_grad_()
+    saved = {}
+
+    def forward():
+        saved["y"] = weighted.weighted_sum(leaf_x, leaf_w)
+
+    cases = [
+        ("torch.neg 268 MB in + out", lambda: torch.neg(x, out=dst), None, 2 * x.numel() * 4),
+        ("04 forward 65536x1024 fp32", lambda: weighted.weighted_sum(x, w), None, x.numel() * 4),
+        ("04 backward 65536x1024 fp32", lambda: torch.autograd.grad(saved["y"], (leaf_x, leaf_w), grad_y, retain_graph=True),
+         forward, 2 * x.numel() * 4),
+        ("03 16384x8192 fp32", lambda: blocked.blocked_sum(x2, out=out2), None, x2.numel() * 4),
+        ("torch.sum(0) 16384x8192 fp32", lambda: x2.sum(0), None, x2.numel() * 4),
+    ]
+    for name, fn, setup, nbytes in cases:
+        graph = common.capture_graph(fn, setup)
+        do_bench_ms = triton.testing.do_bench(graph.replay, warmup=25, rep=100, return_mode="median")
+        parts = [name, f"do_bench {do_bench_ms * 1e3:.1f} us ({100 * common.gbps(nbytes, do_bench_ms) / common.copy_ceiling_gbps():.1f}%)"]
+        for way, flush in ways.items():
+            ms = replay_ms(fn, flush, setup)
+            parts.append(f"flush {way} {ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / common.copy_ceiling_gbps():.1f}%)")
+        line(*parts)
+
+
+def autotune_table(kernel, label):
+    timings = getattr(kernel, "configs_timings", None) or {}
+    ranked = sorted(timings.items(), key=lambda item: item[1][0] if isinstance(item[1], (list, tuple)) else item[1])
+    line(label, f"best {kernel.best_config}")
+    for config, times in ranked[:6]:
+        first = times[0] if isinstance(times, (list, tuple)) else times
+        line("   ", f"{first * 1e3:.1f} us", config)
+
+
+def forward_cases(weighted):
+    for dtype in (torch.float32, torch.bfloat16):
+        for rows, dim in weighted.BENCH_SHAPES:
+            x = torch.randn(rows, dim, dtype=dtype, device=common.DEVICE)
+            w = torch.randn(dim, dtype=dtype, device=common.DEVICE)
+            y = torch.empty(rows, dtype=dtype, device=common.DEVICE)
+            yield f"{rows}x{dim} {dtype}", x, w, y
+
+
+def probe_forward():
+    """04 forward: time and the autotuner's ranking per shape."""
+    weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
+    for case, x, w, y in forward_cases(weighted):
+        ms = common.bench(lambda: weighted.forward(x, w, y, "pointer"))
+        percent = 100 * common.gbps(x.numel() * x.element_size(), ms) / common.copy_ceiling_gbps()
+        autotune_table(weighted.forward_pointer_kernel, f"04 fwd {case}: {ms * 1e3:.1f} us ({percent:.1f}%)")
+
+
+def probe_persistent():
+    """04 forward with a persistent grid (k programs per SM walking row tiles), the best tile."""
+    weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    for case, x, w, y in forward_cases(weighted):
+        (rows, dim), nbytes = x.shape, x.numel() * x.element_size()
+        ms = common.bench(lambda: weighted.forward(x, w, y, "pointer"))
+        line(f"04 fwd {case}", f"grid of row tiles {ms * 1e3:.1f} us", f"{100 * common.gbps(nbytes, ms) / ceiling:.1f}%")
+        best = weighted.forward_pointer_kernel.best_config
+        tile, d_tile = best.kwargs["ROWS_TILE"], best.kwargs["D_TILE"]
+        for per_sm in (2, 4, 8):
+            for stages in (1, 3):
+                programs = min(per_sm * sms(), triton.cdiv(rows, tile))
+                ms = common.bench(lambda: forward_persistent_kernel[(programs,)](
+                    x, w, y, rows, dim, ROWS_TILE=tile, D_TILE=d_tile, STAGES=stages, num_warps=best.num_warps))
+                line("    persistent", f"{per_sm}/SM stages {stages}", f"{ms * 1e3:.1f} us",
+                     f"{100 * common.gbps(nbytes, ms) / ceiling:.1f}%")
+
+
+@triton.jit
+def backward_cache_hint_kernel(
+    x_ptr, w_ptr, grad_y_ptr, grad_x_ptr, partial_ptr,  # as 04's backward_pointer_kernel, contiguous x
+    rows, D,  # problem size
+    LOAD_EVICTION: tl.constexpr,  # eviction_policy of the x loads ("" = default)
+    STORE_CACHE: tl.constexpr,  # cache_modifier of the grad_x stores ("" = default)
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # tile
+):
+    # 04's pointer backward with both gradients, D a multiple of 16, and cache hints: does telling
+    # the L2 that x and grad_x are streamed (used once) bring the fused pass closer to a copy?
+    d0 = tl.program_id(0) * D_TILE
+    pid = tl.program_id(1)
+    cols = d0 + tl.arange(0, D_TILE)
+    w = tl.load(w_ptr + cols).to(tl.float32)
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
+    for tile in range(pid, tl.cdiv(rows, ROWS_TILE), tl.num_programs(1)):
+        row_ids = (tile * ROWS_TILE + tl.arange(0, ROWS_TILE)).to(tl.int64)
+        row_mask = row_ids < rows
+        grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
+        offsets = row_ids[:, None] * D + cols[None, :]
+        tl.store(grad_x_ptr + offsets, (grad_y[:, None] * w[None, :]).to(grad_x_ptr.dtype.element_ty),
+                 mask=row_mask[:, None], cache_modifier=STORE_CACHE)
+        x = tl.load(x_ptr + offsets, mask=row_mask[:, None], other=0.0, eviction_policy=LOAD_EVICTION)
+        acc += x.to(tl.float32) * grad_y[:, None]
+    tl.store(partial_ptr + pid.to(tl.int64) * D + cols, tl.sum(acc, axis=0))
+
+
+def probe_backward():
+    """04 backward: the whole backward(), the first kernel alone, the second pass alone, cache hints."""
+    weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    kernel = weighted.backward_pointer_kernel
+    for dtype in (torch.float32, torch.bfloat16):
+        for rows, dim in weighted.BENCH_SHAPES:
+            x = torch.randn(rows, dim, dtype=dtype, device=common.DEVICE)
+            w = torch.randn(dim, dtype=dtype, device=common.DEVICE)
+            grad_y = torch.randn(rows, dtype=dtype, device=common.DEVICE)
+            nbytes = 2 * x.numel() * x.element_size()
+            case = f"04 bwd {rows}x{dim} {dtype}"
+            programs = weighted.backward_programs(rows, dim)
+            total = common.bench(lambda: weighted.backward(x, w, grad_y, "pointer", True, True))
+            grad_x = torch.empty_like(x)
+            partial = torch.randn(programs, dim, device=common.DEVICE)
+            grad_w = torch.empty(dim, dtype=dtype, device=common.DEVICE)
+            best = kernel.best_config
+            grid = (triton.cdiv(dim, best.kwargs["D_TILE"]), programs)
+            align = weighted._alignment(dim, x.element_size())
+            alone = common.bench(lambda: kernel.fn[grid](
+                x, w, grad_y, grad_x, partial, rows, dim, x.stride(0), x.stride(1), grad_y.stride(0),
+                X_ROW_ALIGN=align, D_ALIGN=align, NEED_GRAD_X=True, NEED_GRAD_W=True, ACC_DTYPE=tl.float32,
+                num_warps=best.num_warps, **best.kwargs))
+            block_p = min(triton.next_power_of_2(programs), 128)
+            block_d = max(16, 4096 // block_p)
+            second = common.bench(lambda: weighted.sum_partials_kernel[(triton.cdiv(dim, block_d),)](
+                partial, grad_w, programs, dim, BLOCK_P=block_p, BLOCK_D=block_d))
+            torch_sum = common.bench(lambda: partial.sum(0).to(dtype))
+            line(case, f"{grid[1]} programs per D tile, {grid[0] * grid[1]} in all", best,
+                 f"backward() {total * 1e3:.1f} us ({100 * common.gbps(nbytes, total) / ceiling:.1f}%)",
+                 f"first kernel alone {alone * 1e3:.1f} us ({100 * common.gbps(nbytes, alone) / ceiling:.1f}%)",
+                 f"sum_partials_kernel alone {second * 1e3:.1f} us", f"partial.sum(0).to(dtype) alone {torch_sum * 1e3:.1f} us")
+            for eviction, store_cache in (("", ""), ("evict_first", ""), ("", ".cs"), ("evict_first", ".cs")):
+                ms = common.bench(lambda: backward_cache_hint_kernel[grid](
+                    x, w, grad_y, grad_x, partial, rows, dim, LOAD_EVICTION=eviction, STORE_CACHE=store_cache,
+                    ROWS_TILE=best.kwargs["ROWS_TILE"], D_TILE=best.kwargs["D_TILE"], num_warps=best.num_warps))
+                line("    cache hints", f"x loads {eviction or 'default'}, grad_x stores {store_cache or 'default'}",
+                     f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)")
+            ms = common.bench(lambda: torch.neg(x, out=grad_x))
+            line(case, "torch.neg, same bytes", f"{ms * 1e3:.1f} us", f"{100 * common.gbps(nbytes, ms) / ceiling:.1f}%")
+
+
+def probe_backward_configs():
+    """04 backward's first kernel, every tile config and several program counts, graph-timed."""
+    weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    kernel = weighted.backward_pointer_kernel
+    for dtype, rows, dim in ((torch.float32, 65536, 1024), (torch.bfloat16, 65536, 1024), (torch.float32, 1048576, 128)):
+        x = torch.randn(rows, dim, dtype=dtype, device=common.DEVICE)
+        w = torch.randn(dim, dtype=dtype, device=common.DEVICE)
+        grad_y = torch.randn(rows, dtype=dtype, device=common.DEVICE)
+        grad_x = torch.empty_like(x)
+        nbytes = 2 * x.numel() * x.element_size()
+        align = weighted._alignment(dim, x.element_size())
+        results = []
+        for config in weighted._prune_tiles(kernel.configs, {"D": dim}):
+            tile, d_tile = config.kwargs["ROWS_TILE"], config.kwargs["D_TILE"]
+            d_tiles = triton.cdiv(dim, d_tile)
+            for per_sm in (1, 2, 4, 8):
+                programs = max(1, min(triton.cdiv(per_sm * sms(), d_tiles), triton.cdiv(rows, tile)))
+                partial = torch.empty(programs, dim, device=common.DEVICE)
+                ms = common.bench(lambda: kernel.fn[(d_tiles, programs)](
+                    x, w, grad_y, grad_x, partial, rows, dim, x.stride(0), x.stride(1), grad_y.stride(0),
+                    X_ROW_ALIGN=align, D_ALIGN=align, NEED_GRAD_X=True, NEED_GRAD_W=True, ACC_DTYPE=tl.float32,
+                    num_warps=config.num_warps, **config.kwargs))
+                results.append((ms, f"{tile}x{d_tile} {config.num_warps} warps, {per_sm}/SM in all ({programs} per D tile)"))
+        for ms, what in sorted(results)[:8]:
+            line(f"04 bwd kernel {rows}x{dim} {dtype}", what, f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)")
+        line("   slowest", *(f"{what}: {ms * 1e3:.1f} us" for ms, what in sorted(results)[-2:]))
+
+
+def probe_column_sum():
+    """03: the autotuner's ranking per shape and the split plan."""
+    blocked = common.load_example(common.REPO_ROOT / "03_blocked_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    for dtype in (torch.float32, torch.bfloat16):
+        for case in blocked.SWEEP[:4]:
+            rows, cols = case["rows"], case["cols"]
+            x = torch.randn(rows, cols, dtype=dtype, device=common.DEVICE)
+            nbytes = x.numel() * x.element_size()
+            ms = common.bench(lambda: blocked.blocked_sum(x))
+            label = f"03 {rows}x{cols} {dtype}: {ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)"
+            autotune_table(blocked.column_sum_pointer_kernel, label + f"; {blocked.plan_splits(rows, cols)[2]}")
+
+
+PROBES = {"ceiling": probe_ceiling, "flush": probe_flush, "forward": probe_forward, "persistent": probe_persistent,
+          "backward": probe_backward, "backward_configs": probe_backward_configs, "column_sum": probe_column_sum}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("probes", nargs="*", metavar="PROBE", help=f"any of {', '.join(PROBES)} (default: all)")
+    args = parser.parse_args(argv)
+    if unknown := set(args.probes) - set(PROBES):
+        parser.error(f"unknown probe(s) {', '.join(sorted(unknown))}; choose from {', '.join(PROBES)}")
+    if common.INTERPRETED:
+        print("these probes measure a GPU; there is none here")
+        return 0
+    print(common.describe_run(), flush=True)
+    for name in args.probes or PROBES:
+        print(f"\n## {name}", flush=True)
+        PROBES[name]()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

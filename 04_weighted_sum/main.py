@@ -6,7 +6,7 @@ are different kinds of work:
 - grad_x[r, d] = grad_y[r] * w[d] is an outer product: every element independent, pure streaming;
 - grad_w[d] = sum over rows r of x[r, d] * grad_y[r] is a reduction over ALL rows, which many
   programs share. Each program sums its own rows into one row of a small [programs, D] buffer and
-  PyTorch adds those rows afterwards in a fixed order: deterministic, no atomics.
+  a second, small kernel adds those rows in a fixed order: deterministic, no atomics.
 
 The same kernels come in three memory-access styles, the variants of this lesson:
 "pointer" (plain address arithmetic, runs everywhere), "block_ptr" (tl.make_block_ptr, what the
@@ -82,12 +82,12 @@ def _prune_tiles(configs, named_args, **kwargs):
     return fitting or configs
 
 
-def _autotune(max_tile=None):
-    return triton.autotune(
-        configs=_configs(max_tile),
-        key=["D", "X_ROW_ALIGN", "GX_ROW_ALIGN", "NEED_GRAD_X", "NEED_GRAD_W"],
-        prune_configs_by={"early_config_prune": _prune_tiles},
-    )
+FORWARD_KEY = ["D", "X_ROW_ALIGN", "D_ALIGN"]
+BACKWARD_KEY = FORWARD_KEY + ["NEED_GRAD_X", "NEED_GRAD_W"]
+
+
+def _autotune(key, max_tile=None):
+    return triton.autotune(configs=_configs(max_tile), key=key, prune_configs_by={"early_config_prune": _prune_tiles})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,8 +95,16 @@ def _autotune(max_tile=None):
 # steps of D_TILE. It keeps a [ROWS_TILE, D_TILE] accumulator and reduces it across D only once at
 # the end, so the loop body is loads and multiply-adds with no cross-thread shuffles.
 # The three kernels take the same arguments, so one launcher serves them all.
+#
+# Wide loads need the compiler to know two things about a row: that it starts on a 16-byte
+# boundary, and that the mask `cols < D` is the same for every element of a 16-byte chunk.
+# Triton knows neither when D is not a multiple of 16 (it specialises integer arguments on that
+# divisibility only), and then it loads and stores one element at a time: on an H200 the bf16
+# backward at D = 1000 took 305 us instead of 87 for this alone. So the host passes the alignment it can
+# prove (X_ROW_ALIGN, D_ALIGN: powers of two dividing the row stride and D), and the kernels write
+# the stride and D as (value // ALIGN) * ALIGN: the same numbers, with the divisibility visible.
 # ---------------------------------------------------------------------------------------------
-@_autotune()
+@_autotune(FORWARD_KEY)
 @triton.jit
 def forward_pointer_kernel(
     x_ptr,  # pointer to x[0, 0]; x has shape (rows, D) and any strides
@@ -104,9 +112,8 @@ def forward_pointer_kernel(
     y_ptr,  # pointer to y[0]; y has shape (rows,), contiguous
     rows, D,  # problem size
     stride_x_row, stride_x_col,  # elements between x[r, d] and x[r + 1, d], and x[r, d + 1]
-    X_ROW_ALIGN: tl.constexpr,  # a power of two dividing stride_x_row (lets the compiler use wide loads)
-    GX_ROW_ALIGN: tl.constexpr,  # unused here; the backward kernels' twin, kept so the launcher is shared
-    NEED_GRAD_X: tl.constexpr, NEED_GRAD_W: tl.constexpr,  # unused here, likewise
+    X_ROW_ALIGN: tl.constexpr,  # a power of two dividing stride_x_row (wide loads)
+    D_ALIGN: tl.constexpr,  # a power of two dividing D (a mask that is constant over wide loads)
     ACC_DTYPE: tl.constexpr,  # tl.float32, or tl.float64 for float64 input
     ROWS_TILE: tl.constexpr,  # rows per program (a power of two, from the autotuner)
     D_TILE: tl.constexpr,  # columns per loop step (a power of two, from the autotuner)
@@ -114,15 +121,13 @@ def forward_pointer_kernel(
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
     # int64 before multiplying by the stride: past 2^31 elements row * stride overflows int32.
-    # Writing the stride as (stride // X_ROW_ALIGN) * X_ROW_ALIGN (exact: the host picked X_ROW_ALIGN
-    # to divide it) shows the compiler that every row starts on an X_ROW_ALIGN-element boundary.
-    # Triton works that out by itself only for strides divisible by 16, so D = 1000 would
-    # otherwise get one narrow load per element instead of 16-byte vector loads.
+    # The stride and D written with their alignment visible (see above the kernels): wide loads.
     row_starts = row_ids.to(tl.int64) * ((stride_x_row // X_ROW_ALIGN) * X_ROW_ALIGN)
+    aligned_D = (D // D_ALIGN) * D_ALIGN
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=ACC_DTYPE)
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
-        col_mask = cols < D
+        col_mask = cols < aligned_D
         # The last row tile and the last D tile stick out of x: masked lanes load 0 and add nothing.
         x = tl.load(
             x_ptr + row_starts[:, None] + cols.to(tl.int64)[None, :] * stride_x_col,
@@ -136,7 +141,7 @@ def forward_pointer_kernel(
     tl.store(y_ptr + row_ids, tl.sum(acc, axis=1).to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
-@_autotune()
+@_autotune(FORWARD_KEY)
 @triton.jit
 def forward_block_ptr_kernel(
     x_ptr,  # pointer to x[0, 0]; x has shape (rows, D) and any strides
@@ -144,9 +149,7 @@ def forward_block_ptr_kernel(
     y_ptr,  # pointer to y[0]; y has shape (rows,), contiguous
     rows, D,  # problem size
     stride_x_row, stride_x_col,  # elements between x[r, d] and x[r + 1, d], and x[r, d + 1]
-    X_ROW_ALIGN: tl.constexpr,  # unused: a block pointer carries its strides itself
-    GX_ROW_ALIGN: tl.constexpr,  # unused here (shared launcher)
-    NEED_GRAD_X: tl.constexpr, NEED_GRAD_W: tl.constexpr,  # unused here (shared launcher)
+    X_ROW_ALIGN: tl.constexpr, D_ALIGN: tl.constexpr,  # unused: a block pointer checks bounds itself
     ACC_DTYPE: tl.constexpr,  # tl.float32, or tl.float64 for float64 input
     ROWS_TILE: tl.constexpr,  # rows per program
     D_TILE: tl.constexpr,  # columns per loop step
@@ -172,7 +175,7 @@ def forward_block_ptr_kernel(
     tl.store(y_block, tl.sum(acc, axis=1).to(y_ptr.dtype.element_ty), boundary_check=(0,))
 
 
-@_autotune(max_tile=DESCRIPTOR_MAX_TILE)
+@_autotune(FORWARD_KEY, max_tile=DESCRIPTOR_MAX_TILE)
 @triton.jit
 def forward_descriptor_kernel(
     x_ptr,  # pointer to x[0, 0]; 16-byte aligned, row stride a multiple of 16 bytes, unit column stride
@@ -180,9 +183,7 @@ def forward_descriptor_kernel(
     y_ptr,  # pointer to y[0]; y has shape (rows,), contiguous
     rows, D,  # problem size
     stride_x_row, stride_x_col,  # x's strides in elements; stride_x_col is 1 (the wrapper checks)
-    X_ROW_ALIGN: tl.constexpr,  # unused: the descriptor carries its strides itself
-    GX_ROW_ALIGN: tl.constexpr,  # unused here (shared launcher)
-    NEED_GRAD_X: tl.constexpr, NEED_GRAD_W: tl.constexpr,  # unused here (shared launcher)
+    X_ROW_ALIGN: tl.constexpr, D_ALIGN: tl.constexpr,  # unused: the TMA unit checks bounds itself
     ACC_DTYPE: tl.constexpr,  # tl.float32, or tl.float64 for float64 input
     ROWS_TILE: tl.constexpr,  # rows per program
     D_TILE: tl.constexpr,  # columns per loop step
@@ -215,7 +216,7 @@ def forward_descriptor_kernel(
 # Programs left without a row tile still write zeros, so every row of the buffer is defined.
 # Because the number of programs per D tile does not grow with the rows, neither does the buffer.
 # ---------------------------------------------------------------------------------------------
-@_autotune()
+@_autotune(BACKWARD_KEY)
 @triton.jit
 def backward_pointer_kernel(
     x_ptr,  # pointer to x[0, 0]; x has shape (rows, D) and any strides
@@ -227,7 +228,7 @@ def backward_pointer_kernel(
     stride_x_row, stride_x_col,  # elements between x[r, d] and x[r + 1, d], and x[r, d + 1]
     stride_grad_y,  # elements between grad_y[r] and grad_y[r + 1]
     X_ROW_ALIGN: tl.constexpr,  # a power of two dividing stride_x_row (wide loads)
-    GX_ROW_ALIGN: tl.constexpr,  # a power of two dividing D, grad_x's row stride (wide stores)
+    D_ALIGN: tl.constexpr,  # a power of two dividing D, grad_x's row stride (wide stores)
     NEED_GRAD_X: tl.constexpr,  # write grad_x (autograd's ctx.needs_input_grad[0])
     NEED_GRAD_W: tl.constexpr,  # write partial_grad_w (ctx.needs_input_grad[1])
     ACC_DTYPE: tl.constexpr,  # tl.float32, or tl.float64 for float64 input
@@ -237,8 +238,9 @@ def backward_pointer_kernel(
     d0 = tl.program_id(0) * D_TILE
     pid = tl.program_id(1)
     programs = tl.num_programs(1)
+    aligned_D = (D // D_ALIGN) * D_ALIGN  # D, with its alignment visible (see the forward kernels)
     cols = d0 + tl.arange(0, D_TILE)
-    col_mask = cols < D
+    col_mask = cols < aligned_D
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(ACC_DTYPE)
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=ACC_DTYPE)
     for tile in range(pid, tl.cdiv(rows, ROWS_TILE), programs):
@@ -248,7 +250,7 @@ def backward_pointer_kernel(
         grad_y = tl.load(grad_y_ptr + row_ids * stride_grad_y, mask=row_mask, other=0.0).to(ACC_DTYPE)
         if NEED_GRAD_X:
             # The product is rounded once, into grad_x's dtype, as PyTorch rounds it.
-            grad_x_starts = row_ids * ((D // GX_ROW_ALIGN) * GX_ROW_ALIGN)  # aligned rows, as in forward
+            grad_x_starts = row_ids * aligned_D  # grad_x is contiguous: its row stride is D
             tl.store(
                 grad_x_ptr + grad_x_starts[:, None] + cols[None, :],
                 (grad_y[:, None] * w[None, :]).to(grad_x_ptr.dtype.element_ty),
@@ -262,7 +264,7 @@ def backward_pointer_kernel(
         tl.store(partial_ptr + pid.to(tl.int64) * D + cols, tl.sum(acc, axis=0), mask=col_mask)
 
 
-@_autotune()
+@_autotune(BACKWARD_KEY)
 @triton.jit
 def backward_block_ptr_kernel(
     x_ptr,  # pointer to x[0, 0]; x has shape (rows, D) and any strides
@@ -273,8 +275,7 @@ def backward_block_ptr_kernel(
     rows, D,  # problem size
     stride_x_row, stride_x_col,  # elements between x[r, d] and x[r + 1, d], and x[r, d + 1]
     stride_grad_y,  # elements between grad_y[r] and grad_y[r + 1]
-    X_ROW_ALIGN: tl.constexpr,  # unused: block pointers carry their strides
-    GX_ROW_ALIGN: tl.constexpr,  # unused: block pointers carry their strides
+    X_ROW_ALIGN: tl.constexpr, D_ALIGN: tl.constexpr,  # unused: block pointers check bounds themselves
     NEED_GRAD_X: tl.constexpr,  # write grad_x
     NEED_GRAD_W: tl.constexpr,  # write partial_grad_w
     ACC_DTYPE: tl.constexpr,  # tl.float32, or tl.float64 for float64 input
@@ -314,7 +315,7 @@ def backward_block_ptr_kernel(
         tl.store(partial_block, tl.sum(acc, axis=0, keep_dims=True), boundary_check=(1,))
 
 
-@_autotune(max_tile=DESCRIPTOR_MAX_TILE)
+@_autotune(BACKWARD_KEY, max_tile=DESCRIPTOR_MAX_TILE)
 @triton.jit
 def backward_descriptor_kernel(
     x_ptr,  # pointer to x[0, 0]; 16-byte aligned, row stride a multiple of 16 bytes, unit column stride
@@ -325,8 +326,7 @@ def backward_descriptor_kernel(
     rows, D,  # problem size
     stride_x_row, stride_x_col,  # x's strides in elements; stride_x_col is 1 (the wrapper checks)
     stride_grad_y,  # elements between grad_y[r] and grad_y[r + 1]
-    X_ROW_ALIGN: tl.constexpr,  # unused: descriptors carry their strides
-    GX_ROW_ALIGN: tl.constexpr,  # unused: descriptors carry their strides
+    X_ROW_ALIGN: tl.constexpr, D_ALIGN: tl.constexpr,  # unused: the TMA unit checks bounds itself
     NEED_GRAD_X: tl.constexpr,  # write grad_x
     NEED_GRAD_W: tl.constexpr,  # write partial_grad_w
     ACC_DTYPE: tl.constexpr,  # tl.float32, or tl.float64 for float64 input
@@ -355,12 +355,37 @@ def backward_descriptor_kernel(
         tl.store(partial_ptr + pid.to(tl.int64) * D + cols, tl.sum(acc, axis=0), mask=col_mask)
 
 
+@triton.jit
+def sum_partials_kernel(
+    partial_ptr,  # pointer to partial_grad_w[0, 0]; shape (programs, D), contiguous, float32 or float64
+    grad_w_ptr,  # pointer to grad_w[0]; shape (D,), in w's dtype
+    programs, D,  # shape of the partial buffer
+    BLOCK_P: tl.constexpr,  # partial rows added per step
+    BLOCK_D: tl.constexpr,  # columns per program
+):
+    # The second pass of grad_w: column sums of the partial buffer, each column added in the same
+    # order on every call, so the result is bitwise repeatable. The buffer is small (at most a few
+    # hundred rows) and was just written, so it mostly comes from L2. torch.sum(dim=0) would do
+    # the same job, but on an H200 it added 10 to 20 us to the backward; this kernel adds 3 to 6.
+    cols = tl.program_id(0) * BLOCK_D + tl.arange(0, BLOCK_D)
+    col_mask = cols < D
+    acc = tl.zeros((BLOCK_P, BLOCK_D), dtype=partial_ptr.dtype.element_ty)
+    for p0 in range(0, programs, BLOCK_P):
+        rows = p0 + tl.arange(0, BLOCK_P)
+        mask = (rows < programs)[:, None] & col_mask[None, :]
+        acc += tl.load(partial_ptr + rows.to(tl.int64)[:, None] * D + cols[None, :], mask=mask, other=0.0)
+    tl.store(grad_w_ptr + cols, tl.sum(acc, axis=0).to(grad_w_ptr.dtype.element_ty), mask=col_mask)
+
+
 FORWARD_KERNELS = {"pointer": forward_pointer_kernel, "block_ptr": forward_block_ptr_kernel, "descriptor": forward_descriptor_kernel}
 BACKWARD_KERNELS = {"pointer": backward_pointer_kernel, "block_ptr": backward_block_ptr_kernel, "descriptor": backward_descriptor_kernel}
 
-# Backward programs per D tile, per SM: with several D tiles that makes many programs to keep loads
-# in flight, and the partial grad_w buffer (programs x D, float32) stays a few percent of x.
+# How many backward programs share the rows of one D tile. About BACKWARD_PROGRAMS_PER_SM per SM
+# in all keeps loads in flight everywhere, counting D tiles of PLANNING_D_TILE columns (the
+# autotuner's tile is not known before the launch), and at least one per SM per D tile. Fewer
+# programs per D tile means fewer rows in the partial grad_w buffer, which the second pass reads.
 BACKWARD_PROGRAMS_PER_SM = 4
+PLANNING_D_TILE = 128
 # The interpreter runs programs one after another; three programs make each loop over several
 # row tiles and leave some programs with one tile more than others.
 INTERPRETER_BACKWARD_PROGRAMS = 3
@@ -415,17 +440,18 @@ def forward(x2d, weight, y, style):
     grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
     FORWARD_KERNELS[style][grid](
         x2d, weight, y, rows, D, x2d.stride(0), x2d.stride(1),
-        X_ROW_ALIGN=_alignment(x2d.stride(0), x2d.element_size()), GX_ROW_ALIGN=1,
-        NEED_GRAD_X=False, NEED_GRAD_W=False, ACC_DTYPE=_acc_dtype(x2d.dtype),
+        X_ROW_ALIGN=_alignment(x2d.stride(0), x2d.element_size()), D_ALIGN=_alignment(D, x2d.element_size()),
+        ACC_DTYPE=_acc_dtype(x2d.dtype),
     )
 
 
-def backward_programs(rows):
-    """How many programs the backward kernels launch per D tile: a few per SM, at most one per row tile."""
+def backward_programs(rows, D):
+    """How many programs the backward kernels launch per D tile (see BACKWARD_PROGRAMS_PER_SM)."""
     if common.INTERPRETED:
         wanted = INTERPRETER_BACKWARD_PROGRAMS
     else:
-        wanted = BACKWARD_PROGRAMS_PER_SM * torch.cuda.get_device_properties(common.DEVICE).multi_processor_count
+        sms = torch.cuda.get_device_properties(common.DEVICE).multi_processor_count
+        wanted = max(sms, triton.cdiv(BACKWARD_PROGRAMS_PER_SM * sms, triton.cdiv(D, PLANNING_D_TILE)))
     smallest_rows_tile = min(c.kwargs["ROWS_TILE"] for c in _configs())
     return max(1, min(wanted, triton.cdiv(rows, smallest_rows_tile)))
 
@@ -433,11 +459,11 @@ def backward_programs(rows):
 def backward(x2d, weight, grad_y, style, need_grad_x, need_grad_w, poison=False):
     """Launch the backward kernel of `style`; return (grad_x or None, grad_w or None).
 
-    grad_w is the sum of the partial buffer's rows. torch.sum over a fixed shape runs the same
-    reduction tree on every call, so the bits repeat; no atomics anywhere.
+    grad_w is the sum of the partial buffer's rows, added by sum_partials_kernel in a fixed order,
+    so the bits repeat from call to call; no atomics anywhere.
     """
     rows, D = x2d.shape
-    programs = backward_programs(rows)
+    programs = backward_programs(rows, D)
     acc_dtype = torch.float64 if x2d.dtype == torch.float64 else torch.float32
     grad_x = _new_tensor((rows, D), x2d, poison) if need_grad_x else None
     partial = _new_tensor((programs, D), x2d, poison, dtype=acc_dtype) if need_grad_w else None
@@ -448,10 +474,17 @@ def backward(x2d, weight, grad_y, style, need_grad_x, need_grad_w, poison=False)
     BACKWARD_KERNELS[style][grid](
         x2d, weight, grad_y, grad_x if need_grad_x else x2d, partial if need_grad_w else x2d,
         rows, D, x2d.stride(0), x2d.stride(1), grad_y.stride(0),
-        X_ROW_ALIGN=_alignment(x2d.stride(0), x2d.element_size()), GX_ROW_ALIGN=_alignment(D, x2d.element_size()),
+        X_ROW_ALIGN=_alignment(x2d.stride(0), x2d.element_size()), D_ALIGN=_alignment(D, x2d.element_size()),
         NEED_GRAD_X=need_grad_x, NEED_GRAD_W=need_grad_w, ACC_DTYPE=_acc_dtype(x2d.dtype),
     )
-    grad_w = partial.sum(dim=0).to(x2d.dtype) if need_grad_w else None
+    if not need_grad_w:
+        return grad_x, None
+    grad_w = _new_tensor((D,), x2d, poison)
+    # One [BLOCK_P, BLOCK_D] tile of 4096 partials per step, as tall as the buffer allows: few
+    # steps, since this pass is short and its time goes in latency, not bandwidth.
+    block_p = min(triton.next_power_of_2(programs), 128)
+    block_d = max(16, 4096 // block_p)
+    sum_partials_kernel[(triton.cdiv(D, block_d),)](partial, grad_w, programs, D, BLOCK_P=block_p, BLOCK_D=block_d)
     return grad_x, grad_w
 
 

@@ -174,8 +174,8 @@ def test_check_rejects_an_unknown_layout():
 
 
 def test_check_catches_a_wrong_answer():
-    def off_by_one_row(x, out=None):
-        return ex.blocked_sum(x[1:], out=out)
+    def off_by_one_row(x, out=None, poison=False):
+        return ex.blocked_sum(x[1:], out=out, poison=poison)
 
     ex.VARIANTS["broken"] = off_by_one_row
     try:
@@ -239,7 +239,7 @@ def test_offsets_past_2_to_the_31_elements(m, n, dtype):
     for name in ALL_NAMES:
         fn = ex.blocked_sum if name == "blocked_sum" else ex.VARIANTS[name]
         out = torch.full((n,), float("nan"), dtype=dtype, device=x.device)
-        common.assert_close(fn(x, out=out), expected, magnitude, m, f"{name} {m}x{n} {dtype}")
+        common.assert_close(fn(x, out=out, poison=True), expected, magnitude, m, f"{name} {m}x{n} {dtype}")
 
 
 def test_pruning_always_leaves_a_config():

@@ -7,7 +7,8 @@ from support import common
 ex = support.load("02_matmul_tiled")
 
 VARIANT_NAMES = list(ex.VARIANTS)
-ROW_MAJOR_VARIANTS = [name for name in VARIANT_NAMES if name != "descriptor"]  # take any layout
+DESCRIPTOR_VARIANTS = ["descriptor", "persistent"]  # need 16-byte aligned rows
+ROW_MAJOR_VARIANTS = [name for name in VARIANT_NAMES if name not in DESCRIPTOR_VARIANTS]  # take any layout
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 
 
@@ -43,7 +44,7 @@ def assert_matches(fn, a, b, what):
 )
 def test_shapes(m, n, k):
     checked = ex.check(m, n, k, torch.float32)
-    expected = ROW_MAJOR_VARIANTS + (["descriptor"] if descriptor_aligned(n, k, torch.float32) else []) + ["matmul"]
+    expected = ROW_MAJOR_VARIANTS + (DESCRIPTOR_VARIANTS if descriptor_aligned(n, k, torch.float32) else []) + ["matmul"]
     assert sorted(checked) == sorted(expected)
 
 
@@ -67,8 +68,8 @@ def test_output_has_input_dtype_and_shape(dtype):
     for fn in [ex.matmul, *ex.VARIANTS.values()]:
         try:
             c = fn(a, b)
-        except ValueError:  # the descriptor: rows of 3 elements are not 16-byte multiples
-            assert fn is ex.matmul_descriptor
+        except ValueError:  # descriptors: rows of 3 elements are not 16-byte multiples
+            assert fn in (ex.matmul_descriptor, ex.matmul_persistent)
             continue
         assert c.dtype == dtype and c.shape == (5, 3)
 
@@ -107,7 +108,7 @@ def test_sliced_views(name):
     big_b = torch.randn(140, 72, device=common.DEVICE)
     a = big_a[::3, 2:98]  # every third row, a column window: (30, 96), base 8 bytes in
     b = big_b[4:100, ::2]  # (96, 36), column stride 2
-    if name == "descriptor":
+    if name in DESCRIPTOR_VARIANTS:
         with pytest.raises(ValueError, match="tensor descriptor cannot describe"):
             fn(a, b)
         # Views that keep the descriptor's rules: bases and row strides on 16-byte multiples.
@@ -144,17 +145,41 @@ def test_descriptor_refuses_what_it_cannot_describe():
         ex.matmul_descriptor(a, torch.randn(16, 4, device=common.DEVICE), out=out)
 
 
-def test_matmul_takes_the_descriptor_for_aligned_16_bit_input(monkeypatch):
+def test_matmul_takes_the_persistent_kernel_when_it_can(monkeypatch):
     calls = []
-    descriptor = ex.matmul_descriptor
-    monkeypatch.setattr(ex, "matmul_descriptor", lambda a, b, out=None: calls.append(1) or descriptor(a, b, out))
+    persistent = ex.matmul_persistent
+    monkeypatch.setattr(ex, "matmul_persistent", lambda a, b, out=None: calls.append(1) or persistent(a, b, out))
     a = torch.randn(20, 32, device=common.DEVICE, dtype=torch.float16)
     ex.matmul(a, torch.randn(32, 16, device=common.DEVICE, dtype=torch.float16))
     assert calls == [1]
     ex.matmul(a, torch.randn(16, 32, device=common.DEVICE, dtype=torch.float16).T)  # transposed B
     ex.matmul(a, torch.randn(32, 12, device=common.DEVICE, dtype=torch.float16))  # rows of 24 bytes
-    ex.matmul(a.float(), torch.randn(32, 16, device=common.DEVICE))  # float32: the pointer kernel
+    with ex.float32_matmul_precision("highest"):
+        ex.matmul(a.float(), torch.randn(32, 16, device=common.DEVICE))  # exact float32: the pointer kernel
+    ex.matmul(a.double(), torch.randn(32, 16, device=common.DEVICE, dtype=torch.float64))  # float64: likewise
     assert calls == [1]
+    with ex.float32_matmul_precision("high"):  # TF32 reads B^T, so B may have any layout
+        ex.matmul(a.float(), torch.randn(16, 32, device=common.DEVICE).T)
+    assert calls == [1, 1]
+
+
+@pytest.mark.parametrize("transposed_b", [False, True])
+@pytest.mark.parametrize("k", [5, 96])
+def test_persistent_tf32_reads_b_transposed(transposed_b, k):
+    # Under TF32 the persistent kernel reads B^T: a transposed view is used as it lies, any other
+    # B is copied by transpose_kernel, into rows padded to 16 bytes when K * 4 is not a multiple.
+    a = torch.randn(30, 8, device=common.DEVICE)[:, :k] if k < 8 else torch.randn(30, k, device=common.DEVICE)
+    b = torch.randn(12, k, device=common.DEVICE).T if transposed_b else torch.randn(k, 12, device=common.DEVICE)
+    with ex.float32_matmul_precision("high"):
+        assert_matches(ex.matmul_persistent, a, b, f"persistent TF32, K = {k}, transposed b: {transposed_b}")
+
+
+def test_persistent_refuses_what_it_cannot_describe():
+    a = torch.randn(32, 16, device=common.DEVICE, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"matmul_persistent: .*b \(16, 32\) .* last stride is 16, not 1"):
+        ex.matmul_persistent(a, torch.randn(32, 16, device=common.DEVICE, dtype=torch.bfloat16).T)
+    with pytest.raises(ValueError, match=r"matmul_persistent: .*a \(32, 5\)"), ex.float32_matmul_precision("high"):
+        ex.matmul_persistent(torch.randn(32, 5, device=common.DEVICE), torch.randn(5, 8, device=common.DEVICE))
 
 
 def test_bad_input():

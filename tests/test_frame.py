@@ -7,7 +7,7 @@ import support
 from support import common
 
 EXAMPLES = [path.parent.name for path in common.example_paths()]
-VARIANT_STYLES = {"01_matmul_elementwise": set(), "02_matmul_tiled": {"pointer", "block_ptr", "descriptor"},
+VARIANT_STYLES = {"01_matmul_elementwise": set(), "02_matmul_tiled": {"pointer", "block_ptr", "descriptor", "persistent"},
                   "03_blocked_sum": {"pointer", "block_ptr", "descriptor"},
                   "04_weighted_sum": {"pointer", "block_ptr", "descriptor"}}
 

@@ -1,4 +1,4 @@
-"""Tiled matrix multiplication C = A @ B with tl.dot, in three ways of reaching memory.
+"""Tiled matrix multiplication C = A @ B with tl.dot: three ways of reaching memory, then a persistent kernel.
 
 Each program computes one BLOCK_M x BLOCK_N tile of C. It walks along K in steps of BLOCK_K,
 loads a BLOCK_M x BLOCK_K tile of A and a BLOCK_K x BLOCK_N tile of B, and lets `tl.dot` multiply

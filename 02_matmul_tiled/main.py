@@ -619,13 +619,18 @@ def k_major_b(b):
     return bt
 
 
+def persistent_problem(a, b, c):
+    """Why the persistent kernel cannot take a, b and c, or None. a and c must meet the descriptor
+    rules, and so must b, except under TF32, where the kernel reads B^T (see k_major_b)."""
+    return descriptor_problem(a, None if input_precision(a.dtype) == "tf32" else b, c)
+
+
 def matmul_persistent(a, b, out=None):
-    """a @ b with the persistent kernel. a and the output must meet the descriptor rules, and so
-    must b, except under TF32, where the kernel reads B^T (see k_major_b) and b may be any layout."""
+    """a @ b with the persistent kernel; see persistent_problem for the layouts it takes."""
     c, launch_needed = prepare(a, b, out)
     if launch_needed:
         tf32 = input_precision(a.dtype) == "tf32"
-        problem = descriptor_problem(a, None if tf32 else b, c)
+        problem = persistent_problem(a, b, c)
         if problem is not None:
             raise ValueError(f"matmul_persistent: a tensor descriptor cannot describe {problem}")
         (m, k), n = a.shape, b.shape[1]
@@ -669,10 +674,8 @@ def matmul(a, b, out=None):
     m, n, _ = validate(a, b, out)
     c = torch.empty((m, n), dtype=a.dtype, device=a.device) if out is None else out
     fast_dot = a.dtype in (torch.float16, torch.bfloat16) or input_precision(a.dtype) == "tf32"
-    if fast_dot and c.numel() and a.numel() and b.numel():
-        tf32 = input_precision(a.dtype) == "tf32"
-        if descriptor_problem(a, None if tf32 else b, c) is None:
-            return matmul_persistent(a, b, out=c)
+    if fast_dot and c.numel() and a.numel() and b.numel() and persistent_problem(a, b, c) is None:
+        return matmul_persistent(a, b, out=c)
     return matmul_pointer(a, b, out=c)
 
 
@@ -767,7 +770,8 @@ def benchmark(m, n, k, dtype=torch.float16, precision="highest"):
         torch_ms = common.bench(lambda: reference(a, b))
         timed = [("torch", torch_ms)]
         for name, fn in VARIANTS.items():
-            if name in ("descriptor", "persistent") and descriptor_problem(a, b, torch.empty(m, n, dtype=dtype, device=a.device)):
+            problem = {"descriptor": descriptor_problem, "persistent": persistent_problem}.get(name)
+            if problem and problem(a, b, torch.empty(m, n, dtype=dtype, device=a.device)):
                 continue  # sizes a descriptor cannot take (N not a multiple of 16 bytes, say)
             timed.append((name, common.bench(lambda fn=fn: fn(a, b))))
         for name, ms in timed:

@@ -480,12 +480,18 @@ def backward(x2d, weight, grad_y, style, need_grad_x, need_grad_w, poison=False)
     if not need_grad_w:
         return grad_x, None
     grad_w = _new_tensor((D,), x2d, poison)
+    sum_partials(partial, grad_w)
+    return grad_x, grad_w
+
+
+def sum_partials(partial, grad_w):
+    """Launch the second pass: grad_w[d] = the sum of partial[:, d], always in the same order."""
+    programs, D = partial.shape
     # One [BLOCK_P, BLOCK_D] tile of 4096 partials per step, as tall as the buffer allows: few
     # steps, since this pass is short and its time goes in latency, not bandwidth.
     block_p = min(triton.next_power_of_2(programs), 128)
     block_d = max(16, 4096 // block_p)
     sum_partials_kernel[(triton.cdiv(D, block_d),)](partial, grad_w, programs, D, BLOCK_P=block_p, BLOCK_D=block_d)
-    return grad_x, grad_w
 
 
 def _new_tensor(shape, like, poison, dtype=None):

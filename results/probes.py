@@ -257,10 +257,7 @@ def probe_backward():
                 x, w, grad_y, grad_x, partial, rows, dim, x.stride(0), x.stride(1), grad_y.stride(0),
                 X_ROW_ALIGN=align, D_ALIGN=align, NEED_GRAD_X=True, NEED_GRAD_W=True, ACC_DTYPE=tl.float32,
                 num_warps=best.num_warps, **best.kwargs))
-            block_p = min(triton.next_power_of_2(programs), 128)
-            block_d = max(16, 4096 // block_p)
-            second = common.bench(lambda: weighted.sum_partials_kernel[(triton.cdiv(dim, block_d),)](
-                partial, grad_w, programs, dim, BLOCK_P=block_p, BLOCK_D=block_d))
+            second = common.bench(lambda: weighted.sum_partials(partial, grad_w))
             torch_sum = common.bench(lambda: partial.sum(0).to(dtype))
             line(case, f"{grid[1]} programs per D tile, {grid[0] * grid[1]} in all", best,
                  f"backward() {total * 1e3:.1f} us ({100 * common.gbps(nbytes, total) / ceiling:.1f}%)",

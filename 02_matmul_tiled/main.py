@@ -601,7 +601,7 @@ def programs_per_device():
     """The persistent kernel's grid: one program per SM (three under the interpreter, to walk tiles)."""
     if common.INTERPRETED:
         return 3
-    return torch.cuda.get_device_properties(common.DEVICE).multi_processor_count
+    return common.multiprocessor_count(common.DEVICE)
 
 
 def k_major_b(b):

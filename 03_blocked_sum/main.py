@@ -230,11 +230,6 @@ INTERPRETER_PROGRAMS = 4
 PLANNING_BLOCK_N = 128
 
 
-@functools.cache
-def multiprocessor_count(device_index):
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
 def plan_splits(m, n, device=None):
     """How many row chunks to split an m x n column sum into: (splits, rows_per_split, reason).
 
@@ -253,7 +248,7 @@ def plan_splits(m, n, device=None):
 @functools.lru_cache(maxsize=1024)  # the wrappers ask on every call; the answer never changes
 def _plan_splits(m, n, device_type, device_index):
     if device_type == "cuda":
-        sms = multiprocessor_count(device_index)
+        sms = common.multiprocessor_count(device_index)
         wanted = PROGRAMS_PER_SM * sms
         why = f"{PROGRAMS_PER_SM} programs per SM x {sms} SMs"
     else:

@@ -450,7 +450,7 @@ def backward_programs(rows, D):
     if common.INTERPRETED:
         wanted = INTERPRETER_BACKWARD_PROGRAMS
     else:
-        sms = torch.cuda.get_device_properties(common.DEVICE).multi_processor_count
+        sms = common.multiprocessor_count(common.DEVICE)
         wanted = max(sms, triton.cdiv(BACKWARD_PROGRAMS_PER_SM * sms, triton.cdiv(D, PLANNING_D_TILE)))
     smallest_rows_tile = min(c.kwargs["ROWS_TILE"] for c in _configs())
     return max(1, min(wanted, triton.cdiv(rows, smallest_rows_tile)))

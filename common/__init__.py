@@ -84,6 +84,12 @@ def bench(fn, setup=None):
     return statistics.median(times)
 
 
+@functools.cache
+def multiprocessor_count(device):
+    """How many SMs the CUDA device (a torch.device or an index) has; asked once per device."""
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def gbps(nbytes, ms):
     """Throughput in GB/s (10^9 bytes) of moving nbytes in ms milliseconds."""
     return nbytes / (ms * 1e-3) / 1e9

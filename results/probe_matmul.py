@@ -324,7 +324,7 @@ def candidates_for(dtype):
 def num_sms():
     if common.INTERPRETED:
         return 3  # a few programs, so that each walks several tiles
-    return torch.cuda.get_device_properties(common.DEVICE).multi_processor_count
+    return common.multiprocessor_count(common.DEVICE)
 
 
 def input_precision(dtype):

@@ -65,10 +65,6 @@ def forward_persistent_kernel(
         tl.store(y_ptr + row_ids, tl.sum(acc, axis=1).to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
-def sms():
-    return torch.cuda.get_device_properties(common.DEVICE).multi_processor_count
-
-
 def replay_ms(fn, flush, setup=None, reps=60):
     """Median ms of graph replays of fn(), each after flush() (outside the timed region)."""
     graph = common.capture_graph(fn, setup)
@@ -104,6 +100,7 @@ def line(*parts):
 
 def probe_ceiling():
     """Copy and read-only bandwidth against size: how much a launch of a given size can reach."""
+    sms = common.multiprocessor_count(common.DEVICE)
     line("ceiling (1 GiB eager copy, as common)", f"{common.copy_ceiling_gbps():.0f} GB/s")
     for read_mb in (67, 134, 268, 537, 1074):
         n = int(read_mb * MB) // 4
@@ -116,7 +113,7 @@ def probe_ceiling():
              f"graphed torch.neg {common.gbps(nbytes, neg):.0f} GB/s")
         for programs_per_sm in (None, 2, 4, 8, 16):
             block = 4096
-            programs = triton.cdiv(n, block) if programs_per_sm is None else programs_per_sm * sms()
+            programs = triton.cdiv(n, block) if programs_per_sm is None else programs_per_sm * sms
             partial = torch.empty(programs, device=common.DEVICE)
             ms = common.bench(lambda: read_kernel[(programs,)](src, partial, n, BLOCK=block, num_warps=8))
             label = "one block per program" if programs_per_sm is None else f"{programs_per_sm} programs per SM"
@@ -189,6 +186,7 @@ def probe_forward():
 
 def probe_persistent():
     """04 forward with a persistent grid (k programs per SM walking row tiles), the best tile."""
+    sms = common.multiprocessor_count(common.DEVICE)
     weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
     ceiling = common.copy_ceiling_gbps()
     for case, x, w, y in forward_cases(weighted):
@@ -199,7 +197,7 @@ def probe_persistent():
         tile, d_tile = best.kwargs["ROWS_TILE"], best.kwargs["D_TILE"]
         for per_sm in (2, 4, 8):
             for stages in (1, 3):
-                programs = min(per_sm * sms(), triton.cdiv(rows, tile))
+                programs = min(per_sm * sms, triton.cdiv(rows, tile))
                 ms = common.bench(lambda: forward_persistent_kernel[(programs,)](
                     x, w, y, rows, dim, ROWS_TILE=tile, D_TILE=d_tile, STAGES=stages, num_warps=best.num_warps))
                 line("    persistent", f"{per_sm}/SM stages {stages}", f"{ms * 1e3:.1f} us",
@@ -275,6 +273,7 @@ def probe_backward():
 
 def probe_backward_configs():
     """04 backward's first kernel, every tile config and several program counts, graph-timed."""
+    sms = common.multiprocessor_count(common.DEVICE)
     weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
     ceiling = common.copy_ceiling_gbps()
     kernel = weighted.backward_pointer_kernel
@@ -290,7 +289,7 @@ def probe_backward_configs():
             tile, d_tile = config.kwargs["ROWS_TILE"], config.kwargs["D_TILE"]
             d_tiles = triton.cdiv(dim, d_tile)
             for per_sm in (1, 2, 4, 8):
-                programs = max(1, min(triton.cdiv(per_sm * sms(), d_tiles), triton.cdiv(rows, tile)))
+                programs = max(1, min(triton.cdiv(per_sm * sms, d_tiles), triton.cdiv(rows, tile)))
                 partial = torch.empty(programs, dim, device=common.DEVICE)
                 ms = common.bench(lambda: kernel.fn[(d_tiles, programs)](
                     x, w, grad_y, grad_x, partial, rows, dim, x.stride(0), x.stride(1), grad_y.stride(0),

@@ -205,34 +205,57 @@ def probe_persistent():
 
 
 @triton.jit
-def backward_cache_hint_kernel(
+def backward_variant_kernel(
     x_ptr, w_ptr, grad_y_ptr, grad_x_ptr, partial_ptr,  # as 04's backward_pointer_kernel, contiguous x
     rows, D,  # problem size
+    ORDER: tl.constexpr,  # "store_first" (04 before item 15), "loads_first" (04 now), "prefetch" (next tile's loads a step early)
     LOAD_EVICTION: tl.constexpr,  # eviction_policy of the x loads ("" = default)
     STORE_CACHE: tl.constexpr,  # cache_modifier of the grad_x stores ("" = default)
     ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # tile
 ):
-    # 04's pointer backward with both gradients, D a multiple of 16, and cache hints: does telling
-    # the L2 that x and grad_x are streamed (used once) bring the fused pass closer to a copy?
+    # 04's pointer backward with both gradients, D a multiple of 16, in three orders of the memory
+    # operations of a step, and with cache hints: which brings the fused pass closest to a copy?
     d0 = tl.program_id(0) * D_TILE
     pid = tl.program_id(1)
+    step = tl.num_programs(1) * ROWS_TILE
     cols = d0 + tl.arange(0, D_TILE)
     w = tl.load(w_ptr + cols).to(tl.float32)
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
-    for tile in range(pid, tl.cdiv(rows, ROWS_TILE), tl.num_programs(1)):
-        row_ids = (tile * ROWS_TILE + tl.arange(0, ROWS_TILE)).to(tl.int64)
+    row_ids = (pid * ROWS_TILE + tl.arange(0, ROWS_TILE)).to(tl.int64)
+    if ORDER == "prefetch":
+        x = tl.load(x_ptr + row_ids[:, None] * D + cols[None, :], mask=(row_ids < rows)[:, None], other=0.0,
+                    eviction_policy=LOAD_EVICTION)
+        grad_y = tl.load(grad_y_ptr + row_ids, mask=row_ids < rows, other=0.0).to(tl.float32)
+    for _ in range(pid, tl.cdiv(rows, ROWS_TILE), tl.num_programs(1)):
         row_mask = row_ids < rows
-        grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
         offsets = row_ids[:, None] * D + cols[None, :]
-        tl.store(grad_x_ptr + offsets, (grad_y[:, None] * w[None, :]).to(grad_x_ptr.dtype.element_ty),
-                 mask=row_mask[:, None], cache_modifier=STORE_CACHE)
-        x = tl.load(x_ptr + offsets, mask=row_mask[:, None], other=0.0, eviction_policy=LOAD_EVICTION)
-        acc += x.to(tl.float32) * grad_y[:, None]
+        if ORDER == "store_first":
+            grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
+            tl.store(grad_x_ptr + offsets, (grad_y[:, None] * w[None, :]).to(grad_x_ptr.dtype.element_ty),
+                     mask=row_mask[:, None], cache_modifier=STORE_CACHE)
+            x = tl.load(x_ptr + offsets, mask=row_mask[:, None], other=0.0, eviction_policy=LOAD_EVICTION)
+            acc += x.to(tl.float32) * grad_y[:, None]
+        elif ORDER == "loads_first":
+            x = tl.load(x_ptr + offsets, mask=row_mask[:, None], other=0.0, eviction_policy=LOAD_EVICTION)
+            grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
+            tl.store(grad_x_ptr + offsets, (grad_y[:, None] * w[None, :]).to(grad_x_ptr.dtype.element_ty),
+                     mask=row_mask[:, None], cache_modifier=STORE_CACHE)
+            acc += x.to(tl.float32) * grad_y[:, None]
+        else:
+            next_ids = row_ids + step
+            next_x = tl.load(x_ptr + next_ids[:, None] * D + cols[None, :], mask=(next_ids < rows)[:, None], other=0.0,
+                             eviction_policy=LOAD_EVICTION)
+            next_grad_y = tl.load(grad_y_ptr + next_ids, mask=next_ids < rows, other=0.0).to(tl.float32)
+            tl.store(grad_x_ptr + offsets, (grad_y[:, None] * w[None, :]).to(grad_x_ptr.dtype.element_ty),
+                     mask=row_mask[:, None], cache_modifier=STORE_CACHE)
+            acc += x.to(tl.float32) * grad_y[:, None]
+            x, grad_y = next_x, next_grad_y
+        row_ids += step
     tl.store(partial_ptr + pid.to(tl.int64) * D + cols, tl.sum(acc, axis=0))
 
 
 def probe_backward():
-    """04 backward: the whole backward(), the first kernel alone, the second pass alone, cache hints."""
+    """04 backward: the whole backward(), the first kernel alone, the second pass alone, orders and cache hints."""
     weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
     ceiling = common.copy_ceiling_gbps()
     kernel = weighted.backward_pointer_kernel
@@ -261,18 +284,22 @@ def probe_backward():
                  f"backward() {total * 1e3:.1f} us ({100 * common.gbps(nbytes, total) / ceiling:.1f}%)",
                  f"first kernel alone {alone * 1e3:.1f} us ({100 * common.gbps(nbytes, alone) / ceiling:.1f}%)",
                  f"sum_partials_kernel alone {second * 1e3:.1f} us", f"partial.sum(0).to(dtype) alone {torch_sum * 1e3:.1f} us")
-            for eviction, store_cache in (("", ""), ("evict_first", ""), ("", ".cs"), ("evict_first", ".cs")):
-                ms = common.bench(lambda: backward_cache_hint_kernel[grid](
-                    x, w, grad_y, grad_x, partial, rows, dim, LOAD_EVICTION=eviction, STORE_CACHE=store_cache,
+            if dim % best.kwargs["D_TILE"]:
+                continue  # the variants below do not mask columns
+            variants = [(order, "", "") for order in ("store_first", "loads_first", "prefetch")]
+            variants += [("loads_first", "evict_first", ""), ("loads_first", "", ".cs")]
+            for order, eviction, store_cache in variants:
+                ms = common.bench(lambda: backward_variant_kernel[grid](
+                    x, w, grad_y, grad_x, partial, rows, dim, ORDER=order, LOAD_EVICTION=eviction, STORE_CACHE=store_cache,
                     ROWS_TILE=best.kwargs["ROWS_TILE"], D_TILE=best.kwargs["D_TILE"], num_warps=best.num_warps))
-                line("    cache hints", f"x loads {eviction or 'default'}, grad_x stores {store_cache or 'default'}",
+                line("    variant", order, f"x loads {eviction or 'default'}, grad_x stores {store_cache or 'default'}",
                      f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)")
             ms = common.bench(lambda: torch.neg(x, out=grad_x))
             line(case, "torch.neg, same bytes", f"{ms * 1e3:.1f} us", f"{100 * common.gbps(nbytes, ms) / ceiling:.1f}%")
 
 
 def probe_backward_configs():
-    """04 backward's first kernel, every tile config and several program counts, graph-timed."""
+    """04 backward's first kernel and the prefetch variant, every tile config and several program counts, graph-timed."""
     sms = common.multiprocessor_count(common.DEVICE)
     weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
     ceiling = common.copy_ceiling_gbps()
@@ -291,14 +318,106 @@ def probe_backward_configs():
             for per_sm in (1, 2, 4, 8):
                 programs = max(1, min(triton.cdiv(per_sm * sms, d_tiles), triton.cdiv(rows, tile)))
                 partial = torch.empty(programs, dim, device=common.DEVICE)
+                where = f"{tile}x{d_tile} {config.num_warps} warps, {per_sm}/SM in all ({programs} per D tile)"
                 ms = common.bench(lambda: kernel.fn[(d_tiles, programs)](
                     x, w, grad_y, grad_x, partial, rows, dim, x.stride(0), x.stride(1), grad_y.stride(0),
                     X_ROW_ALIGN=align, D_ALIGN=align, NEED_GRAD_X=True, NEED_GRAD_W=True, ACC_DTYPE=tl.float32,
                     num_warps=config.num_warps, **config.kwargs))
-                results.append((ms, f"{tile}x{d_tile} {config.num_warps} warps, {per_sm}/SM in all ({programs} per D tile)"))
+                results.append((ms, f"04's kernel {where}"))
+                ms = common.bench(lambda: backward_variant_kernel[(d_tiles, programs)](
+                    x, w, grad_y, grad_x, partial, rows, dim, ORDER="prefetch", LOAD_EVICTION="", STORE_CACHE="",
+                    num_warps=config.num_warps, **config.kwargs))
+                results.append((ms, f"prefetch variant {where}"))
         for ms, what in sorted(results)[:8]:
             line(f"04 bwd kernel {rows}x{dim} {dtype}", what, f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)")
         line("   slowest", *(f"{what}: {ms * 1e3:.1f} us" for ms, what in sorted(results)[-2:]))
+
+
+@triton.jit
+def column_sum_order_kernel(
+    x_ptr,  # pointer to x[0, 0]; (M, N), contiguous
+    partial_ptr,  # pointer to a (programs, N) float32 buffer
+    M, N,  # shape of x
+    rows_per_split,  # rows of each chunk when not INTERLEAVED (a multiple of BLOCK_M)
+    INTERLEAVED: tl.constexpr,  # program s takes row tiles s, s + programs, ... instead of one chunk
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # tile
+):
+    # 03's first pass on a tall matrix, two ways of handing out rows: 03's contiguous chunk per
+    # program (the programs on the chip at one time read far-apart places), or interleaved row
+    # tiles (they read one window of the matrix together, as a copy kernel's blocks do).
+    pid_s = tl.program_id(1)
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if INTERLEAVED:
+        first, stop, step = pid_s * BLOCK_M, M, tl.num_programs(1) * BLOCK_M
+    else:
+        first, stop, step = pid_s * rows_per_split, tl.minimum(pid_s * rows_per_split + rows_per_split, M), BLOCK_M
+    for row in range(first, stop, step):
+        rows = row + tl.arange(0, BLOCK_M)
+        mask = (rows < stop)[:, None] & col_mask[None, :]
+        acc += tl.load(x_ptr + rows.to(tl.int64)[:, None] * N + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    tl.store(partial_ptr + pid_s.to(tl.int64) * N + cols, tl.sum(acc, axis=0), mask=col_mask)
+
+
+def probe_backward_programs():
+    """04 backward(): programs per SM and the second pass's tile height, on every bench shape."""
+    weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    defaults = weighted.BACKWARD_PROGRAMS_PER_SM, weighted.SUM_PARTIALS_MAX_ROWS, weighted.SUM_PARTIALS_TILE
+    for dtype in (torch.float32, torch.bfloat16):
+        for rows, dim in weighted.BENCH_SHAPES:
+            x = torch.randn(rows, dim, dtype=dtype, device=common.DEVICE)
+            w = torch.randn(dim, dtype=dtype, device=common.DEVICE)
+            grad_y = torch.randn(rows, dtype=dtype, device=common.DEVICE)
+            nbytes = 2 * x.numel() * x.element_size()
+            parts = [f"04 bwd {rows}x{dim} {dtype}"]
+            for per_sm in (4, 8):
+                for max_rows, tile in ((128, 4096), (1024, 4096), (1024, 16384)):
+                    weighted.BACKWARD_PROGRAMS_PER_SM, weighted.SUM_PARTIALS_MAX_ROWS, weighted.SUM_PARTIALS_TILE = (
+                        per_sm, max_rows, tile)
+                    ms = common.bench(lambda: weighted.backward(x, w, grad_y, "pointer", True, True))
+                    parts.append(f"{per_sm}/SM, {max_rows} rows x {tile}: {ms * 1e3:.1f} us "
+                                 f"({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)")
+            weighted.BACKWARD_PROGRAMS_PER_SM, weighted.SUM_PARTIALS_MAX_ROWS, weighted.SUM_PARTIALS_TILE = defaults
+            line(*parts)
+
+
+def probe_backward_bytes():
+    """One launch each of 04's backward, its store-first variant and torch.neg, for Nsight Compute.
+
+    Prints nothing useful alone: run under
+        ncu --clock-control none --profile-from-start off --metrics dram__bytes_read.sum,... \
+            python results/probes.py backward_bytes
+    The profiler is on only around the launches (autotuning and warm-up stay out).
+    """
+    weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
+    for dtype, rows, dim in ((torch.float32, 65536, 1024), (torch.bfloat16, 65536, 1024), (torch.float32, 1048576, 128)):
+        x = torch.randn(rows, dim, dtype=dtype, device=common.DEVICE)
+        w = torch.randn(dim, dtype=dtype, device=common.DEVICE)
+        grad_y = torch.randn(rows, dtype=dtype, device=common.DEVICE)
+        grad_x = torch.empty_like(x)
+        weighted.backward(x, w, grad_y, "pointer", True, True)
+        best = weighted.backward_pointer_kernel.best_config
+        programs = weighted.backward_programs(rows, dim)
+        grid = (triton.cdiv(dim, best.kwargs["D_TILE"]), programs)
+        partial = torch.empty(programs, dim, device=common.DEVICE)
+
+        def store_first():
+            backward_variant_kernel[grid](x, w, grad_y, grad_x, partial, rows, dim, ORDER="store_first", LOAD_EVICTION="",
+                                          STORE_CACHE="", num_warps=best.num_warps, **best.kwargs)
+
+        store_first()
+        torch.neg(x, out=grad_x)
+        torch.cuda.synchronize()
+        line(f"profiling {rows}x{dim} {dtype}: backward (first kernel, sum_partials_kernel), store-first variant, torch.neg",
+             best)
+        torch.cuda.cudart().cudaProfilerStart()
+        weighted.backward(x, w, grad_y, "pointer", True, True)
+        store_first()
+        torch.neg(x, out=grad_x)
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStop()
 
 
 def probe_column_sum():
@@ -315,8 +434,41 @@ def probe_column_sum():
             autotune_table(blocked.column_sum_pointer_kernel, label + f"; {blocked.plan_splits(rows, cols)[2]}")
 
 
+def probe_column_order():
+    """03 on 1048576 x 64: contiguous row chunks against interleaved row tiles, several tiles and counts."""
+    sms = common.multiprocessor_count(common.DEVICE)
+    blocked = common.load_example(common.REPO_ROOT / "03_blocked_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    rows, cols = 1048576, 64
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.randn(rows, cols, dtype=dtype, device=common.DEVICE)
+        nbytes = x.numel() * x.element_size()
+        ms = common.bench(lambda: blocked.blocked_sum(x))
+        line(f"03 {rows}x{cols} {dtype} blocked_sum", f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)",
+             blocked.column_sum_pointer_kernel.best_config)
+        results = []
+        for block_m, block_n, warps in ((128, 64, 4), (256, 64, 8), (64, 64, 4), (256, 32, 4), (512, 64, 8)):
+            for per_sm in (2, 4, 8, 16):
+                programs = per_sm * sms
+                rows_per_split = triton.cdiv(triton.cdiv(rows, programs), block_m) * block_m
+                partial = torch.empty(programs, cols, device=common.DEVICE)
+                for interleaved in (False, True):
+                    grid = (triton.cdiv(cols, block_n), programs if interleaved else triton.cdiv(rows, rows_per_split))
+                    ms = common.bench(lambda: column_sum_order_kernel[grid](
+                        x, partial, rows, cols, rows_per_split, INTERLEAVED=interleaved,
+                        BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps))
+                    results.append((ms, f"{'interleaved' if interleaved else 'chunks'} {block_m}x{block_n} {warps} warps {per_sm}/SM"))
+        for ms, what in sorted(results)[:10]:
+            line("    first pass alone", what, f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)")
+        best_chunks = min(r for r in results if r[1].startswith("chunks"))
+        line("    best chunks", best_chunks[1], f"{best_chunks[0] * 1e3:.1f} us")
+
+
 PROBES = {"ceiling": probe_ceiling, "flush": probe_flush, "forward": probe_forward, "persistent": probe_persistent,
-          "backward": probe_backward, "backward_configs": probe_backward_configs, "column_sum": probe_column_sum}
+          "backward": probe_backward, "backward_configs": probe_backward_configs,
+          "backward_programs": probe_backward_programs,
+          "backward_bytes": probe_backward_bytes, "column_sum": probe_column_sum,
+          "column_order": probe_column_order}
 
 
 def main(argv=None):

@@ -56,6 +56,17 @@ def test_strided_weight(name):
     common.assert_close(grad_w, g64 @ x64, g64.abs() @ x64.abs(), 19, f"{name} grad_w, strided w")
 
 
+@pytest.mark.parametrize("programs, d", [(1, 1), (17, 33), (1000, 17), (1001, 1), (1500, 40)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_sum_partials(programs, d, dtype):
+    # The second pass alone, on buffers shorter and taller than one step of it (SUM_PARTIALS_MAX_ROWS).
+    partial = torch.randn(programs, d, device=DEVICE)
+    grad_w = torch.full((d,), float("nan"), dtype=dtype, device=DEVICE)
+    ws.sum_partials(partial, grad_w)
+    p64 = partial.double()
+    common.assert_close(grad_w, p64.sum(0), p64.abs().sum(0), programs, f"sum_partials {programs}x{d} -> {dtype}")
+
+
 def test_one_dimensional_x_gives_a_scalar():
     x = torch.randn(40, device=DEVICE, requires_grad=True)
     w = torch.randn(40, device=DEVICE, requires_grad=True)

@@ -208,7 +208,10 @@ def probe_persistent():
 def backward_variant_kernel(
     x_ptr, w_ptr, grad_y_ptr, grad_x_ptr, partial_ptr,  # as 04's backward_pointer_kernel, contiguous x
     rows, D,  # problem size
-    ORDER: tl.constexpr,  # "store_first" (04 before item 15), "loads_first" (04 now), "prefetch" (next tile's loads a step early)
+    ORDER: tl.constexpr,  # "store_first" (04 before item 15), "loads_first" (04 now), "prefetch" (next tile's
+    # loads a step early), "row_sum" (loads first, the accumulator summed over its rows every step: one row of registers),
+    # "tile_base" (loads first; a 64-bit pointer to the tile's first row, advanced per step, plus loop-invariant int32
+    # offsets inside the tile, instead of int64 addresses recomputed for every element)
     LOAD_EVICTION: tl.constexpr,  # eviction_policy of the x loads ("" = default)
     STORE_CACHE: tl.constexpr,  # cache_modifier of the grad_x stores ("" = default)
     ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # tile
@@ -220,27 +223,42 @@ def backward_variant_kernel(
     step = tl.num_programs(1) * ROWS_TILE
     cols = d0 + tl.arange(0, D_TILE)
     w = tl.load(w_ptr + cols).to(tl.float32)
-    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
+    if ORDER == "row_sum":
+        acc = tl.zeros((D_TILE,), dtype=tl.float32)
+    else:
+        acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
     row_ids = (pid * ROWS_TILE + tl.arange(0, ROWS_TILE)).to(tl.int64)
     if ORDER == "prefetch":
         x = tl.load(x_ptr + row_ids[:, None] * D + cols[None, :], mask=(row_ids < rows)[:, None], other=0.0,
                     eviction_policy=LOAD_EVICTION)
         grad_y = tl.load(grad_y_ptr + row_ids, mask=row_ids < rows, other=0.0).to(tl.float32)
+    in_tile = tl.arange(0, ROWS_TILE)[:, None] * D + cols[None, :]  # int32: ROWS_TILE * D < 2^31 here
+    first_row = pid.to(tl.int64) * ROWS_TILE  # the row tile's first row, a scalar
     for _ in range(pid, tl.cdiv(rows, ROWS_TILE), tl.num_programs(1)):
         row_mask = row_ids < rows
         offsets = row_ids[:, None] * D + cols[None, :]
-        if ORDER == "store_first":
+        if ORDER == "tile_base":
+            tile_mask = (tl.arange(0, ROWS_TILE) < rows - first_row)[:, None]
+            x = tl.load(x_ptr + first_row * D + in_tile, mask=tile_mask, other=0.0)
+            grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
+            tl.store(grad_x_ptr + first_row * D + in_tile, (grad_y[:, None] * w[None, :]).to(grad_x_ptr.dtype.element_ty),
+                     mask=tile_mask)
+            acc += x.to(tl.float32) * grad_y[:, None]
+        elif ORDER == "store_first":
             grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
             tl.store(grad_x_ptr + offsets, (grad_y[:, None] * w[None, :]).to(grad_x_ptr.dtype.element_ty),
                      mask=row_mask[:, None], cache_modifier=STORE_CACHE)
             x = tl.load(x_ptr + offsets, mask=row_mask[:, None], other=0.0, eviction_policy=LOAD_EVICTION)
             acc += x.to(tl.float32) * grad_y[:, None]
-        elif ORDER == "loads_first":
+        elif ORDER == "loads_first" or ORDER == "row_sum":
             x = tl.load(x_ptr + offsets, mask=row_mask[:, None], other=0.0, eviction_policy=LOAD_EVICTION)
             grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
             tl.store(grad_x_ptr + offsets, (grad_y[:, None] * w[None, :]).to(grad_x_ptr.dtype.element_ty),
                      mask=row_mask[:, None], cache_modifier=STORE_CACHE)
-            acc += x.to(tl.float32) * grad_y[:, None]
+            if ORDER == "row_sum":
+                acc += tl.sum(x.to(tl.float32) * grad_y[:, None], axis=0)
+            else:
+                acc += x.to(tl.float32) * grad_y[:, None]
         else:
             next_ids = row_ids + step
             next_x = tl.load(x_ptr + next_ids[:, None] * D + cols[None, :], mask=(next_ids < rows)[:, None], other=0.0,
@@ -251,7 +269,11 @@ def backward_variant_kernel(
             acc += x.to(tl.float32) * grad_y[:, None]
             x, grad_y = next_x, next_grad_y
         row_ids += step
-    tl.store(partial_ptr + pid.to(tl.int64) * D + cols, tl.sum(acc, axis=0))
+        first_row += step
+    if ORDER == "row_sum":
+        tl.store(partial_ptr + pid.to(tl.int64) * D + cols, acc)
+    else:
+        tl.store(partial_ptr + pid.to(tl.int64) * D + cols, tl.sum(acc, axis=0))
 
 
 def probe_backward():
@@ -286,7 +308,7 @@ def probe_backward():
                  f"sum_partials_kernel alone {second * 1e3:.1f} us", f"partial.sum(0).to(dtype) alone {torch_sum * 1e3:.1f} us")
             if dim % best.kwargs["D_TILE"]:
                 continue  # the variants below do not mask columns
-            variants = [(order, "", "") for order in ("store_first", "loads_first", "prefetch")]
+            variants = [(order, "", "") for order in ("store_first", "loads_first", "prefetch", "row_sum", "tile_base")]
             variants += [("loads_first", "evict_first", ""), ("loads_first", "", ".cs")]
             for order, eviction, store_cache in variants:
                 ms = common.bench(lambda: backward_variant_kernel[grid](

@@ -276,6 +276,12 @@ def backward_variant_kernel(
         tl.store(partial_ptr + pid.to(tl.int64) * D + cols, tl.sum(acc, axis=0))
 
 
+def backward_inputs(rows, dim, dtype):
+    """Fresh random x (rows, dim), w (dim,) and grad_y (rows,) for 04's backward."""
+    return (torch.randn(rows, dim, dtype=dtype, device=common.DEVICE), torch.randn(dim, dtype=dtype, device=common.DEVICE),
+            torch.randn(rows, dtype=dtype, device=common.DEVICE))
+
+
 def probe_backward():
     """04 backward: the whole backward(), the first kernel alone, the second pass alone, orders and cache hints."""
     weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
@@ -283,9 +289,7 @@ def probe_backward():
     kernel = weighted.backward_pointer_kernel
     for dtype in (torch.float32, torch.bfloat16):
         for rows, dim in weighted.BENCH_SHAPES:
-            x = torch.randn(rows, dim, dtype=dtype, device=common.DEVICE)
-            w = torch.randn(dim, dtype=dtype, device=common.DEVICE)
-            grad_y = torch.randn(rows, dtype=dtype, device=common.DEVICE)
+            x, w, grad_y = backward_inputs(rows, dim, dtype)
             nbytes = 2 * x.numel() * x.element_size()
             case = f"04 bwd {rows}x{dim} {dtype}"
             programs = weighted.backward_programs(rows, dim)
@@ -327,9 +331,7 @@ def probe_backward_configs():
     ceiling = common.copy_ceiling_gbps()
     kernel = weighted.backward_pointer_kernel
     for dtype, rows, dim in ((torch.float32, 65536, 1024), (torch.bfloat16, 65536, 1024), (torch.float32, 1048576, 128)):
-        x = torch.randn(rows, dim, dtype=dtype, device=common.DEVICE)
-        w = torch.randn(dim, dtype=dtype, device=common.DEVICE)
-        grad_y = torch.randn(rows, dtype=dtype, device=common.DEVICE)
+        x, w, grad_y = backward_inputs(rows, dim, dtype)
         grad_x = torch.empty_like(x)
         nbytes = 2 * x.numel() * x.element_size()
         align = weighted._alignment(dim, x.element_size())
@@ -389,9 +391,7 @@ def probe_backward_programs():
     defaults = weighted.BACKWARD_PROGRAMS_PER_SM, weighted.SUM_PARTIALS_MAX_ROWS, weighted.SUM_PARTIALS_TILE
     for dtype in (torch.float32, torch.bfloat16):
         for rows, dim in weighted.BENCH_SHAPES:
-            x = torch.randn(rows, dim, dtype=dtype, device=common.DEVICE)
-            w = torch.randn(dim, dtype=dtype, device=common.DEVICE)
-            grad_y = torch.randn(rows, dtype=dtype, device=common.DEVICE)
+            x, w, grad_y = backward_inputs(rows, dim, dtype)
             nbytes = 2 * x.numel() * x.element_size()
             parts = [f"04 bwd {rows}x{dim} {dtype}"]
             for per_sm in (4, 8):
@@ -415,9 +415,7 @@ def probe_backward_bytes():
     """
     weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
     for dtype, rows, dim in ((torch.float32, 65536, 1024), (torch.bfloat16, 65536, 1024), (torch.float32, 1048576, 128)):
-        x = torch.randn(rows, dim, dtype=dtype, device=common.DEVICE)
-        w = torch.randn(dim, dtype=dtype, device=common.DEVICE)
-        grad_y = torch.randn(rows, dtype=dtype, device=common.DEVICE)
+        x, w, grad_y = backward_inputs(rows, dim, dtype)
         grad_x = torch.empty_like(x)
         weighted.backward(x, w, grad_y, "pointer", True, True)
         best = weighted.backward_pointer_kernel.best_config

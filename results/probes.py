@@ -216,8 +216,8 @@ def backward_variant_kernel(
     STORE_CACHE: tl.constexpr,  # cache_modifier of the grad_x stores ("" = default)
     ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # tile
 ):
-    # 04's pointer backward with both gradients, D a multiple of 16, in three orders of the memory
-    # operations of a step, and with cache hints: which brings the fused pass closest to a copy?
+    # 04's pointer backward with both gradients, D a multiple of 16, in the five ways of doing a
+    # step that ORDER names, and with cache hints: which brings the fused pass closest to a copy?
     d0 = tl.program_id(0) * D_TILE
     pid = tl.program_id(1)
     step = tl.num_programs(1) * ROWS_TILE

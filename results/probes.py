@@ -7,6 +7,7 @@ Not a lesson and not part of `make test`: a maintainer's instrument for the note
 """
 
 import argparse
+import functools
 import statistics
 import sys
 from pathlib import Path
@@ -211,12 +212,15 @@ def backward_variant_kernel(
     ORDER: tl.constexpr,  # "store_first" (04 before item 15), "loads_first" (04 now), "prefetch" (next tile's
     # loads a step early), "row_sum" (loads first, the accumulator summed over its rows every step: one row of registers),
     # "tile_base" (loads first; a 64-bit pointer to the tile's first row, advanced per step, plus loop-invariant int32
-    # offsets inside the tile, instead of int64 addresses recomputed for every element)
+    # offsets inside the tile, instead of int64 addresses recomputed for every element), "read_only" (loads_first
+    # without the grad_x store: grad_w's half alone), "write_only" (without the x load: grad_x's half alone)
     LOAD_EVICTION: tl.constexpr,  # eviction_policy of the x loads ("" = default)
     STORE_CACHE: tl.constexpr,  # cache_modifier of the grad_x stores ("" = default)
     ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # tile
+    STAGES: tl.constexpr = 1,  # num_stages of the loop over row tiles: > 1 lets Triton copy loads into shared memory
+    # ahead of use (cp.async), so the bytes in flight no longer need registers
 ):
-    # 04's pointer backward with both gradients, D a multiple of 16, in the five ways of doing a
+    # 04's pointer backward with both gradients, D a multiple of 16, in the ways of doing a
     # step that ORDER names, and with cache hints: which brings the fused pass closest to a copy?
     d0 = tl.program_id(0) * D_TILE
     pid = tl.program_id(1)
@@ -234,7 +238,7 @@ def backward_variant_kernel(
         grad_y = tl.load(grad_y_ptr + row_ids, mask=row_ids < rows, other=0.0).to(tl.float32)
     in_tile = tl.arange(0, ROWS_TILE)[:, None] * D + cols[None, :]  # int32: ROWS_TILE * D < 2^31 here
     first_row = pid.to(tl.int64) * ROWS_TILE  # the row tile's first row, a scalar
-    for _ in range(pid, tl.cdiv(rows, ROWS_TILE), tl.num_programs(1)):
+    for _ in tl.range(pid, tl.cdiv(rows, ROWS_TILE), tl.num_programs(1), num_stages=STAGES):
         row_mask = row_ids < rows
         offsets = row_ids[:, None] * D + cols[None, :]
         if ORDER == "tile_base":
@@ -250,6 +254,14 @@ def backward_variant_kernel(
                      mask=row_mask[:, None], cache_modifier=STORE_CACHE)
             x = tl.load(x_ptr + offsets, mask=row_mask[:, None], other=0.0, eviction_policy=LOAD_EVICTION)
             acc += x.to(tl.float32) * grad_y[:, None]
+        elif ORDER == "read_only":
+            x = tl.load(x_ptr + offsets, mask=row_mask[:, None], other=0.0, eviction_policy=LOAD_EVICTION)
+            grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
+            acc += x.to(tl.float32) * grad_y[:, None]
+        elif ORDER == "write_only":
+            grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
+            tl.store(grad_x_ptr + offsets, (grad_y[:, None] * w[None, :]).to(grad_x_ptr.dtype.element_ty),
+                     mask=row_mask[:, None], cache_modifier=STORE_CACHE)
         elif ORDER == "loads_first" or ORDER == "row_sum":
             x = tl.load(x_ptr + offsets, mask=row_mask[:, None], other=0.0, eviction_policy=LOAD_EVICTION)
             grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
@@ -322,6 +334,134 @@ def probe_backward():
                      f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)")
             ms = common.bench(lambda: torch.neg(x, out=grad_x))
             line(case, "torch.neg, same bytes", f"{ms * 1e3:.1f} us", f"{100 * common.gbps(nbytes, ms) / ceiling:.1f}%")
+
+
+def launch_variant(x, w, grad_y, grad_x, partial, grid, config, stages, order):
+    """One launch of backward_variant_kernel with a tile config and a pipelining depth; returns the compiled kernel."""
+    rows, dim = x.shape
+    return backward_variant_kernel[grid](x, w, grad_y, grad_x, partial, rows, dim, ORDER=order, LOAD_EVICTION="",
+                                         STORE_CACHE="", STAGES=stages, num_warps=config.num_warps, **config.kwargs)
+
+
+def probe_backward_split():
+    """04 backward's first kernel against its two halves (read_only, write_only) alone and one after the other."""
+    weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    for dtype in (torch.float32, torch.bfloat16):
+        for rows, dim in ((65536, 1024), (1048576, 128)):
+            x, w, grad_y = backward_inputs(rows, dim, dtype)
+            grad_x = torch.empty_like(x)
+            half = x.numel() * x.element_size()
+            weighted.backward(x, w, grad_y, "pointer", True, True)
+            best = weighted.backward_pointer_kernel.best_config
+            programs = weighted.backward_programs(rows, dim)
+            grid = (triton.cdiv(dim, best.kwargs["D_TILE"]), programs)
+            partial = torch.empty(programs, dim, device=common.DEVICE)
+            read_programs = 8 * common.multiprocessor_count(common.DEVICE)
+            read_partial = torch.empty(read_programs, device=common.DEVICE)
+
+            variant = functools.partial(launch_variant, x, w, grad_y, grad_x, partial, grid, best, 1)
+            flat = x.view(-1).view(torch.float32)  # the same bytes, read as float32
+            cases = [
+                ("fused (loads_first)", lambda: variant("loads_first"), 2 * half),
+                ("read_only", lambda: variant("read_only"), half),
+                ("write_only", lambda: variant("write_only"), half),
+                ("read_only then write_only", lambda: (variant("read_only"), variant("write_only")), 2 * half),
+                ("torch.neg x -> grad_x", lambda: torch.neg(x, out=grad_x), 2 * half),
+                ("grad_x.fill_(1.5)", lambda: grad_x.fill_(1.5), half),
+                ("read_kernel over x, 8/SM", lambda: read_kernel[(read_programs,)](flat, read_partial, flat.numel(),
+                                                                                  BLOCK=4096, num_warps=8), half),
+            ]
+            for name, fn, nbytes in cases:
+                ms = common.bench(fn)
+                line(f"04 bwd {rows}x{dim} {dtype}", best, name, f"{nbytes / MB:.0f} MB",
+                     f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)")
+
+
+def probe_backward_stages():
+    """04 backward's first kernel (loads_first variant) with its loop software-pipelined: every tile, programs per
+    SM and num_stages, against 04's kernel and torch.neg on the same bytes."""
+    sms = common.multiprocessor_count(common.DEVICE)
+    weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    kernel = weighted.backward_pointer_kernel
+    for dtype in (torch.float32, torch.bfloat16):
+        for rows, dim in ((65536, 1024), (16384, 4096), (1048576, 128)):
+            x, w, grad_y = backward_inputs(rows, dim, dtype)
+            grad_x = torch.empty_like(x)
+            nbytes = 2 * x.numel() * x.element_size()
+            case = f"04 bwd kernel {rows}x{dim} {dtype}"
+
+            def percent(ms):
+                return f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)"
+
+            total = common.bench(lambda: weighted.backward(x, w, grad_y, "pointer", True, True))
+            line(case, "04's backward()", percent(total), kernel.best_config)
+            line(case, "torch.neg, same bytes", percent(common.bench(lambda: torch.neg(x, out=grad_x))))
+            results = []
+            for config in weighted._prune_tiles(kernel.configs, {"D": dim}):
+                tile, d_tile = config.kwargs["ROWS_TILE"], config.kwargs["D_TILE"]
+                d_tiles = triton.cdiv(dim, d_tile)
+                for per_sm in (1, 2, 4):
+                    programs = max(1, min(triton.cdiv(per_sm * sms, d_tiles), triton.cdiv(rows, tile)))
+                    partial = torch.empty(programs, dim, device=common.DEVICE)
+                    for stages in (1, 2, 3, 4):
+                        run = functools.partial(launch_variant, x, w, grad_y, grad_x, partial, (d_tiles, programs),
+                                                config, stages)
+                        try:
+                            compiled = run("loads_first")
+                        except triton.runtime.errors.OutOfResources:
+                            continue
+                        ms = common.bench(lambda: run("loads_first"))
+                        where = (f"{tile}x{d_tile} {config.num_warps} warps, {per_sm}/SM ({programs} per D tile), "
+                                 f"stages {stages}: {compiled.n_regs} registers, {compiled.metadata.shared} B shared")
+                        results.append((ms, where, run))
+            results.sort(key=lambda r: r[0])
+            for ms, where, _ in results[:6]:
+                line(case, "loads_first", where, percent(ms))
+            best_unpipelined = next(r for r in results if "stages 1:" in r[1])
+            line(case, "best with stages 1", best_unpipelined[1], percent(best_unpipelined[0]))
+            ms, where, run = results[0]
+            ms = common.bench(lambda: run("read_only"))
+            line(case, "read_only, best config above", where, f"{ms * 1e3:.1f} us",
+                 f"{100 * common.gbps(nbytes / 2, ms) / ceiling:.1f}% of the ceiling for its {nbytes / 2 / MB:.0f} MB")
+
+
+def probe_backward_balance():
+    """04 backward's first kernel (loads_first variant) with 1 to 64 programs per SM, alone and with 04's second pass;
+    under Nsight Compute, one profiled launch of each shows how evenly the SMs were kept busy:
+        ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum,sm__cycles_active.avg,\
+            sm__cycles_active.max,sm__cycles_active.min python results/probes.py backward_balance
+    """
+    sms = common.multiprocessor_count(common.DEVICE)
+    weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    for dtype, rows, dim in ((torch.float32, 1048576, 128), (torch.float32, 65536, 1024), (torch.bfloat16, 65536, 1024),
+                             (torch.bfloat16, 1048576, 128)):
+        x, w, grad_y = backward_inputs(rows, dim, dtype)
+        grad_x = torch.empty_like(x)
+        grad_w = torch.empty_like(w)
+        nbytes = 2 * x.numel() * x.element_size()
+        weighted.backward(x, w, grad_y, "pointer", True, True)
+        configs = [weighted.backward_pointer_kernel.best_config, triton.Config({"ROWS_TILE": 32, "D_TILE": 128}, num_warps=4)]
+        for config in configs:
+            d_tiles = triton.cdiv(dim, config.kwargs["D_TILE"])
+            for per_sm in (1, 4, 16, 64):
+                programs = max(1, min(triton.cdiv(per_sm * sms, d_tiles), triton.cdiv(rows, config.kwargs["ROWS_TILE"])))
+                partial = torch.empty(programs, dim, device=common.DEVICE)
+                run = functools.partial(launch_variant, x, w, grad_y, grad_x, partial, (d_tiles, programs), config, 1,
+                                        "loads_first")
+                alone = common.bench(run)
+                both = common.bench(lambda: (run(), weighted.sum_partials(partial, grad_w)))
+                line(f"04 bwd {rows}x{dim} {dtype}", f"{config.kwargs['ROWS_TILE']}x{config.kwargs['D_TILE']} "
+                     f"{config.num_warps} warps, {per_sm}/SM ({programs} per D tile, {d_tiles * programs} in all)",
+                     f"first kernel {alone * 1e3:.1f} us ({100 * common.gbps(nbytes, alone) / ceiling:.1f}%)",
+                     f"with the second pass {both * 1e3:.1f} us ({100 * common.gbps(nbytes, both) / ceiling:.1f}%)")
+                torch.cuda.synchronize()
+                torch.cuda.cudart().cudaProfilerStart()
+                run()
+                torch.cuda.synchronize()
+                torch.cuda.cudart().cudaProfilerStop()
 
 
 def probe_backward_configs():
@@ -405,8 +545,27 @@ def probe_backward_programs():
             line(*parts)
 
 
+def probe_backward_per_sm():
+    """04 backward() with 3 to 8 programs per SM (the second pass as 04 has it), on every bench shape."""
+    weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    default = weighted.BACKWARD_PROGRAMS_PER_SM
+    for dtype in (torch.float32, torch.bfloat16):
+        for rows, dim in weighted.BENCH_SHAPES:
+            x, w, grad_y = backward_inputs(rows, dim, dtype)
+            nbytes = 2 * x.numel() * x.element_size()
+            parts = [f"04 bwd {rows}x{dim} {dtype}"]
+            for per_sm in (3, 4, 5, 6, 8, 4):
+                weighted.BACKWARD_PROGRAMS_PER_SM = per_sm
+                ms = common.bench(lambda: weighted.backward(x, w, grad_y, "pointer", True, True))
+                parts.append(f"{per_sm}/SM {ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)")
+            weighted.BACKWARD_PROGRAMS_PER_SM = default
+            line(*parts, weighted.backward_pointer_kernel.best_config)
+
+
 def probe_backward_bytes():
-    """One launch each of 04's backward, its store-first variant and torch.neg, for Nsight Compute.
+    """One launch each of 04's backward, its store-first, read-only and write-only variants and torch.neg, for Nsight
+    Compute.
 
     Prints nothing useful alone: run under
         ncu --clock-control none --profile-from-start off --metrics dram__bytes_read.sum,... \
@@ -427,14 +586,19 @@ def probe_backward_bytes():
             backward_variant_kernel[grid](x, w, grad_y, grad_x, partial, rows, dim, ORDER="store_first", LOAD_EVICTION="",
                                           STORE_CACHE="", num_warps=best.num_warps, **best.kwargs)
 
+        half = functools.partial(launch_variant, x, w, grad_y, grad_x, partial, grid, best, 1)
         store_first()
+        half("read_only")
+        half("write_only")
         torch.neg(x, out=grad_x)
         torch.cuda.synchronize()
-        line(f"profiling {rows}x{dim} {dtype}: backward (first kernel, sum_partials_kernel), store-first variant, torch.neg",
-             best)
+        line(f"profiling {rows}x{dim} {dtype}: backward (first kernel, sum_partials_kernel), store-first variant, "
+             "read_only variant, write_only variant, torch.neg", best)
         torch.cuda.cudart().cudaProfilerStart()
         weighted.backward(x, w, grad_y, "pointer", True, True)
         store_first()
+        half("read_only")
+        half("write_only")
         torch.neg(x, out=grad_x)
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaProfilerStop()
@@ -484,11 +648,42 @@ def probe_column_order():
         line("    best chunks", best_chunks[1], f"{best_chunks[0] * 1e3:.1f} us")
 
 
+def probe_column_wide():
+    """03's pointer kernel on 64 x 1048576 with tiles outside its autotuning list, against torch.sum(0)."""
+    blocked = common.load_example(common.REPO_ROOT / "03_blocked_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    rows, cols = 64, 1048576
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.randn(rows, cols, dtype=dtype, device=common.DEVICE)
+        out = torch.empty(cols, dtype=dtype, device=common.DEVICE)
+        nbytes = x.numel() * x.element_size()
+
+        def percent(ms):
+            return f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)"
+
+        line(f"03 {rows}x{cols} {dtype}", "blocked_sum", percent(common.bench(lambda: blocked.blocked_sum(x, out=out))),
+             blocked.column_sum_pointer_kernel.best_config)
+        line(f"03 {rows}x{cols} {dtype}", "torch.sum(0)", percent(common.bench(lambda: torch.sum(x, dim=0, out=out))))
+        results = []
+        for block_m in (1, 2, 4, 8, 16, 32, 64):
+            for block_n in (256, 512, 1024, 2048, 4096):
+                for warps in (4, 8):
+                    if block_m * block_n > 64 * warps * 32 or block_m * block_n < 4 * warps * 32:
+                        continue  # over 64 or under 4 elements per thread
+                    ms = common.bench(lambda: blocked.column_sum_pointer_kernel.fn[(triton.cdiv(cols, block_n), 1)](
+                        x, out, rows, cols, x.stride(0), x.stride(1), rows, ACC_DTYPE=tl.float32,
+                        BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps))
+                    results.append((ms, f"{block_m}x{block_n} {warps} warps"))
+        for ms, what in sorted(results)[:8]:
+            line(f"03 {rows}x{cols} {dtype}", what, percent(ms))
+
+
 PROBES = {"ceiling": probe_ceiling, "flush": probe_flush, "forward": probe_forward, "persistent": probe_persistent,
-          "backward": probe_backward, "backward_configs": probe_backward_configs,
-          "backward_programs": probe_backward_programs,
+          "backward": probe_backward, "backward_configs": probe_backward_configs, "backward_split": probe_backward_split,
+          "backward_stages": probe_backward_stages, "backward_balance": probe_backward_balance,
+          "backward_programs": probe_backward_programs, "backward_per_sm": probe_backward_per_sm,
           "backward_bytes": probe_backward_bytes, "column_sum": probe_column_sum,
-          "column_order": probe_column_order}
+          "column_order": probe_column_order, "column_wide": probe_column_wide}
 
 
 def main(argv=None):

@@ -39,8 +39,8 @@ DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch
 # registers that the fp32 accumulator does not spill. The one-row tiles suit programs that walk few
 # rows: each column's sum stays in one thread from start to end, so the final tl.sum combines
 # nothing across threads, and the tiny tile leaves room for many programs per SM (on an H200, 64 x
-# 1048576 bf16 took 43 us with 1 x 512 tiles, 55 us with the best taller tile). Under the interpreter several configs fail (autotuning
-# needs a GPU driver), so it gets one fixed config.
+# 1048576 bf16 took 43 us with 1 x 512 tiles, 55 us with the best taller tile). Under the
+# interpreter several configs fail (autotuning needs a GPU driver), so it gets one fixed config.
 def autotune_configs():
     if common.INTERPRETED:
         return [triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_warps=4, num_stages=1)]

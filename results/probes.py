@@ -99,6 +99,11 @@ def line(*parts):
     print(" | ".join(str(p) for p in parts), flush=True)
 
 
+def us_percent(ms, nbytes, ceiling):
+    """'137.6 us (92.3%)': a time in microseconds and its bytes' rate as a percentage of the copy ceiling."""
+    return f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)"
+
+
 def probe_ceiling():
     """Copy and read-only bandwidth against size: how much a launch of a given size can reach."""
     sms = common.multiprocessor_count(common.DEVICE)
@@ -151,10 +156,10 @@ def probe_flush():
     for name, fn, setup, nbytes in cases:
         graph = common.capture_graph(fn, setup)
         do_bench_ms = triton.testing.do_bench(graph.replay, warmup=25, rep=100, return_mode="median")
-        parts = [name, f"do_bench {do_bench_ms * 1e3:.1f} us ({100 * common.gbps(nbytes, do_bench_ms) / common.copy_ceiling_gbps():.1f}%)"]
+        parts = [name, f"do_bench {us_percent(do_bench_ms, nbytes, common.copy_ceiling_gbps())}"]
         for way, flush in ways.items():
             ms = replay_ms(fn, flush, setup)
-            parts.append(f"flush {way} {ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / common.copy_ceiling_gbps():.1f}%)")
+            parts.append(f"flush {way} {us_percent(ms, nbytes, common.copy_ceiling_gbps())}")
         line(*parts)
 
 
@@ -319,8 +324,8 @@ def probe_backward():
             second = common.bench(lambda: weighted.sum_partials(partial, grad_w))
             torch_sum = common.bench(lambda: partial.sum(0).to(dtype))
             line(case, f"{grid[1]} programs per D tile, {grid[0] * grid[1]} in all", best,
-                 f"backward() {total * 1e3:.1f} us ({100 * common.gbps(nbytes, total) / ceiling:.1f}%)",
-                 f"first kernel alone {alone * 1e3:.1f} us ({100 * common.gbps(nbytes, alone) / ceiling:.1f}%)",
+                 f"backward() {us_percent(total, nbytes, ceiling)}",
+                 f"first kernel alone {us_percent(alone, nbytes, ceiling)}",
                  f"sum_partials_kernel alone {second * 1e3:.1f} us", f"partial.sum(0).to(dtype) alone {torch_sum * 1e3:.1f} us")
             if dim % best.kwargs["D_TILE"]:
                 continue  # the variants below do not mask columns
@@ -331,7 +336,7 @@ def probe_backward():
                     x, w, grad_y, grad_x, partial, rows, dim, ORDER=order, LOAD_EVICTION=eviction, STORE_CACHE=store_cache,
                     ROWS_TILE=best.kwargs["ROWS_TILE"], D_TILE=best.kwargs["D_TILE"], num_warps=best.num_warps))
                 line("    variant", order, f"x loads {eviction or 'default'}, grad_x stores {store_cache or 'default'}",
-                     f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)")
+                     us_percent(ms, nbytes, ceiling))
             ms = common.bench(lambda: torch.neg(x, out=grad_x))
             line(case, "torch.neg, same bytes", f"{ms * 1e3:.1f} us", f"{100 * common.gbps(nbytes, ms) / ceiling:.1f}%")
 
@@ -375,7 +380,7 @@ def probe_backward_split():
             for name, fn, nbytes in cases:
                 ms = common.bench(fn)
                 line(f"04 bwd {rows}x{dim} {dtype}", best, name, f"{nbytes / MB:.0f} MB",
-                     f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)")
+                     us_percent(ms, nbytes, ceiling))
 
 
 def probe_backward_stages():
@@ -392,12 +397,10 @@ def probe_backward_stages():
             nbytes = 2 * x.numel() * x.element_size()
             case = f"04 bwd kernel {rows}x{dim} {dtype}"
 
-            def percent(ms):
-                return f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)"
-
             total = common.bench(lambda: weighted.backward(x, w, grad_y, "pointer", True, True))
-            line(case, "04's backward()", percent(total), kernel.best_config)
-            line(case, "torch.neg, same bytes", percent(common.bench(lambda: torch.neg(x, out=grad_x))))
+            line(case, "04's backward()", us_percent(total, nbytes, ceiling), kernel.best_config)
+            ms = common.bench(lambda: torch.neg(x, out=grad_x))
+            line(case, "torch.neg, same bytes", us_percent(ms, nbytes, ceiling))
             results = []
             for config in weighted._prune_tiles(kernel.configs, {"D": dim}):
                 tile, d_tile = config.kwargs["ROWS_TILE"], config.kwargs["D_TILE"]
@@ -418,10 +421,10 @@ def probe_backward_stages():
                         results.append((ms, where, run))
             results.sort(key=lambda r: r[0])
             for ms, where, _ in results[:6]:
-                line(case, "loads_first", where, percent(ms))
+                line(case, "loads_first", where, us_percent(ms, nbytes, ceiling))
             best_unpipelined = next(r for r in results if "stages 1:" in r[1])
-            line(case, "best with stages 1", best_unpipelined[1], percent(best_unpipelined[0]))
-            ms, where, run = results[0]
+            line(case, "best with stages 1", best_unpipelined[1], us_percent(best_unpipelined[0], nbytes, ceiling))
+            _, where, run = results[0]
             ms = common.bench(lambda: run("read_only"))
             line(case, "read_only, best config above", where, f"{ms * 1e3:.1f} us",
                  f"{100 * common.gbps(nbytes / 2, ms) / ceiling:.1f}% of the ceiling for its {nbytes / 2 / MB:.0f} MB")
@@ -443,7 +446,10 @@ def probe_backward_balance():
         grad_w = torch.empty_like(w)
         nbytes = 2 * x.numel() * x.element_size()
         weighted.backward(x, w, grad_y, "pointer", True, True)
-        configs = [weighted.backward_pointer_kernel.best_config, triton.Config({"ROWS_TILE": 32, "D_TILE": 128}, num_warps=4)]
+        best = weighted.backward_pointer_kernel.best_config
+        configs = [best]
+        if (best.kwargs["ROWS_TILE"], best.kwargs["D_TILE"], best.num_warps) != (32, 128, 4):
+            configs.append(triton.Config({"ROWS_TILE": 32, "D_TILE": 128}, num_warps=4))
         for config in configs:
             d_tiles = triton.cdiv(dim, config.kwargs["D_TILE"])
             for per_sm in (1, 4, 16, 64):
@@ -455,8 +461,8 @@ def probe_backward_balance():
                 both = common.bench(lambda: (run(), weighted.sum_partials(partial, grad_w)))
                 line(f"04 bwd {rows}x{dim} {dtype}", f"{config.kwargs['ROWS_TILE']}x{config.kwargs['D_TILE']} "
                      f"{config.num_warps} warps, {per_sm}/SM ({programs} per D tile, {d_tiles * programs} in all)",
-                     f"first kernel {alone * 1e3:.1f} us ({100 * common.gbps(nbytes, alone) / ceiling:.1f}%)",
-                     f"with the second pass {both * 1e3:.1f} us ({100 * common.gbps(nbytes, both) / ceiling:.1f}%)")
+                     f"first kernel {us_percent(alone, nbytes, ceiling)}",
+                     f"with the second pass {us_percent(both, nbytes, ceiling)}")
                 torch.cuda.synchronize()
                 torch.cuda.cudart().cudaProfilerStart()
                 run()
@@ -493,7 +499,7 @@ def probe_backward_configs():
                     num_warps=config.num_warps, **config.kwargs))
                 results.append((ms, f"prefetch variant {where}"))
         for ms, what in sorted(results)[:8]:
-            line(f"04 bwd kernel {rows}x{dim} {dtype}", what, f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)")
+            line(f"04 bwd kernel {rows}x{dim} {dtype}", what, us_percent(ms, nbytes, ceiling))
         line("   slowest", *(f"{what}: {ms * 1e3:.1f} us" for ms, what in sorted(results)[-2:]))
 
 
@@ -546,7 +552,8 @@ def probe_backward_programs():
 
 
 def probe_backward_per_sm():
-    """04 backward() with 3 to 8 programs per SM (the second pass as 04 has it), on every bench shape."""
+    """04 backward() with 3 to 8 programs per SM (the second pass as 04 has it), on every bench shape; 4 (04's
+    choice) is timed again last, to show the run-to-run spread."""
     weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
     ceiling = common.copy_ceiling_gbps()
     default = weighted.BACKWARD_PROGRAMS_PER_SM
@@ -558,7 +565,7 @@ def probe_backward_per_sm():
             for per_sm in (3, 4, 5, 6, 8, 4):
                 weighted.BACKWARD_PROGRAMS_PER_SM = per_sm
                 ms = common.bench(lambda: weighted.backward(x, w, grad_y, "pointer", True, True))
-                parts.append(f"{per_sm}/SM {ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)")
+                parts.append(f"{per_sm}/SM {us_percent(ms, nbytes, ceiling)}")
             weighted.BACKWARD_PROGRAMS_PER_SM = default
             line(*parts, weighted.backward_pointer_kernel.best_config)
 
@@ -614,7 +621,7 @@ def probe_column_sum():
             x = torch.randn(rows, cols, dtype=dtype, device=common.DEVICE)
             nbytes = x.numel() * x.element_size()
             ms = common.bench(lambda: blocked.blocked_sum(x))
-            label = f"03 {rows}x{cols} {dtype}: {ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)"
+            label = f"03 {rows}x{cols} {dtype}: {us_percent(ms, nbytes, ceiling)}"
             autotune_table(blocked.column_sum_pointer_kernel, label + f"; {blocked.plan_splits(rows, cols)[2]}")
 
 
@@ -628,7 +635,7 @@ def probe_column_order():
         x = torch.randn(rows, cols, dtype=dtype, device=common.DEVICE)
         nbytes = x.numel() * x.element_size()
         ms = common.bench(lambda: blocked.blocked_sum(x))
-        line(f"03 {rows}x{cols} {dtype} blocked_sum", f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)",
+        line(f"03 {rows}x{cols} {dtype} blocked_sum", us_percent(ms, nbytes, ceiling),
              blocked.column_sum_pointer_kernel.best_config)
         results = []
         for block_m, block_n, warps in ((128, 64, 4), (256, 64, 8), (64, 64, 4), (256, 32, 4), (512, 64, 8)):
@@ -643,7 +650,7 @@ def probe_column_order():
                         BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps))
                     results.append((ms, f"{'interleaved' if interleaved else 'chunks'} {block_m}x{block_n} {warps} warps {per_sm}/SM"))
         for ms, what in sorted(results)[:10]:
-            line("    first pass alone", what, f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)")
+            line("    first pass alone", what, us_percent(ms, nbytes, ceiling))
         best_chunks = min(r for r in results if r[1].startswith("chunks"))
         line("    best chunks", best_chunks[1], f"{best_chunks[0] * 1e3:.1f} us")
 
@@ -658,12 +665,11 @@ def probe_column_wide():
         out = torch.empty(cols, dtype=dtype, device=common.DEVICE)
         nbytes = x.numel() * x.element_size()
 
-        def percent(ms):
-            return f"{ms * 1e3:.1f} us ({100 * common.gbps(nbytes, ms) / ceiling:.1f}%)"
-
-        line(f"03 {rows}x{cols} {dtype}", "blocked_sum", percent(common.bench(lambda: blocked.blocked_sum(x, out=out))),
+        ms = common.bench(lambda: blocked.blocked_sum(x, out=out))
+        line(f"03 {rows}x{cols} {dtype}", "blocked_sum", us_percent(ms, nbytes, ceiling),
              blocked.column_sum_pointer_kernel.best_config)
-        line(f"03 {rows}x{cols} {dtype}", "torch.sum(0)", percent(common.bench(lambda: torch.sum(x, dim=0, out=out))))
+        ms = common.bench(lambda: torch.sum(x, dim=0, out=out))
+        line(f"03 {rows}x{cols} {dtype}", "torch.sum(0)", us_percent(ms, nbytes, ceiling))
         results = []
         for block_m in (1, 2, 4, 8, 16, 32, 64):
             for block_n in (256, 512, 1024, 2048, 4096):
@@ -675,7 +681,7 @@ def probe_column_wide():
                         BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps))
                     results.append((ms, f"{block_m}x{block_n} {warps} warps"))
         for ms, what in sorted(results)[:8]:
-            line(f"03 {rows}x{cols} {dtype}", what, percent(ms))
+            line(f"03 {rows}x{cols} {dtype}", what, us_percent(ms, nbytes, ceiling))
 
 
 PROBES = {"ceiling": probe_ceiling, "flush": probe_flush, "forward": probe_forward, "persistent": probe_persistent,

@@ -9,7 +9,9 @@ Not a lesson and not part of `make test`: a maintainer's instrument for the note
 import argparse
 import functools
 import statistics
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -530,6 +532,82 @@ def column_sum_order_kernel(
     tl.store(partial_ptr + pid_s.to(tl.int64) * N + cols, tl.sum(acc, axis=0), mask=col_mask)
 
 
+SMALL_TILES = ((8, 128, 4), (16, 128, 4), (32, 128, 8), (8, 256, 4), (4, 512, 4), (2, 1024, 8))
+
+
+def probe_backward_small_tiles():
+    """04 backward with tiles of 8 to 16 elements a thread (04's list held 16 to 64 before NOTES item 26): fewer
+    registers, so more programs resident per SM, closer to the warps torch.neg keeps busy. 04's first kernel plus its second pass, every
+    bench shape, 4, 8 and 16 programs per SM, against 04's backward() and torch.neg on the same bytes."""
+    sms = common.multiprocessor_count(common.DEVICE)
+    weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    kernel = weighted.backward_pointer_kernel
+    for dtype in (torch.float32, torch.bfloat16):
+        for rows, dim in weighted.BENCH_SHAPES:
+            x, w, grad_y = backward_inputs(rows, dim, dtype)
+            grad_x = torch.empty_like(x)
+            grad_w = torch.empty_like(w)
+            nbytes = 2 * x.numel() * x.element_size()
+            align = weighted._alignment(dim, x.element_size())
+            case = f"04 bwd {rows}x{dim} {dtype}"
+            total = common.bench(lambda: weighted.backward(x, w, grad_y, "pointer", True, True))
+            line(case, "04's backward()", us_percent(total, nbytes, ceiling), kernel.best_config)
+            line(case, "torch.neg, same bytes", us_percent(common.bench(lambda: torch.neg(x, out=grad_x)), nbytes, ceiling))
+            results = []
+            for tile, d_tile, warps in SMALL_TILES:
+                width = triton.next_power_of_2(dim)
+                if not min(width, 128) <= d_tile <= max(width, 32):  # the rule of 04's _prune_tiles
+                    continue
+                d_tiles = triton.cdiv(dim, d_tile)
+                for per_sm in (4, 8, 16):
+                    programs = max(1, min(triton.cdiv(per_sm * sms, d_tiles), triton.cdiv(rows, tile)))
+                    partial = torch.empty(programs, dim, device=common.DEVICE)
+
+                    def first(programs=programs, partial=partial, d_tiles=d_tiles, tile=tile, d_tile=d_tile, warps=warps):
+                        return kernel.fn[(d_tiles, programs)](
+                            x, w, grad_y, grad_x, partial, rows, dim, x.stride(0), x.stride(1), grad_y.stride(0),
+                            X_ROW_ALIGN=align, D_ALIGN=align, NEED_GRAD_X=True, NEED_GRAD_W=True, ACC_DTYPE=tl.float32,
+                            ROWS_TILE=tile, D_TILE=d_tile, num_warps=warps)
+
+                    compiled = first()
+                    alone = common.bench(first)
+                    both = common.bench(lambda: (first(), weighted.sum_partials(partial, grad_w)))
+                    results.append((both, alone, f"{tile}x{d_tile} {warps} warps, {compiled.n_regs} registers, "
+                                                 f"{per_sm}/SM ({programs} per D tile)"))
+            for both, alone, where in sorted(results)[:4]:
+                line(case, where, f"first kernel {us_percent(alone, nbytes, ceiling)}",
+                     f"with the second pass {us_percent(both, nbytes, ceiling)}")
+
+
+def probe_backward_d1000():
+    """04 backward() at D = 1000 against D = 1024, with x's rows 128-byte aligned or not: does the gap at D = 1000
+    come from rows that start part-way into a cache line (1000 x 4 bytes = 31.25 lines), or from masked lanes?"""
+    weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    rows = 65536
+    for dtype in (torch.float32, torch.bfloat16):
+        def padded(width, dim):
+            return torch.randn(rows, width, dtype=dtype, device=common.DEVICE)[:, :dim]
+
+        cases = [
+            ("65536x1024 contiguous", padded(1024, 1024)),
+            ("65536x1000 contiguous (rows 32 B off a line)", padded(1000, 1000)),
+            ("65536x1000 in a 1024-wide buffer (rows on lines)", padded(1024, 1000)),
+            ("65536x1024 in a 1032-wide buffer (rows 32 B off a line)", padded(1032, 1024)),
+        ]
+        for name, x in cases:
+            dim = x.shape[1]
+            w = torch.randn(dim, dtype=dtype, device=common.DEVICE)
+            grad_y = torch.randn(rows, dtype=dtype, device=common.DEVICE)
+            nbytes = 2 * x.numel() * x.element_size()
+            ms = common.bench(lambda: weighted.backward(x, w, grad_y, "pointer", True, True))
+            grad_x = torch.empty(rows, dim, dtype=dtype, device=common.DEVICE)
+            neg = common.bench(lambda: torch.neg(x, out=grad_x))
+            line(f"04 bwd {dtype}", name, f"backward() {us_percent(ms, nbytes, ceiling)}",
+                 f"torch.neg x -> grad_x {us_percent(neg, nbytes, ceiling)}", weighted.backward_pointer_kernel.best_config)
+
+
 def probe_backward_programs():
     """04 backward(): programs per SM and the second pass's tile height, on every bench shape."""
     weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
@@ -684,12 +762,96 @@ def probe_column_wide():
             line(f"03 {rows}x{cols} {dtype}", what, us_percent(ms, nbytes, ceiling))
 
 
+def probe_column_per_sm():
+    """03's blocked_sum() with its row split planned for 4, 8 and 16 programs per SM (the autotuner retunes for
+    each plan), on every bench shape; 4 (03's choice) timed again last for the run-to-run spread."""
+    blocked = common.load_example(common.REPO_ROOT / "03_blocked_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    default = blocked.PROGRAMS_PER_SM
+    for case in blocked.SWEEP:
+        rows, cols, dtype = case["rows"], case["cols"], blocked.DTYPES[case["dtype"]]
+        x = torch.randn(rows, cols, dtype=dtype, device=common.DEVICE)
+        out = torch.empty(cols, dtype=dtype, device=common.DEVICE)
+        nbytes = x.numel() * x.element_size()
+        parts = [f"03 {rows}x{cols} {dtype}"]
+        for per_sm in (4, 8, 16, 4):
+            blocked.PROGRAMS_PER_SM = per_sm
+            blocked._plan_splits.cache_clear()
+            ms = common.bench(lambda: blocked.blocked_sum(x, out=out))
+            splits = blocked.plan_splits(rows, cols)[0]
+            parts.append(f"{per_sm}/SM ({splits} splits) {us_percent(ms, nbytes, ceiling)}")
+        blocked.PROGRAMS_PER_SM = default
+        blocked._plan_splits.cache_clear()
+        line(*parts)
+
+
+def clock_and_power(fn, replays=3000):
+    """Replay fn()'s graph many times and ask nvidia-smi for the SM clock, board power and temperature meanwhile."""
+    graph = common.capture_graph(fn)
+    for _ in range(replays):
+        graph.replay()
+    time.sleep(0.1)  # the GPU is busy for several hundred ms more
+    sample = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu", "--format=csv,noheader"],
+                            capture_output=True, text=True).stdout.strip()
+    torch.cuda.synchronize()
+    return sample
+
+
+def probe_matmul_data():
+    """02 at 4096^3: does the data set the speed? float16 and bfloat16 inputs from randn, and float16 inputs holding
+    bfloat16-rounded values (the same kernel as float16, 3 fewer mantissa bits that can toggle), timed for
+    torch.matmul and 02's matmul in three interleaved rounds, with the SM clock and power under each."""
+    tiled = common.load_example(common.REPO_ROOT / "02_matmul_tiled" / "main.py")
+    n = 4096
+    flops = 2 * n**3
+
+    def inputs(kind):
+        a, b = (torch.randn(n, n, device=common.DEVICE) for _ in range(2))
+        if kind == "float16":
+            return a.half(), b.half()
+        if kind == "bfloat16":
+            return a.bfloat16(), b.bfloat16()
+        return a.bfloat16().half(), b.bfloat16().half()
+
+    for repeat in range(3):
+        for kind in ("float16", "bfloat16", "float16 holding bfloat16 values"):
+            a, b = inputs(kind)
+            c = torch.empty(n, n, dtype=a.dtype, device=common.DEVICE)
+            times = {}
+            for name, fn in (("torch.matmul", lambda: torch.matmul(a, b, out=c)), ("02 matmul", lambda: tiled.matmul(a, b, out=c))):
+                times[name] = common.bench(fn)
+                line(f"round {repeat + 1}", f"{n}^3 {kind}", name, f"{times[name] * 1e3:.1f} us",
+                     f"{flops / times[name] / 1e9:.0f} TFLOP/s", f"under load: {clock_and_power(fn)}")
+            line(f"round {repeat + 1}", f"{n}^3 {kind}", f"x torch {times['torch.matmul'] / times['02 matmul']:.3f}")
+
+
+def probe_matmul_settling():
+    """02 at 4096^3 float16 from an idle GPU: torch.matmul and 02's matmul timed in turn for about 40 s, with the SM
+    clock and power under each: how long until the ratio stops moving?"""
+    tiled = common.load_example(common.REPO_ROOT / "02_matmul_tiled" / "main.py")
+    n = 4096
+    a, b = (torch.randn(n, n, device=common.DEVICE).half() for _ in range(2))
+    c = torch.empty(n, n, dtype=a.dtype, device=common.DEVICE)
+    tiled.matmul(a, b, out=c)  # autotune before the idle spell
+    torch.cuda.synchronize()
+    time.sleep(20)
+    start = time.perf_counter()
+    while time.perf_counter() - start < 40:
+        elapsed = time.perf_counter() - start
+        torch_ms = common.bench(lambda: torch.matmul(a, b, out=c))
+        ours_ms = common.bench(lambda: tiled.matmul(a, b, out=c))
+        line(f"{elapsed:5.1f} s", f"torch {2 * n**3 / torch_ms / 1e9:.0f} TFLOP/s", f"02 {2 * n**3 / ours_ms / 1e9:.0f} TFLOP/s",
+             f"x torch {torch_ms / ours_ms:.3f}", f"02 under load: {clock_and_power(lambda: tiled.matmul(a, b, out=c), 1000)}")
+
+
 PROBES = {"ceiling": probe_ceiling, "flush": probe_flush, "forward": probe_forward, "persistent": probe_persistent,
           "backward": probe_backward, "backward_configs": probe_backward_configs, "backward_split": probe_backward_split,
           "backward_stages": probe_backward_stages, "backward_balance": probe_backward_balance,
           "backward_programs": probe_backward_programs, "backward_per_sm": probe_backward_per_sm,
-          "backward_bytes": probe_backward_bytes, "column_sum": probe_column_sum,
-          "column_order": probe_column_order, "column_wide": probe_column_wide}
+          "backward_small_tiles": probe_backward_small_tiles, "backward_d1000": probe_backward_d1000,
+          "backward_bytes": probe_backward_bytes, "column_sum": probe_column_sum, "column_order": probe_column_order,
+          "column_wide": probe_column_wide, "column_per_sm": probe_column_per_sm, "matmul_data": probe_matmul_data,
+          "matmul_settling": probe_matmul_settling}
 
 
 def main(argv=None):

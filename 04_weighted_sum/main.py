@@ -39,15 +39,19 @@ DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch
 # ---------------------------------------------------------------------------------------------
 # Tile shapes. On a GPU the autotuner times every config that suits D (see _prune_tiles) the first
 # time it meets a new D, dtype and alignment, and keeps the fastest; Triton adds the dtypes of the
-# tensor arguments to the key by itself. Each tile holds 2048 to 16384 elements: enough bytes in
-# flight per program to keep HBM busy, few enough registers for several programs per SM. Wide rows
-# get wide D tiles (long contiguous reads), narrow rows get more rows per tile.
+# tensor arguments to the key by itself. Each tile holds 1024 to 16384 elements: big tiles put many
+# bytes in flight per program; small ones need few registers, so that many programs fit on an SM
+# at once (on sm_90, 8 x 128 in fp32 takes 48 registers a thread in the backward, so ten programs
+# of 4 warps fit on an SM; 128 x 128 takes 214 and leaves room for one). Wide rows get wide D tiles (long contiguous
+# reads), narrow rows get more rows per tile.
 # The interpreter cannot autotune several configs (no GPU timer): it gets one fixed tile, smaller
 # than D in the tests so that the loop over D tiles and its masks are exercised.
 # ---------------------------------------------------------------------------------------------
 GPU_TILES = (  # (ROWS_TILE, D_TILE, num_warps)
     (128, 32, 4),
     (64, 64, 4),
+    (8, 128, 4),
+    (16, 128, 4),
     (32, 128, 4),
     (64, 128, 8),
     (128, 128, 8),
@@ -392,7 +396,9 @@ BACKWARD_KERNELS = {"pointer": backward_pointer_kernel, "block_ptr": backward_bl
 # in all keeps loads in flight everywhere, counting D tiles of PLANNING_D_TILE columns (the
 # autotuner's tile is not known before the launch), and at least one per SM per D tile. Fewer
 # programs per D tile means fewer rows in the partial grad_w buffer, which the second pass reads.
-BACKWARD_PROGRAMS_PER_SM = 4
+# On an H200, 8 per SM with the small tiles above ran the 1048576 x 128 backward 2 to 4% faster
+# than 4 per SM, and the other shapes within 1% (results/NOTES.md, item 26).
+BACKWARD_PROGRAMS_PER_SM = 8
 PLANNING_D_TILE = 128
 # The second pass adds up to SUM_PARTIALS_MAX_ROWS rows of the partial buffer per step, in tiles
 # of SUM_PARTIALS_TILE elements (at least 16 columns wide). On an H200 a tile as tall as the

@@ -58,21 +58,23 @@ def capture_graph(fn, setup=None):
     return graph
 
 
-def bench(fn, setup=None):
+def bench(fn, setup=None, warmup_ms=25):
     """Median time of fn() in milliseconds. setup(), if given, runs once first.
 
     On a GPU, fn() is captured in a CUDA graph (capture_graph) and triton.testing.do_bench times
     the graph's replays: CUDA events, the L2 cache cleared between runs, the median. A graph
     replays the kernels without Python: an eager call of these wrappers costs 20 to 150 us of CPU
     time, as much as the GPU work on the sizes here, and would measure Python rather than the
-    kernel. PyTorch's side is timed the same way.
+    kernel. PyTorch's side is timed the same way. warmup_ms is how long do_bench replays the
+    graph untimed first; work that holds the GPU at its power limit needs about a second for the
+    clock to settle (see 02_matmul_tiled).
 
     On the CPU do_bench cannot run (it needs a GPU driver), so a wall clock takes the median of
     three runs after one warm-up.
     """
     if not INTERPRETED:
         graph = capture_graph(fn, setup)
-        return triton.testing.do_bench(graph.replay, warmup=25, rep=100, return_mode="median")
+        return triton.testing.do_bench(graph.replay, warmup=warmup_ms, rep=100, return_mode="median")
     if setup is not None:
         setup()
     fn()

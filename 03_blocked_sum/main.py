@@ -225,6 +225,8 @@ def sum_partials_kernel(
 
 # How many programs the first pass should have at least. A memory-bound kernel needs many loads in
 # flight on every multiprocessor, and with several programs per SM an uneven last wave costs less.
+# More is not better: on an H200, planning for 8 or 16 made every shape that splits slower, by 0.5
+# to 33% (results/NOTES.md, item 29).
 PROGRAMS_PER_SM = 4
 # Under the interpreter programs run one at a time, so parallelism buys nothing; a few splits still
 # exercise the two-pass path on small test matrices.

@@ -785,6 +785,53 @@ def probe_column_per_sm():
         line(*parts)
 
 
+def probe_column_tiles():
+    """03's pointer kernel on its two 268 MB wide-ish shapes: every tile from tall and narrow (128 bytes of each row
+    per program) to one row and wide (1 to 2 KB), each with 1 to 32 row splits and 03's second pass, against 03's
+    blocked_sum() and a streaming read of the same bytes."""
+    blocked = common.load_example(common.REPO_ROOT / "03_blocked_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    sms = common.multiprocessor_count(common.DEVICE)
+    tiles = ((64, 64, 4), (32, 128, 4), (64, 128, 4), (16, 256, 4), (8, 256, 4), (8, 512, 8), (4, 512, 4),
+             (2, 512, 4), (1, 512, 4), (4, 1024, 8), (1, 1024, 8))
+    for dtype in (torch.float32, torch.bfloat16):
+        for rows, cols in ((16384, 8192), (2048, 65536)):
+            x = torch.randn(rows, cols, dtype=dtype, device=common.DEVICE)
+            out = torch.empty(cols, dtype=dtype, device=common.DEVICE)
+            nbytes = x.numel() * x.element_size()
+            case = f"03 {rows}x{cols} {dtype}"
+            ms = common.bench(lambda: blocked.blocked_sum(x, out=out))
+            line(case, "blocked_sum()", us_percent(ms, nbytes, ceiling), blocked.plan_splits(rows, cols)[2],
+                 blocked.column_sum_pointer_kernel.best_config)
+            flat = x.view(-1).view(torch.float32)
+            read_partial = torch.empty(8 * sms, device=common.DEVICE)
+            ms = common.bench(lambda: read_kernel[(8 * sms,)](flat, read_partial, flat.numel(), BLOCK=4096, num_warps=8))
+            line(case, "read_kernel, same bytes", us_percent(ms, nbytes, ceiling))
+            results = []
+            for block_m, block_n, warps in tiles:
+                plans = {triton.cdiv(triton.cdiv(rows, wanted), blocked.ROW_ALIGN) * blocked.ROW_ALIGN
+                         for wanted in (1, 2, 4, 8, 16, 32)}  # chunks start on ROW_ALIGN rows, as in 03
+                for rows_per_split in sorted(plans, reverse=True):
+                    splits = triton.cdiv(rows, rows_per_split)
+                    target = out if splits == 1 else torch.empty(splits, cols, device=common.DEVICE)
+                    block_s = min(triton.next_power_of_2(splits), 256)
+                    block_n_sum = max(16, min(256, 4096 // block_s))
+
+                    def run(target=target, splits=splits, rows_per_split=rows_per_split, block_m=block_m,
+                            block_n=block_n, warps=warps, block_s=block_s, block_n_sum=block_n_sum):
+                        blocked.column_sum_pointer_kernel.fn[(triton.cdiv(cols, block_n), splits)](
+                            x, target, rows, cols, x.stride(0), x.stride(1), rows_per_split, ACC_DTYPE=tl.float32,
+                            BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps)
+                        if splits > 1:
+                            blocked.sum_partials_kernel[(triton.cdiv(cols, block_n_sum),)](
+                                target, out, splits, cols, BLOCK_S=block_s, BLOCK_N=block_n_sum)
+
+                    programs = triton.cdiv(cols, block_n) * splits
+                    results.append((common.bench(run), f"{block_m}x{block_n} {warps} warps, {splits} splits ({programs} programs)"))
+            for ms, what in sorted(results)[:6]:
+                line(case, what, us_percent(ms, nbytes, ceiling))
+
+
 def clock_and_power(fn, replays=3000):
     """Replay fn()'s graph many times and ask nvidia-smi for the SM clock, board power and temperature meanwhile."""
     graph = common.capture_graph(fn)
@@ -850,7 +897,8 @@ PROBES = {"ceiling": probe_ceiling, "flush": probe_flush, "forward": probe_forwa
           "backward_programs": probe_backward_programs, "backward_per_sm": probe_backward_per_sm,
           "backward_small_tiles": probe_backward_small_tiles, "backward_d1000": probe_backward_d1000,
           "backward_bytes": probe_backward_bytes, "column_sum": probe_column_sum, "column_order": probe_column_order,
-          "column_wide": probe_column_wide, "column_per_sm": probe_column_per_sm, "matmul_data": probe_matmul_data,
+          "column_wide": probe_column_wide, "column_per_sm": probe_column_per_sm,
+          "column_tiles": probe_column_tiles, "matmul_data": probe_matmul_data,
           "matmul_settling": probe_matmul_settling}
 
 

@@ -362,7 +362,7 @@ def matmul_descriptor_kernel(
 # tile is stored while the tensor cores go on. This is the design of Triton's tutorial
 # 09-persistent-matmul. On an H200 (Triton 3.6, `make bench`) it runs float16 and bfloat16 at 98-99%
 # of cuBLAS at 8192^3, where the three kernels above reach 93-97%. At 4096^3 the chip's power
-# limit sets the pace, and all four land between 97 and 102% of cuBLAS.
+# limit sets the pace, and all four land between 96 and 102% of cuBLAS.
 #
 # float32 under TF32 needs one more step. The tensor cores read float32 tiles from shared memory
 # only K-contiguous. A's tiles are (A's rows run along K); B's, from a row-major B, run along N,
@@ -668,10 +668,11 @@ def matmul(a, b, out=None):
     float32 follows torch.get_float32_matmul_precision(), as torch.matmul does. float16,
     bfloat16 and TF32 float32 run the persistent kernel when a, the output (and, outside TF32,
     b) meet the descriptor rules: on an H200 it ran at 98 to 99% of cuBLAS in 16 bits and 95 to
-    96% in TF32 at 4096^3 and 8192^3, the fastest variant at 8192^3 and within 2% of the fastest
-    at 4096^3, where the power limit holds every variant near cuBLAS. Anything else runs the
-    pointer kernel, which takes any layout: exact float32 ("highest") and float64 go there too,
-    as their dots do not use the tensor cores' fast paths that the persistent design feeds.
+    96% in TF32 at 4096^3 and 8192^3: the fastest variant at 8192^3, and at 4096^3, where the
+    power limit holds every variant near cuBLAS, at most 3% behind the fastest. Anything else
+    runs the pointer kernel, which takes any layout: exact float32 ("highest") and float64 go
+    there too, as their dots do not use the tensor cores' fast paths that the persistent design
+    feeds.
     """
     m, n, _ = validate(a, b, out)
     c = torch.empty((m, n), dtype=a.dtype, device=a.device) if out is None else out
@@ -760,7 +761,7 @@ def chosen_config(name):
 
 # Large matmuls hold an H200 at its 700 W power limit, and the SM clock then depends on what ran
 # just before: from an idle GPU, cuBLAS ran 4096^3 float16 at 686 TFLOP/s, and after a second
-# of matmuls both it and the persistent kernel ran at 620 to 650 (results/NOTES.md, item 28).
+# of matmuls both it and the persistent kernel ran near 635 (results/NOTES.md, item 28).
 # Whatever was timed first after a pause (compiling, autotuning, a lighter example) gained up
 # to 8%. So each variant runs for POWER_SETTLE_MS untimed before its timing starts.
 POWER_SETTLE_MS = 1000

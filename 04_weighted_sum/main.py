@@ -42,8 +42,8 @@ DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch
 # tensor arguments to the key by itself. Each tile holds 1024 to 16384 elements: big tiles put many
 # bytes in flight per program; small ones need few registers, so that many programs fit on an SM
 # at once (on sm_90, 8 x 128 in fp32 takes 48 registers a thread in the backward, so ten programs
-# of 4 warps fit on an SM; 128 x 128 takes 214 and leaves room for one). Wide rows get wide D tiles (long contiguous
-# reads), narrow rows get more rows per tile.
+# of 4 warps fit on an SM; 128 x 128 takes 214 and leaves room for one). Wide rows get wide D
+# tiles (long contiguous reads), narrow rows get more rows per tile.
 # The interpreter cannot autotune several configs (no GPU timer): it gets one fixed tile, smaller
 # than D in the tests so that the loop over D tiles and its masks are exercised.
 # ---------------------------------------------------------------------------------------------

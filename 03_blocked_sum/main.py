@@ -39,11 +39,13 @@ DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch
 # registers that the fp32 accumulator does not spill. The one-row tiles suit programs that walk few
 # rows: each column's sum stays in one thread from start to end, so the final tl.sum combines
 # nothing across threads, and the tiny tile leaves room for many programs per SM (on an H200, 64 x
-# 1048576 bf16 took 43 us with 1 x 512 tiles, 55 us with the best taller tile). Under the
-# interpreter several configs fail (autotuning needs a GPU driver), so it gets one fixed config.
+# 1048576 bf16 took 43 us with 1 x 512 tiles, 55 us with the best taller tile). Each tile is
+# tried with STAGES 1 and 2: the loads of the next tile issued early or not (see the pointer
+# kernel's loop). Under the interpreter several configs fail (autotuning needs a GPU driver),
+# so it gets one fixed config.
 def autotune_configs():
     if common.INTERPRETED:
-        return [triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_warps=4, num_stages=1)]
+        return [triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "STAGES": 1}, num_warps=4)]
     shapes = [  # (BLOCK_M, BLOCK_N, num_warps)
         (128, 32, 4), (256, 32, 4),
         (64, 64, 4), (128, 64, 4), (128, 64, 8), (256, 64, 8),
@@ -53,9 +55,9 @@ def autotune_configs():
         (1, 512, 4), (1, 1024, 8),  # one row per step: see above
     ]  # fmt: skip
     return [
-        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, num_stages=stages)
+        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "STAGES": stages}, num_warps=warps)
         for bm, bn, warps in shapes
-        for stages in (1, 3)
+        for stages in (1, 2)
     ]
 
 
@@ -105,6 +107,7 @@ def column_sum_pointer_kernel(
     ACC_DTYPE: tl.constexpr,  # tl.float32 (tl.float64 for float64 input)
     BLOCK_M: tl.constexpr,  # rows per tile
     BLOCK_N: tl.constexpr,  # columns per tile, and per program
+    STAGES: tl.constexpr,  # row tiles in flight per program (see the pointer kernel's loop)
 ):
     pid_n = tl.program_id(0)  # which block of columns
     pid_s = tl.program_id(1)  # which chunk of rows
@@ -119,7 +122,11 @@ def column_sum_pointer_kernel(
     # a tl.sum per tile would move data between threads on every step. tl.sum and + keep fp16 and
     # bf16 in 16 bits, so the tile is converted to ACC_DTYPE first.
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC_DTYPE)
-    for row in range(row_start, row_stop, BLOCK_M):
+    # tl.range(..., num_stages=STAGES) software-pipelines the loop: with STAGES > 1 the loads of
+    # the next tiles are issued (cp.async copies into shared memory) while this tile is added. A
+    # plain range() loop is not pipelined, whatever num_stages the launch or the config says:
+    # Triton pipelines on its own only loops that feed tl.dot.
+    for row in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):
         rows = row + tl.arange(0, BLOCK_M)
         offsets = rows.to(tl.int64)[:, None] * stride_m + col_offsets[None, :]
         # The mask keeps the last tile inside the matrix; masked lanes read 0, which adds nothing.
@@ -142,6 +149,7 @@ def column_sum_block_ptr_kernel(
     ACC_DTYPE: tl.constexpr,  # tl.float32 (tl.float64 for float64 input)
     BLOCK_M: tl.constexpr,  # rows per tile
     BLOCK_N: tl.constexpr,  # columns per tile, and per program
+    STAGES: tl.constexpr,  # row tiles in flight per program (see the pointer kernel's loop)
 ):
     pid_n = tl.program_id(0)
     pid_s = tl.program_id(1)
@@ -159,7 +167,7 @@ def column_sum_block_ptr_kernel(
         order=(1, 0),
     )
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC_DTYPE)
-    for _ in range(row_start, row_stop, BLOCK_M):
+    for _ in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):
         acc += tl.load(tile_ptr, boundary_check=(0, 1), padding_option="zero").to(ACC_DTYPE)
         tile_ptr = tl.advance(tile_ptr, (BLOCK_M, 0))
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -179,18 +187,19 @@ def column_sum_descriptor_kernel(
     ACC_DTYPE: tl.constexpr,  # tl.float32 (tl.float64 for float64 input)
     BLOCK_M: tl.constexpr,  # rows per tile
     BLOCK_N: tl.constexpr,  # columns per tile, and per program
+    STAGES: tl.constexpr,  # row tiles in flight per program (see the pointer kernel's loop)
 ):
     pid_n = tl.program_id(0)
     pid_s = tl.program_id(1)
     row_start = pid_s * rows_per_split
     row_stop = tl.minimum(row_start + rows_per_split, M)
-    # On Hopper a descriptor load is one TMA copy of a whole tile into shared memory; num_stages
-    # lets the compiler keep several such copies in flight while earlier tiles are added up.
+    # On Hopper a descriptor load is one TMA copy of a whole tile into shared memory; STAGES > 1
+    # keeps several such copies in flight while earlier tiles are added up.
     # Tiles reaching past the shape come back zero-filled. The hardware needs the alignment the
     # wrapper checks: it does not check it itself and would return wrong sums.
     x_desc = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[stride_m, 1], block_shape=[BLOCK_M, BLOCK_N])
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC_DTYPE)
-    for row in range(row_start, row_stop, BLOCK_M):
+    for row in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):
         acc += x_desc.load([row, pid_n * BLOCK_N]).to(ACC_DTYPE)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     sums = tl.sum(acc, axis=0)

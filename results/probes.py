@@ -513,6 +513,7 @@ def column_sum_order_kernel(
     rows_per_split,  # rows of each chunk when not INTERLEAVED (a multiple of BLOCK_M)
     INTERLEAVED: tl.constexpr,  # program s takes row tiles s, s + programs, ... instead of one chunk
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # tile
+    STAGES: tl.constexpr = 1,  # num_stages of the row loop: > 1 copies loads into shared memory ahead (cp.async)
 ):
     # 03's first pass on a tall matrix, two ways of handing out rows: 03's contiguous chunk per
     # program (the programs on the chip at one time read far-apart places), or interleaved row
@@ -525,7 +526,7 @@ def column_sum_order_kernel(
         first, stop, step = pid_s * BLOCK_M, M, tl.num_programs(1) * BLOCK_M
     else:
         first, stop, step = pid_s * rows_per_split, tl.minimum(pid_s * rows_per_split + rows_per_split, M), BLOCK_M
-    for row in range(first, stop, step):
+    for row in tl.range(first, stop, step, num_stages=STAGES):
         rows = row + tl.arange(0, BLOCK_M)
         mask = (rows < stop)[:, None] & col_mask[None, :]
         acc += tl.load(x_ptr + rows.to(tl.int64)[:, None] * N + cols[None, :], mask=mask, other=0.0).to(tl.float32)
@@ -578,6 +579,56 @@ def probe_backward_small_tiles():
             for both, alone, where in sorted(results)[:4]:
                 line(case, where, f"first kernel {us_percent(alone, nbytes, ceiling)}",
                      f"with the second pass {us_percent(both, nbytes, ceiling)}")
+
+
+def probe_second_pass():
+    """04 backward's second pass (sum_partials_kernel) with other tiles: rows per step, columns per program, warps.
+    Each alone, replayed with no L2 flush (the backward leaves the partial buffer in L2); the best one then behind
+    04's first kernel, against 04's own second pass there."""
+    weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
+    kernel = weighted.backward_pointer_kernel
+    no_flush = flushes()["none"]
+    for dtype, rows, dim in ((torch.float32, 1048576, 128), (torch.bfloat16, 1048576, 128), (torch.float32, 65536, 1024),
+                             (torch.float32, 16384, 4096), (torch.float32, 65536, 1000)):
+        x, w, grad_y = backward_inputs(rows, dim, dtype)
+        grad_x = torch.empty_like(x)
+        grad_w = torch.empty_like(w)
+        weighted.backward(x, w, grad_y, "pointer", True, True)
+        best = kernel.best_config
+        programs = weighted.backward_programs(rows, dim)
+        partial = torch.randn(programs, dim, device=common.DEVICE)
+        align = weighted._alignment(dim, x.element_size())
+
+        def first():
+            kernel.fn[(triton.cdiv(dim, best.kwargs["D_TILE"]), programs)](
+                x, w, grad_y, grad_x, partial, rows, dim, x.stride(0), x.stride(1), grad_y.stride(0),
+                X_ROW_ALIGN=align, D_ALIGN=align, NEED_GRAD_X=True, NEED_GRAD_W=True, ACC_DTYPE=tl.float32,
+                num_warps=best.num_warps, **best.kwargs)
+
+        def second(block_p, block_d, warps):
+            weighted.sum_partials_kernel[(triton.cdiv(dim, block_d),)](
+                partial, grad_w, programs, dim, BLOCK_P=block_p, BLOCK_D=block_d, num_warps=warps)
+
+        case = f"04 bwd {rows}x{dim} {dtype}, partial buffer {programs}x{dim}"
+        ours = replay_ms(lambda: weighted.sum_partials(partial, grad_w), no_flush)
+        line(case, f"04's second pass alone {ours * 1e3:.1f} us")
+        results = []
+        for block_p in (256, 512, 1024, 2048):
+            for block_d in (1, 2, 4, 8, 16, 32):
+                for warps in (4, 8):
+                    if block_p * block_d > 64 * 32 * warps or block_p * block_d < 32 * warps:
+                        continue  # over 64 or under 1 element a thread
+                    ms = replay_ms(functools.partial(second, block_p, block_d, warps), no_flush)
+                    results.append((ms, (block_p, block_d, warps)))
+        results.sort()
+        for ms, (block_p, block_d, warps) in results[:5]:
+            line(case, f"{block_p} rows x {block_d} columns, {warps} warps: {triton.cdiv(dim, block_d)} programs, "
+                       f"{triton.cdiv(programs, block_p)} steps", f"{ms * 1e3:.1f} us")
+        fastest = functools.partial(second, *results[0][1])
+        both_04 = common.bench(lambda: (first(), weighted.sum_partials(partial, grad_w)))
+        both_fastest = common.bench(lambda: (first(), fastest()))
+        line(case, f"first kernel + 04's second pass {both_04 * 1e3:.1f} us",
+             f"first kernel + the fastest above {both_fastest * 1e3:.1f} us")
 
 
 def probe_backward_d1000():
@@ -756,7 +807,7 @@ def probe_column_wide():
                         continue  # over 64 or under 4 elements per thread
                     ms = common.bench(lambda: blocked.column_sum_pointer_kernel.fn[(triton.cdiv(cols, block_n), 1)](
                         x, out, rows, cols, x.stride(0), x.stride(1), rows, ACC_DTYPE=tl.float32,
-                        BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps))
+                        BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1, num_warps=warps))
                     results.append((ms, f"{block_m}x{block_n} {warps} warps"))
         for ms, what in sorted(results)[:8]:
             line(f"03 {rows}x{cols} {dtype}", what, us_percent(ms, nbytes, ceiling))
@@ -821,7 +872,7 @@ def probe_column_tiles():
                             block_n=block_n, warps=warps, block_s=block_s, block_n_sum=block_n_sum):
                         blocked.column_sum_pointer_kernel.fn[(triton.cdiv(cols, block_n), splits)](
                             x, target, rows, cols, x.stride(0), x.stride(1), rows_per_split, ACC_DTYPE=tl.float32,
-                            BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps)
+                            BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1, num_warps=warps)
                         if splits > 1:
                             blocked.sum_partials_kernel[(triton.cdiv(cols, block_n_sum),)](
                                 target, out, splits, cols, BLOCK_S=block_s, BLOCK_N=block_n_sum)
@@ -830,6 +881,84 @@ def probe_column_tiles():
                     results.append((common.bench(run), f"{block_m}x{block_n} {warps} warps, {splits} splits ({programs} programs)"))
             for ms, what in sorted(results)[:6]:
                 line(case, what, us_percent(ms, nbytes, ceiling))
+
+
+def probe_column_stages():
+    """03 on its two widest shapes: the first pass alone and the second pass's share, then the first pass with its row
+    loop pipelined through shared memory (tl.range num_stages 1 to 4, cp.async), against a streaming read."""
+    blocked = common.load_example(common.REPO_ROOT / "03_blocked_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    sms = common.multiprocessor_count(common.DEVICE)
+    kernel = blocked.column_sum_pointer_kernel
+    for dtype in (torch.float32, torch.bfloat16):
+        for rows, cols in ((16384, 8192), (2048, 65536)):
+            x = torch.randn(rows, cols, dtype=dtype, device=common.DEVICE)
+            out = torch.empty(cols, dtype=dtype, device=common.DEVICE)
+            nbytes = x.numel() * x.element_size()
+            case = f"03 {rows}x{cols} {dtype}"
+            whole = common.bench(lambda: blocked.blocked_sum(x, out=out))
+            splits, rows_per_split, _ = blocked.plan_splits(rows, cols)
+            best = kernel.best_config
+            partial = torch.empty(splits, cols, device=common.DEVICE)
+            alone = common.bench(lambda: kernel.fn[(triton.cdiv(cols, best.kwargs["BLOCK_N"]), splits)](
+                x, partial, rows, cols, x.stride(0), x.stride(1), rows_per_split, ACC_DTYPE=tl.float32,
+                num_warps=best.num_warps, **best.kwargs))
+            flat = x.view(-1).view(torch.float32)
+            read_partial = torch.empty(8 * sms, device=common.DEVICE)
+            read = common.bench(lambda: read_kernel[(8 * sms,)](flat, read_partial, flat.numel(), BLOCK=4096, num_warps=8))
+            line(case, f"blocked_sum() {us_percent(whole, nbytes, ceiling)}", f"its first pass alone {alone * 1e3:.1f} us",
+                 f"{splits} splits", best, f"read_kernel, same bytes {us_percent(read, nbytes, ceiling)}")
+            block_s = min(triton.next_power_of_2(splits), 256)
+            block_n_sum = max(16, min(256, 4096 // block_s))
+            results = []
+            for block_m, block_n, warps in ((64, 64, 4), (32, 128, 4), (64, 128, 4), (8, 256, 4), (1, 512, 4)):
+                for stages in (1, 2, 3, 4):
+                    def run(block_m=block_m, block_n=block_n, warps=warps, stages=stages):
+                        column_sum_order_kernel[(triton.cdiv(cols, block_n), splits)](
+                            x, partial, rows, cols, rows_per_split, INTERLEAVED=False, BLOCK_M=block_m, BLOCK_N=block_n,
+                            STAGES=stages, num_warps=warps)
+                        if splits > 1:
+                            blocked.sum_partials_kernel[(triton.cdiv(cols, block_n_sum),)](
+                                partial, out, splits, cols, BLOCK_S=block_s, BLOCK_N=block_n_sum)
+
+                    try:
+                        run()
+                    except triton.runtime.errors.OutOfResources:
+                        continue
+                    results.append((common.bench(run), f"{block_m}x{block_n} {warps} warps, stages {stages}"))
+            for ms, what in sorted(results)[:6]:
+                line(case, what, us_percent(ms, nbytes, ceiling))
+            line(case, "stages 1, best", *next((what, us_percent(ms, nbytes, ceiling)) for ms, what in sorted(results)
+                                               if what.endswith("stages 1")))
+
+
+def probe_backward_stages_small():
+    """04 backward on 1048576 x 128 with item 26's small tiles at 8 programs per SM, its loop pipelined through shared
+    memory (num_stages 1 to 4), with 04's second pass, against 04's backward() and torch.neg."""
+    sms = common.multiprocessor_count(common.DEVICE)
+    weighted = common.load_example(common.REPO_ROOT / "04_weighted_sum" / "main.py")
+    ceiling = common.copy_ceiling_gbps()
+    rows, dim = 1048576, 128
+    for dtype in (torch.float32, torch.bfloat16):
+        x, w, grad_y = backward_inputs(rows, dim, dtype)
+        grad_x = torch.empty_like(x)
+        grad_w = torch.empty_like(w)
+        nbytes = 2 * x.numel() * x.element_size()
+        case = f"04 bwd {rows}x{dim} {dtype}"
+        line(case, "04's backward()", us_percent(common.bench(lambda: weighted.backward(x, w, grad_y, "pointer", True, True)),
+                                                 nbytes, ceiling), weighted.backward_pointer_kernel.best_config)
+        line(case, "torch.neg, same bytes", us_percent(common.bench(lambda: torch.neg(x, out=grad_x)), nbytes, ceiling))
+        programs = 8 * sms
+        partial = torch.empty(programs, dim, device=common.DEVICE)
+        for rows_tile in (8, 16):
+            config = triton.Config({"ROWS_TILE": rows_tile, "D_TILE": 128}, num_warps=4)
+            for stages in (1, 2, 3, 4):
+                run = functools.partial(launch_variant, x, w, grad_y, grad_x, partial, (1, programs), config, stages,
+                                        "loads_first")
+                compiled = run()
+                both = common.bench(lambda: (run(), weighted.sum_partials(partial, grad_w)))
+                line(case, f"{rows_tile}x128 4 warps, 8/SM, stages {stages}: {compiled.n_regs} registers, "
+                           f"{compiled.metadata.shared} B shared", f"with the second pass {us_percent(both, nbytes, ceiling)}")
 
 
 def clock_and_power(fn, replays=3000):
@@ -896,9 +1025,11 @@ PROBES = {"ceiling": probe_ceiling, "flush": probe_flush, "forward": probe_forwa
           "backward_stages": probe_backward_stages, "backward_balance": probe_backward_balance,
           "backward_programs": probe_backward_programs, "backward_per_sm": probe_backward_per_sm,
           "backward_small_tiles": probe_backward_small_tiles, "backward_d1000": probe_backward_d1000,
+          "second_pass": probe_second_pass,
           "backward_bytes": probe_backward_bytes, "column_sum": probe_column_sum, "column_order": probe_column_order,
           "column_wide": probe_column_wide, "column_per_sm": probe_column_per_sm,
-          "column_tiles": probe_column_tiles, "matmul_data": probe_matmul_data,
+          "column_tiles": probe_column_tiles,
+          "column_stages": probe_column_stages, "backward_stages_small": probe_backward_stages_small, "matmul_data": probe_matmul_data,
           "matmul_settling": probe_matmul_settling}
 
 

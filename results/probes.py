@@ -836,13 +836,20 @@ def probe_column_per_sm():
         line(*parts)
 
 
+def read_ms(x):
+    """Median ms of read_kernel streaming x's bytes (as float32 words) with 8 programs per SM: x's read floor."""
+    flat = x.view(-1).view(torch.float32)
+    programs = 8 * common.multiprocessor_count(common.DEVICE)
+    partial = torch.empty(programs, device=common.DEVICE)
+    return common.bench(lambda: read_kernel[(programs,)](flat, partial, flat.numel(), BLOCK=4096, num_warps=8))
+
+
 def probe_column_tiles():
     """03's pointer kernel on its two 268 MB wide-ish shapes: every tile from tall and narrow (128 bytes of each row
     per program) to one row and wide (1 to 2 KB), each with 1 to 32 row splits and 03's second pass, against 03's
     blocked_sum() and a streaming read of the same bytes."""
     blocked = common.load_example(common.REPO_ROOT / "03_blocked_sum" / "main.py")
     ceiling = common.copy_ceiling_gbps()
-    sms = common.multiprocessor_count(common.DEVICE)
     tiles = ((64, 64, 4), (32, 128, 4), (64, 128, 4), (16, 256, 4), (8, 256, 4), (8, 512, 8), (4, 512, 4),
              (2, 512, 4), (1, 512, 4), (4, 1024, 8), (1, 1024, 8))
     for dtype in (torch.float32, torch.bfloat16):
@@ -854,10 +861,7 @@ def probe_column_tiles():
             ms = common.bench(lambda: blocked.blocked_sum(x, out=out))
             line(case, "blocked_sum()", us_percent(ms, nbytes, ceiling), blocked.plan_splits(rows, cols)[2],
                  blocked.column_sum_pointer_kernel.best_config)
-            flat = x.view(-1).view(torch.float32)
-            read_partial = torch.empty(8 * sms, device=common.DEVICE)
-            ms = common.bench(lambda: read_kernel[(8 * sms,)](flat, read_partial, flat.numel(), BLOCK=4096, num_warps=8))
-            line(case, "read_kernel, same bytes", us_percent(ms, nbytes, ceiling))
+            line(case, "read_kernel, same bytes", us_percent(read_ms(x), nbytes, ceiling))
             results = []
             for block_m, block_n, warps in tiles:
                 plans = {triton.cdiv(triton.cdiv(rows, wanted), blocked.ROW_ALIGN) * blocked.ROW_ALIGN
@@ -888,7 +892,6 @@ def probe_column_stages():
     loop pipelined through shared memory (tl.range num_stages 1 to 4, cp.async), against a streaming read."""
     blocked = common.load_example(common.REPO_ROOT / "03_blocked_sum" / "main.py")
     ceiling = common.copy_ceiling_gbps()
-    sms = common.multiprocessor_count(common.DEVICE)
     kernel = blocked.column_sum_pointer_kernel
     for dtype in (torch.float32, torch.bfloat16):
         for rows, cols in ((16384, 8192), (2048, 65536)):
@@ -903,9 +906,7 @@ def probe_column_stages():
             alone = common.bench(lambda: kernel.fn[(triton.cdiv(cols, best.kwargs["BLOCK_N"]), splits)](
                 x, partial, rows, cols, x.stride(0), x.stride(1), rows_per_split, ACC_DTYPE=tl.float32,
                 num_warps=best.num_warps, **best.kwargs))
-            flat = x.view(-1).view(torch.float32)
-            read_partial = torch.empty(8 * sms, device=common.DEVICE)
-            read = common.bench(lambda: read_kernel[(8 * sms,)](flat, read_partial, flat.numel(), BLOCK=4096, num_warps=8))
+            read = read_ms(x)
             line(case, f"blocked_sum() {us_percent(whole, nbytes, ceiling)}", f"its first pass alone {alone * 1e3:.1f} us",
                  f"{splits} splits", best, f"read_kernel, same bytes {us_percent(read, nbytes, ceiling)}")
             block_s = min(triton.next_power_of_2(splits), 256)

@@ -220,7 +220,8 @@ def backward_variant_kernel(
     # loads a step early), "row_sum" (loads first, the accumulator summed over its rows every step: one row of registers),
     # "tile_base" (loads first; a 64-bit pointer to the tile's first row, advanced per step, plus loop-invariant int32
     # offsets inside the tile, instead of int64 addresses recomputed for every element), "read_only" (loads_first
-    # without the grad_x store: grad_w's half alone), "write_only" (without the x load: grad_x's half alone)
+    # without the grad_x store: grad_w's half alone), "write_only" (without the x load: grad_x's half alone), "copy"
+    # (grad_x = -x and nothing else: torch.neg's work in this kernel's loop)
     LOAD_EVICTION: tl.constexpr,  # eviction_policy of the x loads ("" = default)
     STORE_CACHE: tl.constexpr,  # cache_modifier of the grad_x stores ("" = default)
     ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # tile
@@ -265,6 +266,9 @@ def backward_variant_kernel(
             x = tl.load(x_ptr + offsets, mask=row_mask[:, None], other=0.0, eviction_policy=LOAD_EVICTION)
             grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
             acc += x.to(tl.float32) * grad_y[:, None]
+        elif ORDER == "copy":
+            x = tl.load(x_ptr + offsets, mask=row_mask[:, None], other=0.0)
+            tl.store(grad_x_ptr + offsets, -x, mask=row_mask[:, None])
         elif ORDER == "write_only":
             grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
             tl.store(grad_x_ptr + offsets, (grad_y[:, None] * w[None, :]).to(grad_x_ptr.dtype.element_ty),
@@ -629,6 +633,30 @@ def probe_second_pass():
         both_fastest = common.bench(lambda: (first(), fastest()))
         line(case, f"first kernel + 04's second pass {both_04 * 1e3:.1f} us",
              f"first kernel + the fastest above {both_fastest * 1e3:.1f} us")
+
+
+def probe_backward_copy():
+    """04 backward on 1048576 x 128 against the same loop doing only torch.neg's work (ORDER "copy": load x, store
+    -x), with 8 programs per SM walking many tiles and with one or two tiles per program: does the fused work or
+    the loop's structure cost the gap to torch.neg?"""
+    sms = common.multiprocessor_count(common.DEVICE)
+    ceiling = common.copy_ceiling_gbps()
+    rows, dim = 1048576, 128
+    for dtype in (torch.float32, torch.bfloat16):
+        x, w, grad_y = backward_inputs(rows, dim, dtype)
+        grad_x = torch.empty_like(x)
+        nbytes = 2 * x.numel() * x.element_size()
+        case = f"04 bwd {rows}x{dim} {dtype}"
+        line(case, "torch.neg", us_percent(common.bench(lambda: torch.neg(x, out=grad_x)), nbytes, ceiling))
+        for rows_tile, warps in ((8, 4), (16, 4), (128, 8)):
+            config = triton.Config({"ROWS_TILE": rows_tile, "D_TILE": dim}, num_warps=warps)
+            for programs in (8 * sms, min(triton.cdiv(rows, rows_tile), 65535)):  # a grid's axis 1 stops at 65535
+                partial = torch.empty(programs, dim, device=common.DEVICE)
+                times = [us_percent(common.bench(functools.partial(launch_variant, x, w, grad_y, grad_x, partial,
+                                                                   (1, programs), config, 1, order)), nbytes, ceiling)
+                         for order in ("copy", "loads_first")]
+                line(case, f"{rows_tile}x{dim} {warps} warps, {programs} programs", f"copy {times[0]}",
+                     f"fused first kernel {times[1]}")
 
 
 def probe_backward_d1000():
@@ -1026,7 +1054,7 @@ PROBES = {"ceiling": probe_ceiling, "flush": probe_flush, "forward": probe_forwa
           "backward_stages": probe_backward_stages, "backward_balance": probe_backward_balance,
           "backward_programs": probe_backward_programs, "backward_per_sm": probe_backward_per_sm,
           "backward_small_tiles": probe_backward_small_tiles, "backward_d1000": probe_backward_d1000,
-          "second_pass": probe_second_pass,
+          "second_pass": probe_second_pass, "backward_copy": probe_backward_copy,
           "backward_bytes": probe_backward_bytes, "column_sum": probe_column_sum, "column_order": probe_column_order,
           "column_wide": probe_column_wide, "column_per_sm": probe_column_per_sm,
           "column_tiles": probe_column_tiles,

@@ -38,7 +38,7 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -53,28 +53,12 @@ import triton.language as tl  # noqa: E402
 # Kernels
 # ----------------------------------------------------------------------------------------------
 
-# As in 02: Triton's interpreter multiplies bfloat16 tiles as raw integers, so widen them there.
-WIDEN_BFLOAT16_DOT = tl.constexpr(common.INTERPRETED)
 INTERPRETED = tl.constexpr(common.INTERPRETED)
-
-
-@triton.jit
-def _dot(a, b, acc, INPUT_PRECISION: tl.constexpr):
-    if WIDEN_BFLOAT16_DOT and a.dtype == tl.bfloat16:
-        a = a.to(tl.float32)
-        b = b.to(tl.float32)
-    return tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=tl.float32)
-
-
-@triton.jit
-def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
-    """Grouped order: GROUP_M tile rows walked down before one tile column right."""
-    num_pid_in_group = GROUP_M * num_pid_n
-    first_pid_m = (tile_id // num_pid_in_group) * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + (tile_id % num_pid_in_group) % group_size_m
-    pid_n = (tile_id % num_pid_in_group) // group_size_m
-    return pid_m, pid_n
+# 02's helpers, so that the candidates walk tiles and multiply exactly as the lesson does:
+# tile_dot (tl.dot, bfloat16 widened under the interpreter) and grouped_tile (grouped order).
+LESSON = common.load_example(common.REPO_ROOT / "02_matmul_tiled" / "main.py")
+tile_dot = LESSON.tile_dot
+grouped_tile = LESSON.grouped_tile
 
 
 @triton.jit
@@ -114,9 +98,9 @@ def _k_step(a_desc, b_desc, offs_am, offs_bn, offs_k, acc,
     a = a_desc.load([offs_am, offs_k])
     b = _load_b(b_desc, offs_k, offs_bn, B_KMAJOR)
     if SWAP_AB:
-        acc = _dot(_via_registers(b.T, INPUT_PRECISION == "tf32"), a.T, acc, INPUT_PRECISION)
+        acc = tile_dot(_via_registers(b.T, INPUT_PRECISION == "tf32"), a.T, acc, INPUT_PRECISION)
     else:
-        acc = _dot(a, b, acc, INPUT_PRECISION)
+        acc = tile_dot(a, b, acc, INPUT_PRECISION)
     return acc
 
 
@@ -131,9 +115,7 @@ def tiled_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SWAP_AB: tl.constexpr,  # accumulate C's tile transposed as B^T A^T (see _k_step)
 ):
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    pid_m, pid_n = _tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
     if B_KMAJOR:
         b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BLOCK_N, BLOCK_K])
@@ -170,10 +152,8 @@ def persistent_kernel(
     SWAP_AB: tl.constexpr,  # accumulate C's tile transposed as B^T A^T (see _k_step)
 ):
     start_pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
-    num_tiles = num_pid_m * num_pid_n
+    num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
     if B_KMAJOR:
         b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BLOCK_N, BLOCK_K])
@@ -187,7 +167,7 @@ def persistent_kernel(
     # see one value used both in the prologue (next tile's loads) and the epilogue.
     tile_id_c = start_pid - NUM_SMS
     for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
-        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        pid_m, pid_n = grouped_tile(tile_id, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         offs_am = pid_m * BLOCK_M
         offs_bn = pid_n * BLOCK_N
         if SWAP_AB:
@@ -202,7 +182,7 @@ def persistent_kernel(
                 acc = _k_step(a_desc, b_desc, offs_am, offs_bn, ki * BLOCK_K, acc, B_KMAJOR, SWAP_AB,
                               INPUT_PRECISION)
         tile_id_c += NUM_SMS
-        pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
+        pid_m, pid_n = grouped_tile(tile_id_c, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         offs_cm = pid_m * BLOCK_M
         offs_cn = pid_n * BLOCK_N
         if EPILOGUE_SUBTILE:

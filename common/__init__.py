@@ -1,8 +1,7 @@
-"""The little code the examples share: device choice, timing, throughput and a result table.
+"""The little code the lessons share: device choice, timing, checks of outputs, a result table.
 
-Import it before defining any Triton kernel. Without CUDA it switches on Triton's CPU interpreter
-(TRITON_INTERPRET=1), and Triton reads that flag when a kernel is decorated, not when it runs.
-Setting TRITON_INTERPRET=1 yourself runs the interpreter on a GPU machine too.
+Import it before defining any Triton kernel: without CUDA it switches on Triton's CPU interpreter
+(TRITON_INTERPRET=1, read when a kernel is decorated). Set that yourself to interpret on a GPU machine.
 """
 
 import functools
@@ -10,7 +9,7 @@ import importlib.util
 import os
 import statistics
 import sys
-import time
+import timeit
 from pathlib import Path
 
 import torch
@@ -25,25 +24,22 @@ import triton.language as tl  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-# The columns of every result table, in main() and in `make bench`.
-RESULT_COLUMNS = ("case", "variant", "ms", "throughput", "unit", "% of ceiling", "x torch")
+# The columns of every result table, in main() and in `make bench`. Throughput, "% of ceiling" and
+# "x torch" come from the eager time; "graph ms" is the same work replayed from a CUDA graph.
+RESULT_COLUMNS = ("case", "variant", "eager ms", "graph ms", "throughput", "unit", "% of ceiling", "x torch")
 
 
 def describe_run():
     """One line naming what the numbers below were measured on."""
-    if INTERPRETED:
-        where = "Triton interpreter on the CPU: timings show the interpreter, not GPU performance"
-    else:
-        where = torch.cuda.get_device_name(DEVICE)
+    where = "Triton interpreter on the CPU (times show Python, not a GPU)" if INTERPRETED else torch.cuda.get_device_name()
     return f"{where} | torch {torch.__version__} | triton {triton.__version__}"
 
 
 def capture_graph(fn, setup=None):
-    """Run setup() and fn() once (compiling and autotuning), then capture fn()'s launches in a CUDA graph.
+    """Run setup() and fn() once (compiling, autotuning), then capture fn()'s launches in a CUDA graph.
 
-    Everything runs on one side stream (graphs cannot be captured on the default one), setup()
-    too: autograd runs a backward on the stream of its forward, so a forward made in setup() is
-    where a captured backward needs it. Returns the torch.cuda.CUDAGraph; graph.replay() reruns it.
+    All on one side stream (the default one cannot capture), setup() too: autograd runs a backward
+    on its forward's stream. Returns the torch.cuda.CUDAGraph; graph.replay() reruns it.
     """
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
@@ -58,32 +54,26 @@ def capture_graph(fn, setup=None):
     return graph
 
 
-def bench(fn, setup=None, warmup_ms=25):
-    """Median time of fn() in milliseconds. setup(), if given, runs once first.
+def bench(fn, warmup_ms=25):
+    """Median milliseconds of an eager call of fn(): what a user pays, Python included.
 
-    On a GPU, fn() is captured in a CUDA graph (capture_graph) and triton.testing.do_bench times
-    the graph's replays: CUDA events, the L2 cache cleared between runs, the median. A graph
-    replays the kernels without Python: an eager call of these wrappers costs 20 to 150 us of CPU
-    time, as much as the GPU work on the sizes here, and would measure Python rather than the
-    kernel. PyTorch's side is timed the same way. warmup_ms is how long do_bench replays the
-    graph untimed first; work that holds the GPU at its power limit needs about a second for the
-    clock to settle (see 02_matmul_tiled).
-
-    On the CPU do_bench cannot run (it needs a GPU driver), so a wall clock takes the median of
-    three runs after one warm-up.
+    On a GPU, triton.testing.do_bench: CUDA events, L2 flushed before every call, the median; time
+    the GPU waits for Python counts. On the CPU (do_bench needs a GPU driver) a wall clock takes the
+    median of three calls after a warm-up. warmup_ms: how long fn() runs untimed first.
     """
     if not INTERPRETED:
-        graph = capture_graph(fn, setup)
-        return triton.testing.do_bench(graph.replay, warmup=warmup_ms, rep=100, return_mode="median")
-    if setup is not None:
-        setup()
+        return triton.testing.do_bench(fn, warmup=warmup_ms, rep=100, return_mode="median")
     fn()
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    return statistics.median(timeit.repeat(fn, number=1, repeat=3)) * 1e3
+
+
+def bench_graph(fn, setup=None, warmup_ms=25):
+    """Median milliseconds of fn()'s kernels replayed from a CUDA graph (None on the CPU): the
+    kernels' cost without Python, the floor for an eager call. Timed like bench(); setup() runs first."""
+    if INTERPRETED:
+        return None
+    graph = capture_graph(fn, setup)
+    return triton.testing.do_bench(graph.replay, warmup=warmup_ms, rep=100, return_mode="median")
 
 
 @functools.cache
@@ -104,23 +94,19 @@ def tflops(flops, ms):
 
 @functools.cache
 def copy_ceiling_gbps():
-    """Device-to-device copy bandwidth, bytes read plus bytes written, measured now.
-
-    This is the roof for a memory-bound kernel on this machine today: a kernel that reads and
-    writes each byte once cannot beat a plain copy. 1 GiB on a GPU (far past its L2 cache),
-    16 MiB under the interpreter.
-    """
+    """Device-to-device copy bandwidth, bytes read plus written, measured now: the roof for a
+    memory-bound kernel here. 1 GiB on a GPU (far past its L2 cache), 16 MiB on the CPU."""
     numel = (1 << 28) if not INTERPRETED else (1 << 22)
     src = torch.randn(numel, device=DEVICE)
     dst = torch.empty_like(src)
-    if INTERPRETED:
-        ms = bench(lambda: dst.copy_(src))
-    else:
-        # Eager, not bench()'s CUDA graph: captured in a graph this copy ran at about 2700 GB/s
-        # on an H200 (most likely a memcpy node on the copy engines) against 4225 eager. At
-        # 1 GiB the launch overhead is lost in the noise anyway.
-        ms = triton.testing.do_bench(lambda: dst.copy_(src), warmup=25, rep=100, return_mode="median")
-    return gbps(2 * src.numel() * src.element_size(), ms)
+    return gbps(2 * src.numel() * src.element_size(), bench(lambda: dst.copy_(src)))
+
+
+def result_row(case, variant, eager_ms, graph_ms, throughput, unit, torch_ms, ceiling=None):
+    """One row of a result table (RESULT_COLUMNS). throughput is the eager call's, in `unit`;
+    ceiling, in the same unit, gives "% of ceiling"; torch_ms is PyTorch's eager time."""
+    percent = None if ceiling is None else 100 * throughput / ceiling
+    return dict(zip(RESULT_COLUMNS, (case, variant, eager_ms, graph_ms, throughput, unit, percent, torch_ms / eager_ms)))
 
 
 UNIT_ROUNDOFF = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32: 2.0**-24, torch.float64: 2.0**-53}
@@ -129,16 +115,12 @@ UNIT_ROUNDOFF = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32
 def assert_close(actual, expected, magnitude, reduction_length, what, product_roundoff=0.0):
     """Raise AssertionError unless `actual` matches the float64 `expected` within rounding error.
 
-    magnitude: the same computation on absolute values (|x| @ |w|, |x|.sum(0), ...), float64.
-    reduction_length: how many products each output element sums.
-    product_roundoff: relative error of each product when the inputs are rounded first
-    (2**-10 for a TF32 dot), 0 when products are exact in the accumulator.
-
-    The bound per element is u_out * |expected| for rounding the result into its dtype, plus
-    (4 * sqrt(n) * u_acc + product_roundoff) * magnitude for n additions in the accumulator, which
-    is float32 for 16- and 32-bit inputs and float64 for float64. sqrt(n) rather than n: the
-    errors of n roundings on random data mostly cancel, and a tight bound still catches a dropped
-    row at the test sizes. NaN anywhere fails, which is why checks fill outputs with NaN first.
+    magnitude: the same computation on absolute values (|x| @ |w|, ...), float64. reduction_length:
+    how many products each element sums. product_roundoff: relative error of one product (2**-9
+    for a TF32 dot; 0 when products are exact in the accumulator). Bound per element:
+    u_out * |expected| (rounding into the output dtype) + (4 * sqrt(n) * u_acc + product_roundoff)
+    * magnitude (n additions in float32, float64 for float64 input; sqrt(n) since random rounding
+    errors mostly cancel, and a tight bound still catches a dropped row). NaN always fails.
     """
     if actual.shape != expected.shape:
         raise AssertionError(f"{what}: shape {tuple(actual.shape)}, expected {tuple(expected.shape)}")
@@ -164,15 +146,46 @@ def assert_close(actual, expected, magnitude, reduction_length, what, product_ro
         )
 
 
+def shares_memory(a, b):
+    """Whether tensors a and b may touch the same bytes (their spans in one storage overlap)."""
+    if a.numel() == 0 or b.numel() == 0 or a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return False
+
+    def span(t):  # first and one-past-last byte address
+        last = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()) if stride > 0)
+        return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
+
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a0 < b1 and b0 < a1
+
+
+def check_out(out, shape, dtype, device, inputs):
+    """Validate an out= tensor; return True when it shares memory with one of `inputs`.
+
+    Raises TypeError/ValueError naming the problem: not a tensor; wrong shape, dtype or device;
+    elements overlapping each other (stride 0 from expand()); inputs requiring grad (out= is not
+    differentiable, as in PyTorch). On True the caller computes into a fresh tensor and copies it
+    into out, as torch.matmul does: a kernel would overwrite inputs it still reads.
+    """
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
+    if (tuple(out.shape), out.dtype, out.device) != (tuple(shape), dtype, device):
+        raise ValueError(f"out is {tuple(out.shape)} {out.dtype} on {out.device}, expected {tuple(shape)} {dtype} on {device}")
+    if torch._debug_has_internal_overlap(out) == 1:
+        raise ValueError(
+            f"out has strides {out.stride()} for shape {tuple(out.shape)}: several of its elements share one "
+            "memory location (an expand()ed view?), so results would overwrite each other"
+        )
+    if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+        raise ValueError("out= is not differentiable: an input requires grad; call without out= to get gradients")
+    return any(shares_memory(out, t) for t in inputs)
+
+
 def print_table(rows, columns):
     """Print rows (dicts) as an aligned table of the given columns; floats get 4 significant digits."""
 
     def cell(value):
-        if value is None:
-            return "-"
-        if isinstance(value, float):
-            return f"{value:.4g}"
-        return str(value)
+        return "-" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
 
     cells = [[cell(row.get(col)) for col in columns] for row in rows]
     widths = [max(len(col), *(len(r[i]) for r in cells)) for i, col in enumerate(columns)]
@@ -186,9 +199,8 @@ def print_table(rows, columns):
 def block_pointers_unavailable():
     """Why this Triton cannot run block pointers, or None when it can.
 
-    Detect the feature, not the version: Triton 3.8 prints a deprecation and its interpreter
-    fails on them, 3.9 removed them, and builds of Triton's main branch report old version
-    numbers. So run a tiny kernel that copies 16 numbers through a block pointer and see.
+    Detect the feature, not the version (3.8's interpreter fails on them, 3.9 removed them, and
+    main-branch builds report old versions): copy 16 numbers through a block pointer and see.
     """
     try:
         src = torch.arange(16, dtype=torch.float32, device=DEVICE)
@@ -209,14 +221,10 @@ def _block_ptr_probe_kernel(src_ptr, dst_ptr):
     tl.store(dst, tl.load(src))
 
 
-def descriptor_unsupported(tensor):
-    """Why a tensor descriptor cannot describe this 2-D tensor, or None when it can.
-
-    A tensor descriptor (and the TMA unit behind it on Hopper) needs a 16-byte aligned base
-    address, a last stride of 1, every other stride a multiple of 16 bytes, and int32 sizes. On an H200 with
-    Triton 3.6 a descriptor that breaks these rules returned wrong sums without any error, so
-    the wrappers check here and never launch such a kernel.
-    """
+def descriptor_problem(tensor):
+    """Why a tensor descriptor cannot describe this tensor, or None. The rules (16-byte aligned base,
+    last stride 1, other strides multiples of 16 bytes, int32 sizes) are checked here because a GPU
+    can return wrong sums without any error when they are broken."""
     if tensor.numel() == 0:
         return "the tensor is empty"
     if max(tensor.shape) >= 2**31:
@@ -231,22 +239,15 @@ def descriptor_unsupported(tensor):
     return None
 
 
-def _descriptor_scratch(size, alignment, stream):
-    return torch.empty(size, dtype=torch.int8, device=DEVICE)
-
-
 def set_descriptor_allocator():
-    """Give Triton the scratch memory that in-kernel tensor descriptors need on the GPU.
-
-    tl.make_tensor_descriptor builds its descriptor in global memory at run time. The allocator
-    lives in a context variable, and autograd may run backward on another thread, so call this
-    right before each launch rather than once at import.
-    """
-    triton.set_allocator(_descriptor_scratch)
+    """Give Triton the scratch memory that in-kernel tensor descriptors are built in on the GPU.
+    It lives in a context variable and autograd may run backward on another thread: call this
+    right before each launch, not once at import."""
+    triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=DEVICE))
 
 
 def load_example(path):
-    """Import an example's main.py by path (the folders start with digits, every file is main.py)."""
+    """Import a lesson's main.py by path, once (folders start with digits; every file is main.py)."""
     path = Path(path).resolve()
     name = "example_" + path.parent.name
     if name in sys.modules:

@@ -1,7 +1,9 @@
-"""`make bench`: run every example's benchmark over its SWEEP of sizes and dtypes on the GPU.
+"""`make bench`: run every lesson's benchmark over its SWEEP of sizes and dtypes on the GPU.
 
-Prints one table per example and writes results/<example>.csv and results/<example>.png
-(throughput per case, one line per variant and one for PyTorch). Each example defines
+Prints one table per lesson and writes results/<lesson>.csv and results/<lesson>.png. Times are
+eager calls first (what a user pays, Python included, L2 flushed), with the CUDA-graph replay of
+the same work beside them; throughput comes from the eager time. The plot draws one line per
+variant and one for PyTorch, plus the copy ceiling for memory-bound lessons. Each lesson defines
 SWEEP, a list of keyword-argument dicts, and benchmark(**case), which returns result rows.
 """
 
@@ -9,7 +11,8 @@ import argparse
 import csv
 import sys
 
-from common import INTERPRETED, REPO_ROOT, RESULT_COLUMNS, describe_run, example_paths, load_example, print_table
+from common import (INTERPRETED, REPO_ROOT, RESULT_COLUMNS, copy_ceiling_gbps, describe_run, example_paths,
+                    load_example, print_table)
 
 
 def plot(rows, title, path):
@@ -21,12 +24,12 @@ def plot(rows, title, path):
     cases = list(dict.fromkeys(row["case"] for row in rows))
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(cases)), 4.5))
     for variant in dict.fromkeys(row["variant"] for row in rows):
-        points = [(cases.index(r["case"]), r["throughput"]) for r in rows if r["variant"] == variant]
-        xs, ys = zip(*points)
-        style = "--" if variant.startswith("torch") else "-"
-        ax.plot(xs, ys, style, marker="o", label=variant)
+        xs, ys = zip(*[(cases.index(r["case"]), r["throughput"]) for r in rows if r["variant"] == variant])
+        ax.plot(xs, ys, "--" if variant.startswith("torch") else "-", marker="o", label=variant)
+    if rows[0]["unit"] == "GB/s":
+        ax.axhline(copy_ceiling_gbps(), color="black", linestyle=":", label="copy ceiling")
     ax.set_xticks(range(len(cases)), cases, rotation=20, ha="right", fontsize=8)
-    ax.set_ylabel(rows[0]["unit"])
+    ax.set_ylabel(f"{rows[0]['unit']}, eager call")
     ax.set_title(f"{title}\n{describe_run()}", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -37,16 +40,16 @@ def plot(rows, title, path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", nargs="+", metavar="TEXT", help="run only examples whose folder name contains one of these")
-    parser.add_argument("--out", default=str(REPO_ROOT / "results"), help="folder for CSV and PNG files")
+    parser.add_argument("--only", nargs="+", metavar="TEXT", help="run only lessons whose folder name contains one of these")
+    parser.add_argument("--out", default=str(REPO_ROOT / "results"), help="folder for CSV and PNG files (default: results/)")
     args = parser.parse_args(argv)
     if INTERPRETED:
-        print("make bench measures GPU performance and this machine has no CUDA GPU (or TRITON_INTERPRET=1).")
-        print("Nothing to do. `make all` runs every example under the interpreter.")
+        print("make bench measures a GPU; there is none here (or TRITON_INTERPRET=1). `make all` runs the lessons.")
         return 0
     out = REPO_ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
     print(describe_run())
+    print(f"copy ceiling: {copy_ceiling_gbps():.0f} GB/s (bytes read plus written, eager 1 GiB copy)")
     for path in example_paths():
         name = path.parent.name
         if args.only and not any(text in name for text in args.only):

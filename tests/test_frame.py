@@ -1,4 +1,4 @@
-"""What every example promises (CONTRIBUTING.md), and the shared helpers in common/."""
+"""What every lesson promises (CONTRIBUTING.md), and the shared helpers in common/."""
 
 import pytest
 import torch
@@ -16,14 +16,24 @@ def test_all_four_lessons_exist():
     assert EXAMPLES == list(VARIANT_STYLES)
 
 
+ENTRIES = {"01_matmul_elementwise": "matmul_elementwise", "02_matmul_tiled": "matmul",
+           "03_blocked_sum": "blocked_sum", "04_weighted_sum": "weighted_sum"}
+
+
 @pytest.mark.parametrize("folder", EXAMPLES)
 def test_public_surface(folder):
     example = support.load(folder)
-    for name in ("VARIANTS", "UNAVAILABLE", "reference", "check", "benchmark", "SWEEP", "main"):
+    for name in ("VARIANTS", "reference", "check", "benchmark", "SWEEP", "main", ENTRIES[folder]):
         assert hasattr(example, name), f"{folder}/main.py has no {name}"
     assert example.VARIANTS and all(callable(fn) for fn in example.VARIANTS.values())
-    assert not set(example.VARIANTS) & set(example.UNAVAILABLE)
+    assert not set(example.VARIANTS) & set(getattr(example, "UNAVAILABLE", {}))
     assert example.SWEEP and all(isinstance(case, dict) for case in example.SWEEP)
+
+
+@pytest.mark.parametrize("folder", EXAMPLES)
+def test_entry_is_a_registered_op(folder):
+    support.load(folder)
+    assert hasattr(torch.ops.triton_lessons, ENTRIES[folder]), f"torch.ops.triton_lessons.{ENTRIES[folder]} is missing"
 
 
 @pytest.mark.parametrize("folder", [f for f in EXAMPLES if VARIANT_STYLES[f]])
@@ -43,7 +53,23 @@ def test_help_describes_the_flags(folder, capsys):
         support.load(folder).main(["--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    assert "--dtype" in out and "usage" in out
+    assert "--dtype" in out and "usage" in out and "default" in out
+
+
+@pytest.mark.parametrize("folder", EXAMPLES)
+def test_negative_sizes_are_a_usage_error(folder, capsys):
+    example = support.load(folder)
+    size_flag = next(flag for flag in ("--m", "--rows") if flag in _help(example, capsys))
+    with pytest.raises(SystemExit) as exit_info:
+        example.main([size_flag, "-3"])
+    assert exit_info.value.code == 2
+    assert "usage" in capsys.readouterr().err
+
+
+def _help(example, capsys):
+    with pytest.raises(SystemExit):
+        example.main(["--help"])
+    return capsys.readouterr().out
 
 
 def test_assert_close_rejects_nan_and_wrong_values_and_accepts_rounding():
@@ -59,13 +85,13 @@ def test_assert_close_rejects_nan_and_wrong_values_and_accepts_rounding():
 
 
 def test_descriptor_rules():
-    assert common.descriptor_unsupported(torch.randn(8, 8)) is None
-    assert "not a multiple of 16" in common.descriptor_unsupported(torch.randn(8, 10))
-    assert "last stride is 8" in common.descriptor_unsupported(torch.randn(8, 8).t())
-    assert "not 16-byte aligned" in common.descriptor_unsupported(torch.randn(8, 9)[:, 1:])
-    assert common.descriptor_unsupported(torch.randn(0, 8)) == "the tensor is empty"
+    assert common.descriptor_problem(torch.randn(8, 8)) is None
+    assert "not a multiple of 16" in common.descriptor_problem(torch.randn(8, 10))
+    assert "last stride is 8" in common.descriptor_problem(torch.randn(8, 8).t())
+    assert "not 16-byte aligned" in common.descriptor_problem(torch.randn(8, 9)[:, 1:])
+    assert common.descriptor_problem(torch.randn(0, 8)) == "the tensor is empty"
     huge = torch.randn(1, 8).expand(2**31, 8)  # a view: no memory behind the 2^31 rows
-    assert "2^31 or more" in common.descriptor_unsupported(huge)
+    assert "2^31 or more" in common.descriptor_problem(huge)
 
 
 def test_print_table_aligns_columns(capsys):
@@ -74,3 +100,33 @@ def test_print_table_aligns_columns(capsys):
     assert lines[0].split() == ["a", "b"] and lines[2].split() == ["1.235", "-"] and lines[3].split() == ["long", "text", "2"]
     b_column = lines[0].index("b")
     assert lines[2][b_column] == "-" and lines[3][b_column] == "2"
+
+
+def test_shares_memory():
+    a = torch.randn(70, 70)
+    assert common.shares_memory(a, a) and common.shares_memory(a, a.t()) and common.shares_memory(a[1:], a[:2])
+    assert not common.shares_memory(a[:10], a[10:]) and not common.shares_memory(a, torch.randn(70, 70))
+    assert not common.shares_memory(a[:0], a)
+
+
+def test_check_out_names_the_problem():
+    a = torch.randn(8, 6)
+    assert common.check_out(torch.empty(8, 6), (8, 6), torch.float32, a.device, [a]) is False
+    assert common.check_out(a, (8, 6), torch.float32, a.device, [a]) is True
+    with pytest.raises(TypeError, match="out must be a torch.Tensor, got list"):
+        common.check_out([], (8, 6), torch.float32, a.device, [a])
+    with pytest.raises(ValueError, match=r"out is \(6, 8\) torch.float32 on cpu, expected \(8, 6\)"):
+        common.check_out(torch.empty(6, 8), (8, 6), torch.float32, a.device, [a])
+    with pytest.raises(ValueError, match="out is \\(8, 6\\) torch.float16 on cpu, expected \\(8, 6\\) torch.float32"):
+        common.check_out(torch.empty(8, 6, dtype=torch.float16), (8, 6), torch.float32, a.device, [a])
+    with pytest.raises(ValueError, match=r"strides \(0, 1\).*share one memory location"):
+        common.check_out(torch.empty(1, 6).expand(8, 6), (8, 6), torch.float32, a.device, [a])
+    with pytest.raises(ValueError, match="not differentiable: an input requires grad"):
+        common.check_out(torch.empty(8, 6), (8, 6), torch.float32, a.device, [a.requires_grad_()])
+
+
+def test_result_row():
+    row = common.result_row("case", "v", 2.0, 1.5, 50.0, "GB/s", 4.0, ceiling=100.0)
+    assert set(row) == set(common.RESULT_COLUMNS)
+    assert row["% of ceiling"] == 50.0 and row["x torch"] == 2.0 and row["graph ms"] == 1.5
+    assert common.result_row("case", "v", 2.0, None, 1.0, "TFLOP/s", 2.0)["% of ceiling"] is None

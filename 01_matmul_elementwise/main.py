@@ -1,18 +1,18 @@
 """Matrix multiplication with one Triton program per output element.
 
-out = a @ b for a of shape (M, K) and b of shape (K, N). Every output element out[i, j] is the
-dot product of row i of a with column j of b, and nothing else needs it, so we launch M * N
-programs and give each one its own (i, j). This first lesson is about the mental model:
+C = A @ B for A (M, K) and B (K, N): C[i, j] = sum over k of A[i, k] * B[k, j], a dot product that
+no other element needs, so we launch M * N programs and give each its own (i, j). The mental model:
 
-- a program id is an output coordinate: program p computes out[p // N, p % N];
-- strides map an index to an address: a[i, k] lives at a_ptr + i * a.stride(0) + k * a.stride(1),
-  which is why a transposed view (b = W.T) needs no copy, only other strides;
+- a program id is an output coordinate: program p computes C[p // N, p % N];
+- strides map an index to an address: A[i, k] lives at a_ptr + i * A.stride(0) + k * A.stride(1),
+  which is why a transposed view (B = W.T) needs no copy, only other strides;
 - a mask switches off the loads that would run past the end of a row;
 - each program sums into a private accumulator, in float32 (float64 for float64 inputs).
 
-Two kernels: "scalar" walks k one element at a time, "vector_k" loads BLOCK_K elements of the row
-and of the column per step. Both are far slower than torch.matmul, and main() counts the bytes to
-show why: lesson 02 fixes that by letting one program compute a whole tile of the output.
+The gradient is two more such products, dA = dC @ B^T and dB = A^T @ dC, on views with swapped
+strides: the backward runs the same kernel, copying nothing. "scalar" walks k one element at a time,
+"vector_k" BLOCK_K elements per step. Both are far slower than torch.matmul; main() counts the bytes
+to show why, and lesson 02 lets one program compute a whole tile of the output instead.
 """
 
 import argparse
@@ -38,20 +38,16 @@ def scalar_kernel(
     N,  # columns of out: turns a program id into a (row, column) pair
     K,  # length of every dot product; 0 gives zeros
     stride_am, stride_ak,  # elements between a[i, k] and a[i + 1, k], and a[i, k + 1]
-    stride_bk, stride_bn,  # the same for b
-    stride_om, stride_on,  # the same for out
+    stride_bk, stride_bn, stride_om, stride_on,  # the same for b, and for out
     ACC_DTYPE: tl.constexpr,  # tl.float32, or tl.float64 for float64 inputs
 ):
-    # One program per output element, numbered along the rows of out. A 1-D grid holds up to
-    # 2^31 - 1 programs; a 2-D grid (M, N) would stop at N = 65535 on CUDA. The id becomes int64
-    # so that row * stride cannot overflow in tensors of more than 2^31 elements.
+    # One program per output element, numbered along the rows of out: a 1-D grid holds 2^31 - 1 of
+    # them where a 2-D grid (M, N) stops at N = 65535 on CUDA. int64: row * stride may pass 2^31.
     pid = tl.program_id(0).to(tl.int64)
-    row = pid // N
-    col = pid % N
+    row, col = pid // N, pid % N  # this program's output element
     a_ptrs = a_ptr + row * stride_am  # a[row, 0]
     b_ptrs = b_ptr + col * stride_bn  # b[0, col]
-    # This program's own accumulator: no other program reads or writes it.
-    acc = tl.zeros((), dtype=ACC_DTYPE)
+    acc = tl.zeros((), dtype=ACC_DTYPE)  # this program's own: no other program reads or writes it
     for _ in range(K):
         # fp16 and bf16 products are exact in float32; the sum is where precision would be lost.
         acc += tl.load(a_ptrs).to(ACC_DTYPE) * tl.load(b_ptrs).to(ACC_DTYPE)
@@ -60,17 +56,70 @@ def scalar_kernel(
     tl.store(out_ptr + row * stride_om + col * stride_on, acc.to(out_ptr.dtype.element_ty))
 
 
-# On a GPU the autotuner times every config the first time it meets a key (the sizes, and the
-# strides along k that decide whether a row or column is contiguous) and keeps the fastest. A
-# program computes one number, so one or two warps suffice: on an H200 four warps were slower,
-# each thread holding too few elements and fewer programs fitting on a multiprocessor. The
-# interpreter cannot time configs (it has no GPU): it gets one.
-if common.INTERPRETED:
-    VECTOR_K_CONFIGS = [triton.Config({"BLOCK_K": 32}, num_warps=1)]
-else:
-    VECTOR_K_CONFIGS = [
-        triton.Config({"BLOCK_K": block_k}, num_warps=warps) for block_k in (64, 128, 256) for warps in (1, 2)
-    ]
+def validate(a, b):
+    """Raise TypeError/ValueError unless a @ b can run here; return (M, N, K)."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        raise TypeError(f"a and b must be tensors, got {type(a).__name__} and {type(b).__name__}")
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"a and b must be 2-D, a (M, K) and b (K, N), got {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.dtype != b.dtype or a.dtype not in DTYPES.values():
+        raise TypeError(f"a and b must have one dtype of {', '.join(DTYPES)}, got {a.dtype} and {b.dtype}")
+    if a.device != b.device or a.device.type != common.DEVICE.type:
+        raise ValueError(f"a and b must be on one device, {common.DEVICE.type} here, got {a.device} and {b.device}")
+    (m, k), n = a.shape, b.shape[1]
+    if m * n > 2**31 - 1:
+        raise ValueError(f"{m * n:,} outputs is past the 2^31 - 1 programs of a grid")
+    return m, n, k
+
+
+def prepare(a, b, out):
+    """Validate; return (M, N, K), the tensor the kernel writes and the accumulator dtype."""
+    m, n, k = validate(a, b)
+    # An out overlapping a or b would change under programs still reading them: write elsewhere, copy after.
+    fresh = out is None or common.check_out(out, (m, n), a.dtype, a.device, (a, b))
+    c = torch.empty((m, n), dtype=a.dtype, device=a.device) if fresh else out
+    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        raise ValueError("the variants have no autograd and an input requires grad: call matmul_elementwise")
+    return m, n, k, c, (tl.float64 if a.dtype == torch.float64 else tl.float32)
+
+
+def scalar(a, b, out=None):
+    """a @ b, one program per output element, one k per step; out: (M, N), any strides."""
+    m, n, k, c, acc_dtype = prepare(a, b, out)
+    if m * n > 0:  # no output element, no program: a grid of 0 programs is an error
+        # One warp: a program does one thread's work, and the fewer warps each holds, the more fit on an SM.
+        scalar_kernel[(m * n,)](a, b, c, n, k, *a.stride(), *b.stride(), *c.stride(), ACC_DTYPE=acc_dtype, num_warps=1)
+    return c if out is None or out is c else out.copy_(c)
+
+
+def reference(a, b):
+    """What matmul_elementwise computes, in PyTorch."""
+    return torch.matmul(a, b)
+
+
+def random_operand(rows, cols, dtype, transposed=False, step=1):
+    """torch.randn (rows, cols): transposed, the .T view of a (cols, rows); step, every step-th column."""
+    if transposed:
+        return random_operand(cols, rows, dtype, step=step).T
+    return torch.randn(rows, cols * step, dtype=dtype, device=common.DEVICE)[:, ::step]
+
+
+def check(m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False, step=1, variants=None):
+    """Each variant (default: all) against float64 on fresh random (m, k) @ (k, n), out starting as NaN."""
+    a, b = random_operand(m, k, dtype, transpose_a, step), random_operand(k, n, dtype, transpose_b, step)
+    expected, magnitude = reference(a.double(), b.double()), reference(a.double().abs(), b.double().abs())
+    for name in variants or VARIANTS:
+        out = torch.full((m, n), float("nan"), dtype=dtype, device=common.DEVICE)
+        common.assert_close(VARIANTS[name](a, b, out=out), expected, magnitude, k, f"{name} {m}x{n}x{k} {dtype}")
+
+
+# ## vector_k: BLOCK_K elements of k per step
+# "scalar" loads one value of the row and one of the column, then waits; this kernel loads BLOCK_K
+# of each at once: many loads in flight, neighbouring threads reading neighbouring addresses. On a GPU
+# the autotuner picks a config per key (the sizes, and the k-strides that say whether a row or column
+# is contiguous); one or two warps, since a program computes one number. The interpreter gets one.
+VECTOR_K_CONFIGS = ([triton.Config({"BLOCK_K": 32}, num_warps=1)] if common.INTERPRETED else
+                    [triton.Config({"BLOCK_K": bk}, num_warps=w) for bk in (64, 128, 256) for w in (1, 2)])
 
 
 @triton.autotune(configs=VECTOR_K_CONFIGS, key=["M", "N", "K", "stride_ak", "stride_bk"])
@@ -83,265 +132,117 @@ def vector_k_kernel(
     N,  # columns of out: turns a program id into a (row, column) pair
     K,  # length of every dot product; 0 gives zeros
     stride_am, stride_ak,  # elements between a[i, k] and a[i + 1, k], and a[i, k + 1]
-    stride_bk, stride_bn,  # the same for b
-    stride_om, stride_on,  # the same for out
+    stride_bk, stride_bn, stride_om, stride_on,  # the same for b, and for out
     ACC_DTYPE: tl.constexpr,  # tl.float32, or tl.float64 for float64 inputs
     BLOCK_K: tl.constexpr,  # elements of the row and of the column loaded per step (a power of 2)
 ):
     pid = tl.program_id(0).to(tl.int64)
-    row = pid // N
-    col = pid % N
-    # int64 offsets: k * stride_ak passes 2^31 in a transposed view of a large matrix.
-    offs_k = tl.arange(0, BLOCK_K).to(tl.int64)
-    # Each step asks for BLOCK_K values of the row and of the column at once, where "scalar" asks
-    # for one and waits: many loads in flight, and neighbouring threads read neighbouring addresses.
-    # BLOCK_K partial sums, added together once at the end: one reduction across the threads per
-    # program instead of one per step.
-    acc = tl.zeros((BLOCK_K,), dtype=ACC_DTYPE)
+    row, col = pid // N, pid % N  # this program's output element
+    offs_k = tl.arange(0, BLOCK_K).to(tl.int64)  # int64: k * stride_ak passes 2^31 in a large transposed a
+    acc = tl.zeros((BLOCK_K,), dtype=ACC_DTYPE)  # BLOCK_K partial sums: one reduction at the end, not per step
     for k0 in range(0, K, BLOCK_K):
         k = k0 + offs_k
-        # The last step may reach past K: the mask switches those lanes off and `other=0.0`
-        # makes them add nothing. Without it they would read whatever lies beyond the row.
-        in_row = k < K
+        in_row = k < K  # the last step may reach past K: masked lanes load nothing and add other=0.0
         a = tl.load(a_ptr + row * stride_am + k * stride_ak, mask=in_row, other=0.0)
         b = tl.load(b_ptr + k * stride_bk + col * stride_bn, mask=in_row, other=0.0)
-        # Widen before multiplying: tl.sum and `+` keep fp16/bf16 in fp16/bf16 otherwise.
-        acc += a.to(ACC_DTYPE) * b.to(ACC_DTYPE)
-    total = tl.sum(acc, axis=0)
-    tl.store(out_ptr + row * stride_om + col * stride_on, total.to(out_ptr.dtype.element_ty))
-
-
-def _validate(a, b, out):
-    """Raise TypeError/ValueError unless a @ b can run here; return (M, N, K)."""
-    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-        raise TypeError(f"a and b must be tensors, got {type(a).__name__} and {type(b).__name__}")
-    if a.dim() != 2 or b.dim() != 2:
-        raise ValueError(f"a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(
-            f"inner dimensions differ: a is {tuple(a.shape)} and b is {tuple(b.shape)} "
-            f"(a's {a.shape[1]} columns must equal b's {b.shape[0]} rows)"
-        )
-    if a.dtype != b.dtype:
-        raise TypeError(f"a and b must have one dtype, got {a.dtype} and {b.dtype}")
-    if a.dtype not in DTYPES.values():
-        raise TypeError(f"dtype {a.dtype} is not supported; use one of {', '.join(DTYPES)}")
-    if a.device != b.device:
-        raise ValueError(f"a and b must be on one device, got {a.device} and {b.device}")
-    if a.device.type != common.DEVICE.type:
-        raise ValueError(f"tensors must be on {common.DEVICE.type} here, got {a.device}")
-    m, k = a.shape
-    n = b.shape[1]
-    if m * n > 2**31 - 1:
-        raise ValueError(
-            f"a {tuple(a.shape)} @ b {tuple(b.shape)} has {m * n:,} outputs, past the 2^31 - 1 programs of a grid"
-        )
-    if out is not None:
-        if not isinstance(out, torch.Tensor):
-            raise TypeError(f"out must be a tensor, got {type(out).__name__}")
-        if out.shape != (m, n) or out.dtype != a.dtype or out.device != a.device:
-            raise ValueError(
-                f"out must be {(m, n)} {a.dtype} on {a.device}, got {tuple(out.shape)} {out.dtype} on {out.device}"
-            )
-    return m, n, k
-
-
-def _prepare(a, b, out):
-    """Validate; return (M, N, K), the output tensor and the accumulator dtype."""
-    m, n, k = _validate(a, b, out)
-    if out is None:
-        out = torch.empty((m, n), dtype=a.dtype, device=a.device)
-    acc_dtype = tl.float64 if a.dtype == torch.float64 else tl.float32
-    return m, n, k, out, acc_dtype
-
-
-def scalar(a, b, out=None):
-    """a @ b, one program per output element, one k per step: the seed's v1 with a 1-D grid,
-    int64 offsets, the output's strides and dtype, and one warp a program.
-
-    out: optional (M, N) tensor to write into, any strides (check() passes one full of NaN).
-    """
-    m, n, k, out, acc_dtype = _prepare(a, b, out)
-    if m * n > 0:  # no output element, no program: a grid of 0 programs is an error
-        # A scalar program does the work of one thread: one warp carries it, and the fewer
-        # warps a program holds, the more programs fit on a multiprocessor at once (on an H200
-        # at 1024^3, 9.5 ms with one warp against 37 ms with Triton's default of four).
-        scalar_kernel[(m * n,)](
-            a, b, out, n, k, *a.stride(), *b.stride(), *out.stride(), ACC_DTYPE=acc_dtype, num_warps=1
-        )
-    return out
+        acc += a.to(ACC_DTYPE) * b.to(ACC_DTYPE)  # widen first: fp16/bf16 would otherwise sum in fp16/bf16
+    tl.store(out_ptr + row * stride_om + col * stride_on, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty))
 
 
 def vector_k(a, b, out=None):
     """a @ b, one program per output element, BLOCK_K values of k per step (autotuned on a GPU)."""
-    m, n, k, out, acc_dtype = _prepare(a, b, out)
+    m, n, k, c, acc_dtype = prepare(a, b, out)
     if m * n > 0:
-        vector_k_kernel[(m * n,)](a, b, out, m, n, k, *a.stride(), *b.stride(), *out.stride(), ACC_DTYPE=acc_dtype)
-    return out
+        vector_k_kernel[(m * n,)](a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(), ACC_DTYPE=acc_dtype)
+    return c if out is None or out is c else out.copy_(c)
 
 
 VARIANTS = {"scalar": scalar, "vector_k": vector_k}
-UNAVAILABLE = {}  # both kernels use plain pointer arithmetic, which every Triton runs
+
+
+# ## A PyTorch op, with gradients
+# custom_op registers vector_k as torch.ops.triton_lessons.matmul_elementwise. Its fake (shape and
+# dtype only) lets torch.compile trace around the kernel; a triton_op would trace the kernel itself,
+# which fails under the CPU interpreter. The backward is the op again on transposed views (no copies),
+# so it has its own gradient: second derivatives work.
+@torch.library.custom_op("triton_lessons::matmul_elementwise", mutates_args=())
+def matmul_elementwise_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return vector_k(a, b)
+
+
+matmul_elementwise_op.register_fake(lambda a, b: a.new_empty(validate(a, b)[:2]))
+
+
+def matmul_elementwise_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    grad_a = matmul_elementwise_op(grad, b.T) if ctx.needs_input_grad[0] else None  # dA = dC @ B^T
+    grad_b = matmul_elementwise_op(a.T, grad) if ctx.needs_input_grad[1] else None  # dB = A^T @ dC
+    return grad_a, grad_b
+
+
+matmul_elementwise_op.register_autograd(
+    matmul_elementwise_backward, setup_context=lambda ctx, inputs, output: ctx.save_for_backward(*inputs))
 
 
 def matmul_elementwise(a, b, out=None):
     """a @ b for a (M, K) and b (K, N) of one float dtype, any strides; returns (M, N) in that dtype.
-
-    Uses "vector_k", which takes every valid input: empty outputs launch nothing and K = 0 gives
-    zeros. For real work use torch.matmul or the tiled kernels of lesson 02.
-    """
+    The op when autograd or torch.compile needs it, else a plain launch, cheaper; out= only there."""
+    wants_grad = torch.is_grad_enabled() and (getattr(a, "requires_grad", 0) or getattr(b, "requires_grad", 0))
+    if out is None and (wants_grad or torch.compiler.is_compiling()):
+        validate(a, b)  # so that bad input gets this lesson's errors, not the dispatcher's
+        return matmul_elementwise_op(a, b)
     return vector_k(a, b, out)
 
 
-def reference(a, b):
-    """What matmul_elementwise computes, in PyTorch."""
-    return torch.matmul(a, b)
-
-
-def random_operand(rows, cols, dtype, transposed=False, step=1):
-    """torch.randn of shape (rows, cols), laid out in memory as asked, never copied into place.
-
-    transposed: the .T view of a row-major (cols, rows) tensor, as W.T is in out = H @ W.T.
-    step: every step-th column of a tensor step times wider, so rows are not contiguous.
-    """
-    if transposed:
-        return random_operand(cols, rows, dtype, step=step).T
-    return torch.randn(rows, cols * step, dtype=dtype, device=common.DEVICE)[:, ::step]
-
-
-def check(m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False, step=1, variants=None):
-    """Run each variant (default: all) on fresh random (m, k) @ (k, n) and compare with float64.
-
-    Every output starts as NaN, so an element a kernel forgets to write fails the check.
-    """
-    a = random_operand(m, k, dtype, transpose_a, step)
-    b = random_operand(k, n, dtype, transpose_b, step)
-    expected = reference(a.double(), b.double())
-    magnitude = reference(a.double().abs(), b.double().abs())
-    for name in variants or VARIANTS:
-        out = torch.full((m, n), float("nan"), dtype=dtype, device=common.DEVICE)
-        got = VARIANTS[name](a, b, out=out)
-        common.assert_close(got, expected, magnitude, k, f"{name} {m}x{n}x{k} {dtype}")
-
-
 def benchmark(m, n, k, dtype=torch.float32, b_transposed=True):
-    """Time every variant and torch.matmul on a (m, k) @ (k, n); return result rows.
-
-    b_transposed: b is W.T for a row-major W of shape (n, k), as in the seed, so every column of b
-    is contiguous in memory; False makes b row-major (k, n), where a column is n elements apart.
-    """
+    """Result rows for the variants and torch.matmul on (m, k) @ (k, n), b = W.T or row-major (k, n).
+    No ceiling fits: the loads come mostly from caches, not from DRAM."""
     dtype = DTYPES[dtype] if isinstance(dtype, str) else dtype
-    a = random_operand(m, k, dtype)
-    b = random_operand(k, n, dtype, transposed=b_transposed)
-    flops = 2 * m * n * k  # one multiply and one add per (i, j, k)
+    a, b = random_operand(m, k, dtype), random_operand(k, n, dtype, transposed=b_transposed)
     case = f"{m}x{n}x{k} {str(dtype).removeprefix('torch.')} {'b=W.T' if b_transposed else 'b row-major'}"
-    torch_ms = common.bench(lambda: reference(a, b))
-    rows = []
-    for name, fn in [*VARIANTS.items(), ("torch", reference)]:
-        ms = torch_ms if name == "torch" else common.bench(lambda fn=fn: fn(a, b))
-        rows.append(
-            {
-                "case": case,
-                "variant": name,
-                "ms": ms,
-                "throughput": common.tflops(flops, ms),
-                "unit": "TFLOP/s",
-                "% of ceiling": None,  # no ceiling fits: the loads come from caches, not from DRAM
-                "x torch": torch_ms / ms,
-            }
-        )
-    return rows
+    times = {name: (common.bench(lambda fn=fn: fn(a, b)), common.bench_graph(lambda fn=fn: fn(a, b)))
+             for name, fn in [*VARIANTS.items(), ("torch", reference)]}
+    return [common.result_row(case, name, ms, graph_ms, common.tflops(2 * m * n * k, ms), "TFLOP/s", times["torch"][0])
+            for name, (ms, graph_ms) in times.items()]
 
 
 # `make bench` on the GPU. The scalar kernel is slow: every case stays well under a second a call.
-SWEEP = [
-    {"m": 512, "n": 512, "k": 512, "dtype": "float32"},
-    {"m": 1024, "n": 1024, "k": 1024, "dtype": "float32"},
-    {"m": 1024, "n": 1024, "k": 1024, "dtype": "float32", "b_transposed": False},
-    {"m": 2048, "n": 2048, "k": 512, "dtype": "float32"},
-    {"m": 1024, "n": 1024, "k": 1024, "dtype": "bfloat16"},
-]
+SWEEP = [{"m": 512, "n": 512, "k": 512, "dtype": "float32"}, {"m": 1024, "n": 1024, "k": 1024, "dtype": "float32"},
+         {"m": 1024, "n": 1024, "k": 1024, "dtype": "float32", "b_transposed": False},
+         {"m": 2048, "n": 2048, "k": 512, "dtype": "float32"}, {"m": 1024, "n": 1024, "k": 1024, "dtype": "bfloat16"}]
 
 
-def show_seed_case():
-    """The seed's example: O = H @ W.T for W (2, 4) and H (3, 4), W.T passed as a view."""
-    w = torch.randn(2, 4, device=common.DEVICE)
-    h = torch.randn(3, 4, device=common.DEVICE)
-    print(f"O = H @ W.T for W (2x4) and H (3x4) is matmul_elementwise(H, W.T); W.T is a view, strides {w.T.stride()}")
-    print(matmul_elementwise(h, w.T).cpu())
-    print("torch: H @ W.T")
-    print(reference(h, w.T).cpu())
-
-
-def _in_bytes(count):
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if count >= size:
-            return f"{count / size:.3g} {unit}"
-    return f"{count} bytes"
-
-
-def explain(m, n, k, dtype, b_transposed, rows):
-    """A few sentences on where the time goes, with this run's numbers."""
+def explain(m, n, k, dtype, rows):
     size = torch.empty((), dtype=dtype).element_size()
-    loaded = 2 * m * n * k * size  # every program loads a row of a and a column of b
-    held = (m * k + k * n) * size  # what a and b hold
-    flops = 2 * m * n * k
-    print(
-        f"\nEach of the {m * n:,} programs loads a row of a and a column of b, 2 * K = {2 * k:,} elements, "
-        f"and does 2 flops per pair of them: {flops / max(loaded, 1):.2g} flop per byte. Together they load "
-        f"{_in_bytes(loaded)} although a and b hold {_in_bytes(held)}: every value of a is loaded N = {n:,} times "
-        f"and every value of b M = {m:,} times."
-    )
-    if common.INTERPRETED:
-        print("Here the interpreter runs the programs one after another in Python: run on a GPU to see the real costs.")
-        return
+    loaded, held = 2 * m * n * k * size, (m * k + k * n) * size  # each program loads a row and a column
     best = max((row for row in rows if row["variant"] != "torch"), key=lambda row: row["throughput"])
-    bandwidth = common.gbps(loaded, best["ms"])
-    dram = common.copy_ceiling_gbps()
-    if bandwidth > dram:
-        where = ", so most loads must hit the caches"
-    elif not b_transposed:
-        where = (
-            f", because a column of a row-major b is {n:,} elements apart: each of its values costs a memory "
-            f"transaction of its own for {size} useful bytes (drop --b-row-major to compare)"
-        )
-    else:
-        where = ""
-    print(
-        f"{best['variant']} takes in {bandwidth / 1e3:.3g} TB/s, {bandwidth / dram:.2g}x what a device-to-device "
-        f"copy gets from DRAM{where}; it runs at a {1 / best['x torch']:.3g}x slowdown against torch.matmul. "
-        "A program that computes a tile of the output loads each value once for the whole tile: that is lesson 02."
-    )
+    gbps = common.gbps(loaded, best["eager ms"])
+    print(f"\nEach of the {m * n:,} programs loads a row of a and a column of b: {loaded:,} bytes in all, where a "
+          f"and b hold {held:,}, for 2 flops per pair ({1 / size:.2g} flop per byte). Every value of a is loaded "
+          f"N = {n:,} times and every value of b M = {m:,} times. {best['variant']} takes them in at {gbps:.3g} GB/s, "
+          f"{1 / best['x torch']:.3g}x slower than torch.matmul; lesson 02 gives each program a tile of outputs.")
 
 
 def main(argv=None):
-    default = 16 if common.INTERPRETED else 1024
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--m", type=int, default=default, help=f"rows of a and out (default {default})")
-    parser.add_argument("--n", type=int, default=default, help=f"columns of b and out (default {default})")
-    parser.add_argument("--k", type=int, default=default, help=f"columns of a, rows of b (default {default})")
-    parser.add_argument("--dtype", choices=DTYPES, default="float32", help="element type (default float32)")
-    parser.add_argument(
-        "--b-row-major",
-        action="store_true",
-        help="time a row-major b (K, N) instead of the seed's W.T, whose columns are contiguous",
-    )
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    for flag, text in ("--m", "rows of a and out"), ("--n", "columns of b and out"), ("--k", "columns of a, rows of b"):
+        parser.add_argument(flag, type=int, default=16 if common.INTERPRETED else 1024, help=text)
+    parser.add_argument("--dtype", choices=DTYPES, default="float32", help="element type of a, b and out")
+    parser.add_argument("--b-row-major", action="store_true", help="time a row-major b (K, N) instead of W.T")
     args = parser.parse_args(argv)
     if min(args.m, args.n, args.k) < 0:
         parser.error("--m, --n and --k must not be negative")
-    dtype = DTYPES[args.dtype]
-    b_transposed = not args.b_row_major
-
+    dtype, b_transposed = DTYPES[args.dtype], not args.b_row_major
     print(common.describe_run())
-    for name, why in UNAVAILABLE.items():
-        print(f"variant {name} left out: {why}")
-    show_seed_case()
+    w, h = (torch.randn(rows, 4, dtype=dtype, device=common.DEVICE) for rows in (2, 3))  # the seed's example
+    print(f"O = H @ W.T for W (2x4) and H (3x4) {args.dtype} is matmul_elementwise(H, W.T), W.T a view with strides "
+          f"{w.T.stride()}:\n{matmul_elementwise(h, w.T).cpu()}")
     check(args.m, args.n, args.k, dtype, transpose_b=b_transposed)
-    size = f"{args.m}x{args.n}x{args.k} {args.dtype}"
-    print(f"\ncheck passed: {', '.join(VARIANTS)} match a float64 reference at {size}\n")
+    print(f"\ncheck passed: {', '.join(VARIANTS)} match float64 at {args.m}x{args.n}x{args.k} {args.dtype}\n")
     rows = benchmark(args.m, args.n, args.k, dtype, b_transposed)
     common.print_table(rows, common.RESULT_COLUMNS)
-    explain(args.m, args.n, args.k, dtype, b_transposed, rows)
+    explain(args.m, args.n, args.k, dtype, rows)
     return 0
 
 

@@ -7,11 +7,22 @@ from support import common
 ex = support.load("01_matmul_elementwise")
 
 VARIANT_NAMES = list(ex.VARIANTS)
+ENTRIES = ["matmul_elementwise", *VARIANT_NAMES]
+
+
+def entry_fn(entry):
+    return ex.matmul_elementwise if entry == "matmul_elementwise" else ex.VARIANTS[entry]
+
+
+def float64_product(a, b):
+    """a @ b in float64 and the same on absolute values: what common.assert_close compares with."""
+    a64, b64 = a.detach().double(), b.detach().double()
+    return a64 @ b64, a64.abs() @ b64.abs()
 
 
 def test_variants_are_the_lessons_two():
     assert VARIANT_NAMES == ["scalar", "vector_k"]
-    assert ex.UNAVAILABLE == {}
+    assert not hasattr(ex, "UNAVAILABLE")  # both kernels use plain pointer arithmetic, which every Triton runs
 
 
 @pytest.mark.parametrize("variant", VARIANT_NAMES)
@@ -131,14 +142,15 @@ def test_writes_into_a_strided_out(variant):
     assert storage[:, 1::2].isnan().all()  # nothing written between the columns
 
 
-def test_entry_uses_vector_k(monkeypatch):
+def test_entry_uses_vector_k_without_the_op_when_no_gradient_is_needed(monkeypatch):
     calls = []
     original = ex.vector_k
     monkeypatch.setattr(ex, "vector_k", lambda *args: calls.append(args) or original(*args))
     a = torch.randn(2, 3, device=common.DEVICE)
     b = torch.randn(3, 2, device=common.DEVICE)
-    torch.testing.assert_close(ex.matmul_elementwise(a, b), a @ b)
-    assert len(calls) == 1
+    out = ex.matmul_elementwise(a, b)
+    torch.testing.assert_close(out, a @ b)
+    assert len(calls) == 1 and out.grad_fn is None
 
 
 def test_reference_is_torch_matmul():
@@ -158,9 +170,11 @@ def test_check_catches_a_wrong_kernel(monkeypatch):
 
 BAD_INPUTS = [
     (lambda: ([[1.0]], torch.randn(1, 1)), TypeError, "must be tensors"),
+    (lambda: ([[1.0]], torch.randn(1, 1, requires_grad=True)), TypeError, "must be tensors"),
     (lambda: (torch.randn(3), torch.randn(3, 2)), ValueError, r"2-D.*\(3,\) and \(3, 2\)"),
     (lambda: (torch.randn(2, 3, 4), torch.randn(4, 2)), ValueError, r"2-D.*\(2, 3, 4\)"),
-    (lambda: (torch.randn(3, 4), torch.randn(5, 2)), ValueError, r"inner dimensions.*\(3, 4\).*\(5, 2\)"),
+    (lambda: (torch.randn(3, 4), torch.randn(5, 2)), ValueError, r"a \(M, K\) and b \(K, N\).*\(3, 4\) and \(5, 2\)"),
+    (lambda: (torch.randn(3, 4, requires_grad=True), torch.randn(5, 2)), ValueError, r"\(3, 4\) and \(5, 2\)"),
     (lambda: (torch.randn(3, 4), torch.randn(4, 2, dtype=torch.float64)), TypeError, "torch.float32 and torch.float64"),
     (lambda: (torch.ones(3, 4, dtype=torch.int32), torch.ones(4, 2, dtype=torch.int32)), TypeError, "torch.int32"),
     (lambda: (torch.randn(3, 4), torch.randn(4, 2, device="meta")), ValueError, "one device.*meta"),
@@ -169,7 +183,7 @@ BAD_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize("entry", ["matmul_elementwise", *VARIANT_NAMES])
+@pytest.mark.parametrize("entry", ENTRIES)
 @pytest.mark.parametrize("make, error, message", BAD_INPUTS)
 def test_bad_input(entry, make, error, message):
     a, b = make()
@@ -177,20 +191,145 @@ def test_bad_input(entry, make, error, message):
         a = a.to(common.DEVICE)
     if isinstance(b, torch.Tensor) and b.device.type != "meta":
         b = b.to(common.DEVICE)
-    fn = ex.matmul_elementwise if entry == "matmul_elementwise" else ex.VARIANTS[entry]
     with pytest.raises(error, match=message):
-        fn(a, b)
+        entry_fn(entry)(a, b)
 
 
-def test_bad_out():
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_bad_out(entry):
     a = torch.randn(3, 4, device=common.DEVICE)
     b = torch.randn(4, 2, device=common.DEVICE)
-    with pytest.raises(ValueError, match=r"out must be \(3, 2\).*\(2, 3\)"):
-        ex.matmul_elementwise(a, b, out=torch.empty(2, 3, device=common.DEVICE))
-    with pytest.raises(ValueError, match="torch.float16"):
-        ex.matmul_elementwise(a, b, out=torch.empty(3, 2, dtype=torch.float16, device=common.DEVICE))
-    with pytest.raises(TypeError, match="out must be a tensor"):
-        ex.matmul_elementwise(a, b, out=[[0.0] * 2] * 3)
+    with pytest.raises(ValueError, match=r"out .*\(2, 3\).*expected \(3, 2\)"):
+        entry_fn(entry)(a, b, out=torch.empty(2, 3, device=common.DEVICE))
+    with pytest.raises(ValueError, match="out .*torch.float16.*expected.*torch.float32"):
+        entry_fn(entry)(a, b, out=torch.empty(3, 2, dtype=torch.float16, device=common.DEVICE))
+    with pytest.raises(TypeError, match="out must be a torch.Tensor, got list"):
+        entry_fn(entry)(a, b, out=[[0.0] * 2] * 3)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_out_with_stride_zero_is_refused(entry):
+    # Issue 16: matmul(randn(8, 5), randn(5, 6), out=empty(1, 6).expand(8, 6)) used to be accepted.
+    out = torch.zeros(1, 6, device=common.DEVICE).expand(8, 6)
+    with pytest.raises(ValueError, match=r"strides \(0, 1\).*share one memory location"):
+        entry_fn(entry)(torch.randn(8, 5, device=common.DEVICE), torch.randn(5, 6, device=common.DEVICE), out=out)
+    assert torch.equal(out, torch.zeros(8, 6, device=common.DEVICE))  # nothing written
+
+
+def test_out_that_is_an_input_70x70():
+    # Issue 16's case: errors of 5.5e8 before. 4900 interpreted programs take about 15 s on two CPU
+    # cores, so the CPU runs this case once, through the entry; the variants get smaller ones below.
+    a = torch.randn(70, 70, device=common.DEVICE)
+    b = torch.randn(70, 70, device=common.DEVICE)
+    expected, magnitude = float64_product(a, b)
+    assert ex.matmul_elementwise(a, b, out=a) is a
+    common.assert_close(a, expected, magnitude, 70, "matmul_elementwise(a, b, out=a) 70x70")
+
+
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+def test_out_that_overlaps_an_input(variant):
+    a, b = torch.randn(9, 4, device=common.DEVICE), torch.randn(4, 4, device=common.DEVICE)
+    expected, magnitude = float64_product(a, b)
+    assert ex.VARIANTS[variant](a, b, out=a) is a
+    common.assert_close(a, expected, magnitude, 4, f"{variant} out=a")
+    a, b = torch.randn(4, 4, device=common.DEVICE), torch.randn(4, 4, device=common.DEVICE).T
+    expected, magnitude = float64_product(a, b)
+    assert ex.VARIANTS[variant](a, b, out=b) is b  # out: b itself, a transposed view
+    common.assert_close(b, expected, magnitude, 4, f"{variant} out=b (a .T view)")
+    storage = torch.randn(4, 10, device=common.DEVICE)  # out shifted by one column against b
+    a, b, out = torch.randn(4, 4, device=common.DEVICE), storage[:, :4], storage[:, 1:5]
+    expected, magnitude = float64_product(a, b)
+    ex.VARIANTS[variant](a, b, out=out)
+    common.assert_close(out, expected, magnitude, 4, f"{variant} out overlapping b")
+
+
+def test_out_with_inputs_that_require_grad_is_refused():
+    a = torch.randn(3, 4, device=common.DEVICE, requires_grad=True)
+    b = torch.randn(4, 2, device=common.DEVICE)
+    with pytest.raises(ValueError, match="out= is not differentiable"):
+        ex.matmul_elementwise(a, b, out=torch.empty(3, 2, device=common.DEVICE))
+    with torch.no_grad():  # no graph to record: out= is fine
+        out = ex.matmul_elementwise(a, b, out=torch.empty(3, 2, device=common.DEVICE))
+    torch.testing.assert_close(out, a.detach() @ b)
+
+
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+def test_variants_refuse_inputs_that_require_grad(variant):
+    # A variant is a plain launch: rather than return a result cut off from autograd, it says so.
+    a = torch.randn(3, 4, device=common.DEVICE)
+    b = torch.randn(4, 2, device=common.DEVICE, requires_grad=True)
+    with pytest.raises(ValueError, match="requires grad: call matmul_elementwise"):
+        ex.VARIANTS[variant](a, b)
+    with torch.no_grad():
+        torch.testing.assert_close(ex.VARIANTS[variant](a, b), a @ b.detach())
+
+
+def grad_inputs(m, n, k, dtype, transposed=False):
+    """a (m, k) and b (k, n) that require grad; transposed: a is a .T view and b row-major, else b is."""
+    a = ex.random_operand(m, k, dtype, transposed=transposed).requires_grad_()
+    b = ex.random_operand(k, n, dtype, transposed=not transposed).requires_grad_()
+    return a, b
+
+
+def test_gradcheck_float64():
+    assert torch.autograd.gradcheck(ex.matmul_elementwise, grad_inputs(3, 2, 4, torch.float64))
+    assert torch.autograd.gradcheck(ex.matmul_elementwise, grad_inputs(2, 3, 3, torch.float64, transposed=True))
+
+
+def test_gradgradcheck_float64():
+    # The backward is the op again (dA = dC @ B^T, dB = A^T @ dC), so it has its own gradient.
+    assert torch.autograd.gradgradcheck(ex.matmul_elementwise, grad_inputs(2, 3, 2, torch.float64))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_gradients_match_float64(dtype):
+    m, n, k = 5, 4, 6
+    a, b = grad_inputs(m, n, k, dtype)
+    out = ex.matmul_elementwise(a, b)
+    assert out.requires_grad and "matmul_elementwise" in type(out.grad_fn).__name__  # never a silent detach
+    grad = torch.randn(m, n, dtype=dtype, device=common.DEVICE)
+    out.backward(grad)
+    common.assert_close(a.grad, *float64_product(grad, b.T), n, f"grad of a {dtype}")
+    common.assert_close(b.grad, *float64_product(a.T, grad), m, f"grad of b {dtype}")
+
+
+def test_only_the_input_that_needs_a_gradient_gets_one():
+    a = torch.randn(3, 4, device=common.DEVICE)
+    b = torch.randn(4, 2, device=common.DEVICE, requires_grad=True)
+    ex.matmul_elementwise(a, b).sum().backward()
+    assert a.grad is None
+    torch.testing.assert_close(b.grad, a.T @ torch.ones(3, 2, device=common.DEVICE))
+
+
+OPCHECK_INPUTS = {
+    "float32": lambda: (torch.randn(3, 5), torch.randn(5, 4)),
+    "float16": lambda: (torch.randn(3, 5).half(), torch.randn(5, 4).half()),
+    "bfloat16 with grad": lambda: (torch.randn(2, 3).bfloat16().requires_grad_(), torch.randn(3, 2).bfloat16()),
+    "float64 with grad": lambda: (torch.randn(3, 4, dtype=torch.float64, requires_grad=True),
+                                  torch.randn(4, 2, dtype=torch.float64, requires_grad=True)),
+    "transposed views": lambda: (torch.randn(4, 3).T, torch.randn(2, 4).T.requires_grad_()),
+    "empty": lambda: (torch.randn(0, 4), torch.randn(4, 3)),
+    "k = 0": lambda: (torch.randn(2, 0), torch.randn(0, 3)),
+}
+
+
+@pytest.mark.parametrize("case", OPCHECK_INPUTS)
+def test_opcheck(case):
+    a, b = (t.detach().to(common.DEVICE).requires_grad_(t.requires_grad) for t in OPCHECK_INPUTS[case]())
+    torch.library.opcheck(torch.ops.triton_lessons.matmul_elementwise, (a, b))
+
+
+def test_torch_compile_fullgraph_forward_and_backward():
+    # The entry alone: anything around it would make Inductor compile C++ on the CPU, for seconds.
+    compiled = torch.compile(ex.matmul_elementwise, fullgraph=True)
+    m, n, k = 4, 3, 5
+    a, b = grad_inputs(m, n, k, torch.float32, transposed=True)
+    out = compiled(a, b)
+    common.assert_close(out, *float64_product(a, b), k, "compiled forward")
+    grad = torch.randn(m, n, device=common.DEVICE)
+    out.backward(grad)
+    common.assert_close(a.grad, *float64_product(grad, b.T), n, "compiled grad of a")
+    common.assert_close(b.grad, *float64_product(a.T, grad), m, "compiled grad of b")
 
 
 @pytest.mark.parametrize("flags, layout", [([], "b=W.T"), (["--b-row-major"], "b row-major")])
@@ -198,10 +337,22 @@ def test_main_runs(capsys, flags, layout):
     assert ex.main(["--m", "3", "--n", "2", "--k", "5", "--dtype", "float16", *flags]) == 0
     printed = capsys.readouterr().out
     assert "matmul_elementwise(H, W.T)" in printed
+    assert "dtype=torch.float16" in printed  # the H @ W.T demo honours --dtype
     assert "check passed" in printed
     for name in [*VARIANT_NAMES, "torch"]:
         assert f"3x2x5 float16 {layout}  {name}" in printed
-    assert "every value of a is loaded N = 2 times" in printed
+    assert "value of a is loaded N = 2 times" in printed
+
+
+def test_cli_rejects_negative_sizes_and_shows_defaults(capsys):
+    for flag in ("--m", "--n", "--k"):
+        with pytest.raises(SystemExit) as exit_info:
+            ex.main([flag, "-3"])
+        assert exit_info.value.code == 2 and "must not be negative" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        ex.main(["--help"])
+    assert exit_info.value.code == 0
+    assert "(default: float32)" in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.parametrize("b_transposed, layout", [(True, "b=W.T"), (False, "b row-major")])
@@ -209,9 +360,11 @@ def test_benchmark_rows(b_transposed, layout):
     rows = ex.benchmark(2, 3, 4, "float32", b_transposed)
     assert [row["variant"] for row in rows] == [*VARIANT_NAMES, "torch"]
     for row in rows:
-        assert set(common.RESULT_COLUMNS) <= set(row)
+        assert set(row) == set(common.RESULT_COLUMNS)
         assert row["case"] == f"2x3x4 float32 {layout}" and row["unit"] == "TFLOP/s"
-        assert row["ms"] > 0 and row["throughput"] == pytest.approx(2 * 2 * 3 * 4 / (row["ms"] * 1e-3) / 1e12)
+        assert row["eager ms"] > 0 and row["% of ceiling"] is None
+        assert row["throughput"] == pytest.approx(2 * 2 * 3 * 4 / (row["eager ms"] * 1e-3) / 1e12)
+        assert (row["graph ms"] is None) == common.INTERPRETED
     assert rows[-1]["x torch"] == 1.0
 
 
@@ -251,3 +404,28 @@ def test_offsets_past_2_to_the_31(variant):
 def test_larger_sizes_on_gpu(variant):
     ex.check(513, 257, 1031, torch.float32, variants=[variant])
     ex.check(300, 200, 4097, torch.bfloat16, transpose_a=True, transpose_b=True, variants=[variant])
+
+
+@support.gpu_only
+def test_capture_in_a_cuda_graph():
+    a = torch.randn(40, 30, device=common.DEVICE)
+    b = torch.randn(20, 30, device=common.DEVICE).T
+    result = {}
+    graph = common.capture_graph(lambda: result.update(out=ex.matmul_elementwise(a, b)))
+    a.copy_(torch.randn_like(a))  # a replay reads the new values through the same pointers
+    graph.replay()
+    torch.cuda.synchronize()
+    common.assert_close(result["out"], *float64_product(a, b), 30, "replayed from a CUDA graph")
+
+
+@support.gpu_only
+def test_call_on_a_side_stream():
+    a = torch.randn(300, 200, device=common.DEVICE, dtype=torch.bfloat16)
+    b = torch.randn(200, 100, device=common.DEVICE, dtype=torch.bfloat16)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        out = ex.matmul_elementwise(a, b)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    common.assert_close(out, *float64_product(a, b), 200, "on a side stream")

@@ -9,11 +9,11 @@ down the rows BLOCK_M at a time, adding whole tiles elementwise and reducing acr
     out[cols] = acc.sum(axis=0)                 # one reduction, at the end
 
 fp16 and bf16 tiles are widened to fp32 before they are added (a 16-bit running sum drops small
-terms once it grows); float64 stays float64. A tall, skinny matrix (1,048,576 x 64) has one block
-of columns, so one program would do all the work: there the rows are split into chunks, chunk s
-writes row s of a [splits, N] buffer, and a second kernel adds that buffer's rows in a fixed order
-(same input, same bits: no atomics). The gradient: d out[j] / d x[i, j] = 1, so grad_x[i, j] =
-grad_out[j], grad_out broadcast over the rows.
+terms once it grows); float64 stays float64. When the blocks of 128 columns alone give fewer than
+half the programs wanted (4 per SM: 528 on 132 SMs; 1,048,576 x 64 has 1 block, 16384 x 8192 has 64),
+the rows are split into chunks: chunk s writes row s of a [splits, N] buffer, and a second kernel
+adds that buffer's rows in a fixed order (same input, same bits: no atomics). The gradient:
+d out[j] / d x[i, j] = 1, so grad_x[i, j] = grad_out[j], grad_out broadcast over the rows.
 
 Then the same tiles through block pointers and tensor descriptors, and blocked_sum as a PyTorch op.
 """
@@ -48,12 +48,12 @@ def column_sum_kernel(
     BLOCK_N: tl.constexpr,  # columns per tile, and per program
     STAGES: tl.constexpr,  # row tiles whose loads are in flight at once
 ):
-    pid_s = tl.program_id(1)  # which chunk of rows
+    chunk = tl.program_id(1)  # which chunk of rows (section 2): this program sums rows_per_split of them
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     # int64 before multiplying by a stride: past 2^31 elements an int32 product wraps around.
     col_offsets = cols.to(tl.int64) * stride_n
-    row_start = pid_s * rows_per_split
+    row_start = chunk * rows_per_split
     row_stop = tl.minimum(row_start + rows_per_split, M)
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC_DTYPE)
     # tl.range(num_stages=STAGES) pipelines the loop: with STAGES > 1 the next tile's loads are
@@ -64,7 +64,7 @@ def column_sum_kernel(
         mask = (rows < row_stop)[:, None] & col_mask[None, :]  # masked lanes read 0, which adds nothing
         # tl.sum and + keep fp16/bf16 in 16 bits, so widen the tile first.
         acc += tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC_DTYPE)
-    tl.store(out_ptr + pid_s * N + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=col_mask)
+    tl.store(out_ptr + chunk * N + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=col_mask)
 
 # Autotuning: on the GPU the first call with a new key (N, rows per program, the dtypes) times every
 # config and keeps the fastest. Most tiles hold 32 to 64 elements per thread: enough loads in flight
@@ -91,7 +91,7 @@ def autotuned(max_side=None):
     prune = functools.partial(prune_configs, max_side=max_side)
     return triton.autotune(CONFIGS, key=["N", "rows_per_split"], prune_configs_by={"early_config_prune": prune})
 
-column_sum_kernel = autotuned()(column_sum_kernel)  # as if decorated: the list could not come first
+column_sum_kernel = autotuned()(column_sum_kernel)  # as if decorated; done here so the kernel reads first
 
 def validate(x, name="blocked_sum", differentiable=True):
     if not isinstance(x, torch.Tensor):
@@ -101,39 +101,40 @@ def validate(x, name="blocked_sum", differentiable=True):
     if x.dim() != 2:
         raise ValueError(f"{name} expects a 2-D tensor, got shape {tuple(x.shape)}")
     if x.device.type != common.DEVICE.type:
-        raise ValueError(f"x is on {x.device}, expected a {common.DEVICE.type} tensor")
+        raise ValueError(f"{name}: x is on {x.device}, expected a {common.DEVICE.type} tensor")
     if not differentiable and x.requires_grad and torch.is_grad_enabled():
         raise ValueError(f"{name} is not differentiable and x requires grad: call blocked_sum for gradients")
 
 def column_sums(kernel, x, strides, out=None, poison=False):
     """x.sum(0) with `kernel` as the first pass, given the strides of x it takes."""
     m, n = x.shape
+    # check_out raises on a bad out and returns True when out overlaps x, which the kernels must not
+    # overwrite while they read it; they also write a contiguous row. Either way: go via a fresh one.
     if out is not None and (common.check_out(out, (n,), x.dtype, x.device, (x,)) or not out.is_contiguous()):
-        # The kernels write a contiguous row, and must not overwrite x while they read it: go via a fresh one.
         return out.copy_(column_sums(kernel, x, strides, None, poison))
     out = torch.empty(n, dtype=x.dtype, device=x.device) if out is None else out
     if m == 0 or n == 0:
         return out.zero_()  # the sum of no rows is 0
-    splits, rows_per_split, _ = plan_splits(m, n, x.device)  # 1 unless x is tall and skinny
-    wide = x.dtype == torch.float64  # float64 adds in float64; fp16, bf16 and fp32 add in fp32
+    splits, rows_per_split, _ = plan_splits(m, n, x.device)  # 1 unless columns give too few programs: section 2
+    keep_float64 = x.dtype == torch.float64  # float64 adds in float64; fp16, bf16 and fp32 add in fp32
     # One chunk writes the answer in x's dtype directly; several write partial sums.
-    partials = out if splits == 1 else torch.empty(splits, n, dtype=x.dtype if wide else torch.float32, device=x.device)
+    partials = out if splits == 1 else x.new_empty(splits, n, dtype=x.dtype if keep_float64 else torch.float32)
     if poison:  # NaN first, so that an element no program writes shows in the result
         partials.fill_(float("nan"))
     kernel[lambda meta: (triton.cdiv(n, meta["BLOCK_N"]), splits)](
-        x, partials, m, n, *strides, rows_per_split, ACC_DTYPE=tl.float64 if wide else tl.float32)
+        x, partials, m, n, *strides, rows_per_split, ACC_DTYPE=tl.float64 if keep_float64 else tl.float32)
     if splits > 1:
-        # The second pass: one tile of up to 4096 partials per program, tall enough to take every
-        # chunk at once (this pass is short, so latency matters more than bandwidth).
+        # The second pass (section 2): tiles of up to 4096 partials, BLOCK_S <= 256 chunks tall (the loop
+        # takes any more) and the rest in columns: few, large loads, as this short pass waits on latency.
         block_s = min(triton.next_power_of_2(splits), 256)
         block_n = max(16, min(256, 4096 // block_s))
         sum_partials_kernel[(triton.cdiv(n, block_n),)](partials, out, splits, n, BLOCK_S=block_s, BLOCK_N=block_n)
     return out
 
 def blocked_sum(x, out=None):
-    """x.sum(dim=0) for a 2-D floating-point x, in x's dtype (fp16/bf16 add in fp32); differentiable.
-    out: an [N] tensor of x's dtype to write into, without gradients (as PyTorch's out=). Runs the pointer
-    kernels: they take any strides on every Triton, and as each byte is read once TMA has nothing to add."""
+    """The lesson's entry point: x.sum(dim=0) for a 2-D floating-point x, in x's dtype (fp16/bf16 add in
+    fp32); differentiable. out: an [N] tensor of x's dtype to write into, without gradients (as PyTorch's
+    out=). Runs the pointer kernels: any strides, every Triton, and the one-row tiles short, wide x need."""
     validate(x)
     if out is None and (torch.compiler.is_compiling() or (x.requires_grad and torch.is_grad_enabled())):
         return torch.ops.triton_lessons.blocked_sum(x)  # traceable and differentiable: section 4
@@ -156,11 +157,11 @@ LAYOUTS = {  # name -> (m, n, dtype) -> a random m x n matrix laid out that way
 
 def check(m, n, dtype=torch.float32, layout="contiguous", variants=None):
     """Check blocked_sum and the variants (all, or those named) against float64, writing into NaN.
-    Returns the names checked; the descriptor is left out where x breaks its rules."""
+    Returns the names checked; the descriptor is left out where x breaks its rules (section 3)."""
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}; expected one of {list(LAYOUTS)}")
     x = LAYOUTS[layout](m, n, DTYPES.get(dtype, dtype))
-    expected, magnitude = x.double().sum(dim=0), x.double().abs().sum(dim=0)
+    expected, magnitude = reference(x.double()), reference(x.double().abs())
     checked = []
     for name in variants or ["blocked_sum", *VARIANTS]:
         out = torch.full((n,), float("nan"), dtype=x.dtype, device=x.device)
@@ -171,12 +172,12 @@ def check(m, n, dtype=torch.float32, layout="contiguous", variants=None):
         checked.append(name)
     return checked
 
-# ---- 2. Splitting rows: enough programs for a tall, skinny matrix ---------------------------
+# ---- 2. Splitting rows: enough programs when the column blocks are too few -------------------
 # A memory-bound kernel needs many loads in flight on every SM, and with several programs per SM an
-# uneven last wave costs less; more than 4 was slower (results/NOTES.md item 29). The interpreter
-# runs programs one at a time: its few splits only exercise the two passes. Splits are planned for
-# 128-column tiles. A chunk starts on a multiple of the tallest tile, so no tile straddles two
-# chunks and the only row boundary left is M (block pointers and descriptors check (M, N)).
+# uneven last wave costs less; 4, as more give shorter chunks and a bigger second pass (results/NOTES.md
+# item 29). The interpreter runs programs one at a time: its few splits only exercise the two passes.
+# Splits are planned for 128-column tiles; chunks start on multiples of the tallest tile, so none
+# straddles two and the only row boundary left is M (block pointers and descriptors check (M, N)).
 PROGRAMS_PER_SM, INTERPRETER_PROGRAMS, PLANNING_BLOCK_N = 4, 4, 128
 ROW_ALIGN = max(config.kwargs["BLOCK_M"] for config in CONFIGS)
 
@@ -186,7 +187,7 @@ def plan_splits(m, n, device=common.DEVICE):
     Half as many column blocks is enough: narrower tiles make up the rest, cheaper than a second pass."""
     sms = common.multiprocessor_count(device) if device.type == "cuda" else None
     wanted = PROGRAMS_PER_SM * sms if sms else INTERPRETER_PROGRAMS
-    why = f"{PROGRAMS_PER_SM} per SM x {sms} SMs" if sms else "fixed on the CPU"
+    wanted_from = f"{PROGRAMS_PER_SM} per SM x {sms} SMs" if sms else "fixed on the CPU"
     column_blocks = triton.cdiv(max(n, 1), PLANNING_BLOCK_N)
     if m <= ROW_ALIGN or 2 * column_blocks >= wanted:
         splits, rows_per_split = 1, max(m, 1)
@@ -195,7 +196,7 @@ def plan_splits(m, n, device=common.DEVICE):
         splits = triton.cdiv(m, rows_per_split)
     return splits, rows_per_split, (
         f"splits={splits}: {column_blocks} block(s) of {PLANNING_BLOCK_N} columns for the {wanted} programs wanted "
-        f"({why}); each program sums {rows_per_split} of the {m} rows (chunks are multiples of {ROW_ALIGN} rows)"
+        f"({wanted_from}); each program sums {rows_per_split} of the {m} rows (chunks are multiples of {ROW_ALIGN} rows)"
         + (f" into a [{splits}, {n}] buffer, and a second pass adds its rows" if splits > 1 else ""))
 
 @triton.jit
@@ -228,8 +229,8 @@ def column_sum_block_ptr_kernel(
     M, N, stride_m, stride_n, rows_per_split,  # sizes, strides in elements, rows per program: as there
     ACC_DTYPE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,  # as there
 ):
-    pid_s = tl.program_id(1)
-    row_start = pid_s * rows_per_split
+    chunk = tl.program_id(1)  # which chunk of rows
+    row_start = chunk * rows_per_split
     tile_ptr = tl.make_block_ptr(  # order=(1, 0): dim 1 is the contiguous one in a row-major x
         x_ptr, shape=(M, N), strides=(stride_m, stride_n), offsets=(row_start, tl.program_id(0) * BLOCK_N),
         block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
@@ -238,7 +239,7 @@ def column_sum_block_ptr_kernel(
         acc += tl.load(tile_ptr, boundary_check=(0, 1), padding_option="zero").to(ACC_DTYPE)
         tile_ptr = tl.advance(tile_ptr, (BLOCK_M, 0))
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    tl.store(out_ptr + pid_s * N + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=cols < N)
+    tl.store(out_ptr + chunk * N + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=cols < N)
 
 def blocked_sum_block_ptr(x, out=None, poison=False):
     """x.sum(dim=0) through block pointers: any strides, on a Triton that still has them."""
@@ -247,8 +248,8 @@ def blocked_sum_block_ptr(x, out=None, poison=False):
         raise ValueError(f"the block_ptr variant cannot run: {reason}")
     return column_sums(column_sum_block_ptr_kernel, x, x.stride(), out, poison)
 
-# A descriptor load is one TMA copy of a whole tile into shared memory on Hopper (STAGES = 2: two in
-# flight). The hardware returns wrong sums when its alignment rules are broken: the wrapper refuses.
+# A descriptor load is one TMA copy of a whole tile into shared memory on Hopper (with STAGES = 2 the
+# next copy is in flight while one is added). Its alignment rules, if broken, give wrong sums: we refuse.
 
 @autotuned(max_side=256)  # one TMA copy moves at most 256 elements along each side
 @triton.jit
@@ -257,15 +258,15 @@ def column_sum_descriptor_kernel(
     M, N, stride_m, rows_per_split,  # as in column_sum_kernel; the column stride must be 1
     ACC_DTYPE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,  # as there
 ):
-    pid_s = tl.program_id(1)
-    row_start = pid_s * rows_per_split
+    chunk = tl.program_id(1)  # which chunk of rows
+    row_start = chunk * rows_per_split
     # Tiles reaching past the shape (M, N) come back zero-filled.
     x_desc = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[stride_m, 1], block_shape=[BLOCK_M, BLOCK_N])
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC_DTYPE)
     for row in tl.range(row_start, tl.minimum(row_start + rows_per_split, M), BLOCK_M, num_stages=STAGES):
         acc += x_desc.load([row, tl.program_id(0) * BLOCK_N]).to(ACC_DTYPE)
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    tl.store(out_ptr + pid_s * N + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=cols < N)
+    tl.store(out_ptr + chunk * N + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=cols < N)
 
 def descriptor_problem(x):
     """Why the descriptor variant cannot take x, or None when it can (an empty x launches nothing)."""
@@ -274,8 +275,8 @@ def descriptor_problem(x):
 def blocked_sum_descriptor(x, out=None, poison=False):
     """x.sum(dim=0) through a tensor descriptor: needs a row-major, 16-byte aligned x."""
     validate(x, "blocked_sum_descriptor", differentiable=False)
-    if (reason := descriptor_problem(x)) is not None:
-        raise ValueError(f"the descriptor variant cannot take x {tuple(x.shape)} {x.dtype} strides {x.stride()}: {reason}")
+    if (problem := descriptor_problem(x)) is not None:
+        raise ValueError(f"the descriptor variant cannot take x {tuple(x.shape)} {x.dtype} strides {x.stride()}: {problem}")
     common.set_descriptor_allocator()  # in-kernel descriptors need scratch memory on the GPU
     return column_sums(column_sum_descriptor_kernel, x, x.stride()[:1], out, poison)
 
@@ -330,12 +331,12 @@ def main(argv=None):
     if args.rows < 0 or args.cols < 0:
         parser.error(f"--rows and --cols must be >= 0, got {args.rows} and {args.cols}")
     print(common.describe_run())
-    for name, why in UNAVAILABLE.items():
-        print(f"variant {name!r} left out: {why}")
+    for name, reason in UNAVAILABLE.items():
+        print(f"variant {name!r} left out: {reason}")
     if problem := descriptor_problem(torch.empty(args.rows, args.cols, dtype=DTYPES[args.dtype], device=common.DEVICE)):
         print(f"variant 'descriptor' left out: it cannot take a {args.rows}x{args.cols} {args.dtype} x: {problem}")
     print(f"row split for {args.rows}x{args.cols}: {plan_splits(args.rows, args.cols)[2]}")
-    print("blocked_sum runs the pointer kernels: any strides, every Triton, as fast as the other forms")
+    print("blocked_sum runs the pointer kernels: any strides, every Triton, and one-row tiles (a TMA box is <= 256 wide)")
     print(f"check passed at {args.rows}x{args.cols} {args.dtype}: {', '.join(check(args.rows, args.cols, args.dtype))}\n")
     common.print_table(benchmark(args.rows, args.cols, args.dtype), common.RESULT_COLUMNS)
     if not on_cpu:

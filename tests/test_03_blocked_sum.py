@@ -202,7 +202,7 @@ def test_bad_inputs(name):
         fn(torch.ones(3, device=common.DEVICE))
     with pytest.raises(ValueError, match=r"2-D tensor, got shape \(2, 3, 4\)"):
         fn(torch.ones(2, 3, 4, device=common.DEVICE))
-    with pytest.raises(ValueError, match="meta"):
+    with pytest.raises(ValueError, match=rf"^{fn.__name__}: x is on meta"):  # names the function called
         fn(torch.ones(3, 4, device="meta"))
     x = torch.ones(3, 4, device=common.DEVICE)
     with pytest.raises(ValueError, match=r"out .*\(5,\).*expected \(4,\)"):

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 import torch
 
@@ -145,10 +147,17 @@ def test_descriptor_refuses_what_it_cannot_describe():
         ex.matmul_descriptor(a, torch.randn(16, 4, device=common.DEVICE), out=out)
 
 
-def test_matmul_takes_the_persistent_kernel_when_it_can(monkeypatch):
+def spy_on_persistent(monkeypatch):
+    """A list that grows by one each time matmul's dispatch launches the persistent kernel."""
     calls = []
-    persistent = ex.matmul_persistent
-    monkeypatch.setattr(ex, "matmul_persistent", lambda a, b, out=None: calls.append(1) or persistent(a, b, out))
+    persistent = ex.launch_persistent
+    spy = lambda a, b, c, checked=False: calls.append(1) or persistent(a, b, c, checked)  # noqa: E731
+    monkeypatch.setattr(ex, "launch_persistent", spy)
+    return calls
+
+
+def test_matmul_takes_the_persistent_kernel_when_it_can(monkeypatch):
+    calls = spy_on_persistent(monkeypatch)
     a = torch.randn(20, 32, device=common.DEVICE, dtype=torch.float16)
     ex.matmul(a, torch.randn(32, 16, device=common.DEVICE, dtype=torch.float16))
     assert calls == [1]
@@ -199,23 +208,50 @@ def test_bad_input():
         ex.matmul(a, b.T)
     with pytest.raises(ValueError, match="is on meta"):
         ex.matmul(a, torch.randn(6, 5, device="meta"))
-    with pytest.raises(ValueError, match=r"out is \(5, 4\)"):
+    with pytest.raises(ValueError, match=r"out is \(5, 4\).*expected \(4, 5\)"):
         ex.matmul(a, b, out=torch.empty(5, 4, device=common.DEVICE))
-    with pytest.raises(ValueError, match="out is .* torch.float16"):
+    with pytest.raises(ValueError, match="out is .* torch.float16.*expected .*torch.float32"):
         ex.matmul(a, b, out=torch.empty(4, 5, device=common.DEVICE, dtype=torch.float16))
+    with pytest.raises(TypeError, match="out must be a torch.Tensor"):
+        ex.matmul(a, b, out=[0.0])
     for fn in ex.VARIANTS.values():
         with pytest.raises(ValueError, match="do not chain"):
             fn(a, b.T)
 
 
 def test_main_runs(capsys):
-    ex.main(["--m", "20", "--n", "24", "--k", "40", "--dtype", "float32"])
+    assert ex.main(["--m", "20", "--n", "24", "--k", "40", "--dtype", "float32"]) == 0
     printed = capsys.readouterr().out
     assert "match a float64 reference" in printed
     for name in ["torch", *VARIANT_NAMES]:
         assert f" {name} " in printed
         if name != "torch":
-            assert f"{name} config: BLOCK_M=" in printed
+            assert f"{name} config: {{'BLOCK_M'" in printed
+
+
+def test_main_says_why_a_variant_is_left_out(capsys):
+    assert ex.main(["--m", "33", "--n", "65", "--k", "17", "--dtype", "float32"]) == 0
+    printed = capsys.readouterr().out
+    for name in DESCRIPTOR_VARIANTS:
+        assert re.search(rf"variant '{name}' left out: .*a \(33, 17\) .*68 bytes, not a multiple of 16", printed)
+        assert not re.search(rf"^33x65x17 .*  {name}  ", printed, re.M)  # no row in the table
+    for name, reason in ex.UNAVAILABLE.items():
+        assert f"variant '{name}' left out: {reason}" in printed
+
+
+@pytest.mark.parametrize("argv", [["--m", "-3"], ["--n", "-1"], ["--k", "-5"]])
+def test_negative_size_is_a_usage_error(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        ex.main(argv)
+    assert exit_info.value.code == 2
+    assert "sizes must be 0 or more" in capsys.readouterr().err
+
+
+def test_help_shows_defaults(capsys):
+    with pytest.raises(SystemExit):
+        ex.main(["--help"])
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "dtype of A, B and C (default: float16)" in printed and "(default: 256)" in printed
 
 
 def test_sweep_covers_the_issue_sizes():
@@ -266,3 +302,189 @@ def test_transposed_stride_past_2_to_31_on_gpu(name):
     c = torch.full((m, n), float("nan"), device=common.DEVICE, dtype=torch.float16)
     ex.VARIANTS[name](a, b, out=c)
     assert_first_and_last_rows(a, b, c, name)
+
+
+# ---- Gradients: matmul is differentiable through its own kernels ------------------------------
+
+
+def grad_inputs(m, n, k, dtype, transposed=False):
+    """a (m, k) and b (k, n) leaves that require grad (b a transposed view when asked), and dC."""
+    a = torch.randn(m, k, device=common.DEVICE).to(dtype).requires_grad_()
+    b = torch.randn(n, k, device=common.DEVICE).T if transposed else torch.randn(k, n, device=common.DEVICE)
+    b = b.to(dtype).detach().requires_grad_()
+    return a, b, torch.randn(m, n, device=common.DEVICE).to(dtype)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_gradcheck_and_second_derivatives_float64(transposed):
+    a, b, _ = grad_inputs(5, 3, 4, torch.float64, transposed)
+    assert torch.autograd.gradcheck(ex.matmul, (a, b))
+    assert torch.autograd.gradgradcheck(ex.matmul, (a, b))
+
+
+def reference64(a, b):
+    """a @ b and |a| @ |b| in float64, for common.assert_close."""
+    a, b = a.detach().double(), b.detach().double()
+    return a @ b, a.abs() @ b.abs()
+
+
+def assert_gradients_match(a, b, grad_c, what):
+    """a.grad and b.grad against dA = dC @ B^T and dB = A^T @ dC in float64."""
+    g, a64, b64 = grad_c.double(), a.detach().double(), b.detach().double()
+    roundoff = ex.product_roundoff(a.dtype)
+    common.assert_close(a.grad, g @ b64.T, g.abs() @ b64.abs().T, g.shape[1], f"{what}: dA", roundoff)
+    common.assert_close(b.grad, a64.T @ g, a64.abs().T @ g.abs(), g.shape[0], f"{what}: dB", roundoff)
+
+
+@pytest.mark.parametrize("dtype, precision", [(torch.float16, None), (torch.bfloat16, None),
+                                              (torch.float32, "highest"), (torch.float32, "high")])
+@pytest.mark.parametrize("m, n, k, transposed", [(40, 24, 32, False), (33, 17, 65, False), (40, 24, 32, True)])
+def test_gradients_match_float64(dtype, precision, m, n, k, transposed):
+    # (40, 24, 32): 16-byte rows, so 16-bit and TF32 forwards run the persistent kernel.
+    with ex.float32_matmul_precision(precision):
+        a, b, grad_c = grad_inputs(m, n, k, dtype, transposed)
+        c = ex.matmul(a, b)
+        assert c.requires_grad and c.dtype == dtype
+        c.backward(grad_c)
+        assert_gradients_match(a, b, grad_c, f"{m}x{n}x{k} {dtype} {precision}")
+
+
+@pytest.mark.parametrize("dtype, precision", [(torch.float32, "high"), (torch.float16, None)])
+def test_gradients_of_a_sum(dtype, precision):
+    # dC of c.sum() is an expand()ed view with strides (0, 0), of (c.sum(0) * w).sum() one with (0, 1).
+    w = torch.randn(16, device=common.DEVICE).to(dtype)
+    with ex.float32_matmul_precision(precision):
+        for loss, grad_c in [(lambda c: c.sum(), torch.ones(32, 16, device=common.DEVICE, dtype=dtype)),
+                             (lambda c: (c.sum(0) * w).sum(), w.expand(32, 16))]:
+            a, b, _ = grad_inputs(32, 16, 24, dtype)
+            loss(ex.matmul(a, b)).backward()
+            assert_gradients_match(a, b, grad_c, f"sum {dtype}")
+
+
+def test_only_the_inputs_that_require_grad_get_one():
+    a = torch.randn(6, 4, device=common.DEVICE, requires_grad=True)
+    b = torch.randn(4, 5, device=common.DEVICE)
+    ex.matmul(a, b).sum().backward()
+    assert a.grad is not None and b.grad is None
+    with torch.no_grad():
+        assert not ex.matmul(a, b).requires_grad
+
+
+@pytest.mark.parametrize("name", VARIANT_NAMES)
+def test_variants_refuse_inputs_that_require_grad(name):
+    a = torch.randn(16, 16, device=common.DEVICE, requires_grad=True)
+    with pytest.raises(ValueError, match=f"matmul_{name} records no gradients"):
+        ex.VARIANTS[name](a, torch.randn(16, 16, device=common.DEVICE))
+    with torch.no_grad():
+        assert ex.VARIANTS[name](a, torch.randn(16, 16, device=common.DEVICE)).shape == (16, 16)
+
+
+# ---- out= ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["a", "b", "a view of b"])
+@pytest.mark.parametrize("name", VARIANT_NAMES + ["matmul"])
+def test_out_may_overlap_an_input(name, which):
+    # 128 x 128 float32: several C tiles, so a kernel writing into A or B would corrupt what other
+    # programs still read; rows of 512 bytes, so the descriptor variants take it too.
+    fn = ex.matmul if name == "matmul" else ex.VARIANTS[name]
+    a = torch.randn(128, 128, device=common.DEVICE)
+    big_b = torch.randn(128, 256, device=common.DEVICE)
+    b = big_b[:, :128]
+    expected, magnitude = reference64(a, b)
+    out = {"a": a, "b": b, "a view of b": big_b[:, 64:192]}[which]
+    assert fn(a, b, out=out) is out
+    common.assert_close(out, expected, magnitude, 128, f"{name}, out = {which}")
+
+
+@pytest.mark.parametrize("name", VARIANT_NAMES + ["matmul"])
+def test_out_with_stride_0_is_refused(name):
+    fn = ex.matmul if name == "matmul" else ex.VARIANTS[name]
+    a, b = torch.randn(8, 16, device=common.DEVICE), torch.randn(16, 16, device=common.DEVICE)
+    with pytest.raises(ValueError, match=r"strides \(0, 1\).*share one memory location"):
+        fn(a, b, out=torch.empty(1, 16, device=common.DEVICE).expand(8, 16))
+
+
+@pytest.mark.parametrize("name", VARIANT_NAMES + ["matmul"])
+def test_out_with_inputs_that_require_grad_is_refused(name):
+    fn = ex.matmul if name == "matmul" else ex.VARIANTS[name]
+    a = torch.randn(8, 16, device=common.DEVICE, requires_grad=True)
+    # matmul is differentiable, but not into out=; a variant is not differentiable at all.
+    with pytest.raises(ValueError, match="out= is not differentiable" if name == "matmul" else "records no gradients"):
+        fn(a, torch.randn(16, 16, device=common.DEVICE), out=torch.empty(8, 16, device=common.DEVICE))
+
+
+# ---- The registered op: opcheck, torch.compile ------------------------------------------------------
+
+
+def opcheck_cases():
+    def leaf(*shape, dtype=torch.float32, grad=False):
+        return torch.randn(*shape, device=common.DEVICE).to(dtype).requires_grad_(grad)
+
+    return {
+        "float32": (leaf(5, 4), leaf(4, 3)),
+        "float16, grad": (leaf(16, 32, dtype=torch.float16, grad=True), leaf(32, 8, dtype=torch.float16, grad=True)),
+        "bfloat16": (leaf(7, 9, dtype=torch.bfloat16), leaf(9, 5, dtype=torch.bfloat16, grad=True)),
+        "float64, grad": (leaf(6, 3, dtype=torch.float64, grad=True), leaf(3, 4, dtype=torch.float64)),
+        "transposed view": (leaf(4, 6).T, leaf(5, 4).T.detach().requires_grad_()),
+        "sliced view": (leaf(12, 10)[::2, 1:9], leaf(8, 6)),
+        "empty": (leaf(0, 4), leaf(4, 3)),
+        "k = 0": (leaf(3, 0, grad=True), leaf(0, 5, grad=True)),
+    }
+
+
+@pytest.mark.parametrize("case", list(opcheck_cases()))
+def test_opcheck(case):
+    torch.library.opcheck(torch.ops.triton_lessons.matmul.default, opcheck_cases()[case])
+
+
+@pytest.mark.parametrize("dtype, m, n, k", [(torch.float16, 40, 24, 32), (torch.float32, 33, 17, 65)])
+def test_compile_fullgraph_forward_and_backward(monkeypatch, dtype, m, n, k):
+    # float16 with 16-byte rows: the compiled forward runs the persistent kernel.
+    calls = spy_on_persistent(monkeypatch)
+    torch._dynamo.reset()
+    compiled = torch.compile(ex.matmul, fullgraph=True)
+    a, b, grad_c = grad_inputs(m, n, k, dtype)
+    c = compiled(a, b)
+    expected, magnitude = reference64(a, b)
+    common.assert_close(c, expected, magnitude, k, f"compiled {dtype}", ex.product_roundoff(dtype))
+    c.backward(grad_c)
+    assert_gradients_match(a, b, grad_c, f"compiled {dtype}")
+    assert (len(calls) > 0) == (dtype == torch.float16)
+    with torch.no_grad():  # no grad: the compiled graph still calls the op
+        c = compiled(a, b)
+    common.assert_close(c, expected, magnitude, k, f"compiled, no grad, {dtype}", ex.product_roundoff(dtype))
+
+
+# ---- GPU only: CUDA graphs and side streams -------------------------------------------------------
+
+
+@support.gpu_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_capture_in_a_cuda_graph_and_replay(dtype):
+    a = torch.randn(256, 128, device=common.DEVICE, dtype=dtype)
+    b = torch.randn(128, 192, device=common.DEVICE, dtype=dtype)
+    out = torch.full((256, 192), float("nan"), device=common.DEVICE, dtype=dtype)
+    graph = common.capture_graph(lambda: ex.matmul(a, b, out=out))
+    out.fill_(float("nan"))
+    a.copy_(torch.randn_like(a))  # new values in the same memory: the replay must read them
+    graph.replay()
+    torch.cuda.synchronize()
+    common.assert_close(out, a.double() @ b.double(), a.double().abs() @ b.double().abs(), 128, "graph replay",
+                        ex.product_roundoff(dtype))
+
+
+@support.gpu_only
+def test_call_on_a_side_stream():
+    a = torch.randn(512, 256, device=common.DEVICE, dtype=torch.float16, requires_grad=True)
+    b = torch.randn(256, 128, device=common.DEVICE, dtype=torch.float16, requires_grad=True)
+    grad_c = torch.randn(512, 128, device=common.DEVICE, dtype=torch.float16)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        c = ex.matmul(a, b)
+        c.backward(grad_c)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    common.assert_close(c, *reference64(a, b), 256, "side stream")
+    assert_gradients_match(a, b, grad_c, "side stream")

@@ -11,7 +11,7 @@ no other element needs, so we launch M * N programs and give each its own (i, j)
 
 The gradient is two more such products, dA = dC @ B^T and dB = A^T @ dC, on views with swapped
 strides: the backward runs the same kernel, copying nothing. "scalar" walks k one element at a time,
-"vector_k" BLOCK_K elements per step. Both are far slower than torch.matmul; main() counts the bytes
+"vector_k" BLOCK_K elements per step. Both are far slower than torch.matmul; explain() counts the bytes
 to show why, and lesson 02 lets one program compute a whole tile of the output instead.
 """
 
@@ -75,11 +75,11 @@ def validate(a, b):
 def prepare(a, b, out):
     """Validate; return (M, N, K), the tensor the kernel writes and the accumulator dtype."""
     m, n, k = validate(a, b)
-    # An out overlapping a or b would change under programs still reading them: write elsewhere, copy after.
-    fresh = out is None or common.check_out(out, (m, n), a.dtype, a.device, (a, b))
-    c = torch.empty((m, n), dtype=a.dtype, device=a.device) if fresh else out
-    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+    if out is None and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):  # else check_out says
         raise ValueError("the variants have no autograd and an input requires grad: call matmul_elementwise")
+    # check_out raises on a bad out and is True when out overlaps a or b, still being read: write elsewhere, copy after.
+    overlaps = out is not None and common.check_out(out, (m, n), a.dtype, a.device, (a, b))
+    c = torch.empty((m, n), dtype=a.dtype, device=a.device) if out is None or overlaps else out
     return m, n, k, c, (tl.float64 if a.dtype == torch.float64 else tl.float32)
 
 
@@ -87,7 +87,7 @@ def scalar(a, b, out=None):
     """a @ b, one program per output element, one k per step; out: (M, N), any strides."""
     m, n, k, c, acc_dtype = prepare(a, b, out)
     if m * n > 0:  # no output element, no program: a grid of 0 programs is an error
-        # One warp: a program does one thread's work, and the fewer warps each holds, the more fit on an SM.
+        # num_warps=1: a program does the work of one thread, so one warp, the smallest launch unit, is enough.
         scalar_kernel[(m * n,)](a, b, c, n, k, *a.stride(), *b.stride(), *c.stride(), ACC_DTYPE=acc_dtype, num_warps=1)
     return c if out is None or out is c else out.copy_(c)
 
@@ -98,7 +98,7 @@ def reference(a, b):
 
 
 def random_operand(rows, cols, dtype, transposed=False, step=1):
-    """torch.randn (rows, cols): transposed, the .T view of a (cols, rows); step, every step-th column."""
+    """torch.randn (rows, cols) with column stride step; transposed, the .T of a (cols, rows): row stride step."""
     if transposed:
         return random_operand(cols, rows, dtype, step=step).T
     return torch.randn(rows, cols * step, dtype=dtype, device=common.DEVICE)[:, ::step]
@@ -116,19 +116,18 @@ def check(m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False, st
 # ## vector_k: BLOCK_K elements of k per step
 # "scalar" loads one value of the row and one of the column, then waits; this kernel loads BLOCK_K
 # of each at once: many loads in flight, neighbouring threads reading neighbouring addresses. On a GPU
-# the autotuner picks a config per key (the sizes, and the k-strides that say whether a row or column
+# the autotuner picks a config per key (N, K, and the k-strides that say whether a row or column
 # is contiguous); one or two warps, since a program computes one number. The interpreter gets one.
 VECTOR_K_CONFIGS = ([triton.Config({"BLOCK_K": 32}, num_warps=1)] if common.INTERPRETED else
                     [triton.Config({"BLOCK_K": bk}, num_warps=w) for bk in (64, 128, 256) for w in (1, 2)])
 
 
-@triton.autotune(configs=VECTOR_K_CONFIGS, key=["M", "N", "K", "stride_ak", "stride_bk"])
+@triton.autotune(configs=VECTOR_K_CONFIGS, key=["N", "K", "stride_ak", "stride_bk"])
 @triton.jit
 def vector_k_kernel(
     a_ptr,  # pointer to a[0, 0]; a has shape (M, K)
     b_ptr,  # pointer to b[0, 0]; b has shape (K, N)
     out_ptr,  # pointer to out[0, 0]; out has shape (M, N)
-    M,  # rows of out (only a key for the autotuner)
     N,  # columns of out: turns a program id into a (row, column) pair
     K,  # length of every dot product; 0 gives zeros
     stride_am, stride_ak,  # elements between a[i, k] and a[i + 1, k], and a[i, k + 1]
@@ -142,9 +141,9 @@ def vector_k_kernel(
     acc = tl.zeros((BLOCK_K,), dtype=ACC_DTYPE)  # BLOCK_K partial sums: one reduction at the end, not per step
     for k0 in range(0, K, BLOCK_K):
         k = k0 + offs_k
-        in_row = k < K  # the last step may reach past K: masked lanes load nothing and add other=0.0
-        a = tl.load(a_ptr + row * stride_am + k * stride_ak, mask=in_row, other=0.0)
-        b = tl.load(b_ptr + k * stride_bk + col * stride_bn, mask=in_row, other=0.0)
+        in_k = k < K  # the last step may reach past K: masked lanes load nothing and add other=0.0
+        a = tl.load(a_ptr + row * stride_am + k * stride_ak, mask=in_k, other=0.0)
+        b = tl.load(b_ptr + k * stride_bk + col * stride_bn, mask=in_k, other=0.0)
         acc += a.to(ACC_DTYPE) * b.to(ACC_DTYPE)  # widen first: fp16/bf16 would otherwise sum in fp16/bf16
     tl.store(out_ptr + row * stride_om + col * stride_on, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty))
 
@@ -153,7 +152,7 @@ def vector_k(a, b, out=None):
     """a @ b, one program per output element, BLOCK_K values of k per step (autotuned on a GPU)."""
     m, n, k, c, acc_dtype = prepare(a, b, out)
     if m * n > 0:
-        vector_k_kernel[(m * n,)](a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(), ACC_DTYPE=acc_dtype)
+        vector_k_kernel[(m * n,)](a, b, c, n, k, *a.stride(), *b.stride(), *c.stride(), ACC_DTYPE=acc_dtype)
     return c if out is None or out is c else out.copy_(c)
 
 
@@ -187,7 +186,7 @@ matmul_elementwise_op.register_autograd(
 def matmul_elementwise(a, b, out=None):
     """a @ b for a (M, K) and b (K, N) of one float dtype, any strides; returns (M, N) in that dtype.
     The op when autograd or torch.compile needs it, else a plain launch, cheaper; out= only there."""
-    wants_grad = torch.is_grad_enabled() and (getattr(a, "requires_grad", 0) or getattr(b, "requires_grad", 0))
+    wants_grad = torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False))
     if out is None and (wants_grad or torch.compiler.is_compiling()):
         validate(a, b)  # so that bad input gets this lesson's errors, not the dispatcher's
         return matmul_elementwise_op(a, b)
@@ -196,7 +195,7 @@ def matmul_elementwise(a, b, out=None):
 
 def benchmark(m, n, k, dtype=torch.float32, b_transposed=True):
     """Result rows for the variants and torch.matmul on (m, k) @ (k, n), b = W.T or row-major (k, n).
-    No ceiling fits: the loads come mostly from caches, not from DRAM."""
+    No memory ceiling applies, since most loads hit caches, as explain() shows."""
     dtype = DTYPES[dtype] if isinstance(dtype, str) else dtype
     a, b = random_operand(m, k, dtype), random_operand(k, n, dtype, transposed=b_transposed)
     case = f"{m}x{n}x{k} {str(dtype).removeprefix('torch.')} {'b=W.T' if b_transposed else 'b row-major'}"
@@ -206,21 +205,22 @@ def benchmark(m, n, k, dtype=torch.float32, b_transposed=True):
             for name, (ms, graph_ms) in times.items()]
 
 
-# `make bench` on the GPU. The scalar kernel is slow: every case stays well under a second a call.
+# `make bench` on the GPU. Sizes stay moderate because "scalar" loads one pair of values at a time, then waits.
 SWEEP = [{"m": 512, "n": 512, "k": 512, "dtype": "float32"}, {"m": 1024, "n": 1024, "k": 1024, "dtype": "float32"},
          {"m": 1024, "n": 1024, "k": 1024, "dtype": "float32", "b_transposed": False},
          {"m": 2048, "n": 2048, "k": 512, "dtype": "float32"}, {"m": 1024, "n": 1024, "k": 1024, "dtype": "bfloat16"}]
 
 
-def explain(m, n, k, dtype, rows):
+def explain(m, n, k, dtype, results):
+    """Print the bytes the programs load against those a and b store, and the best variant's rate."""
     size = torch.empty((), dtype=dtype).element_size()
-    loaded, held = 2 * m * n * k * size, (m * k + k * n) * size  # each program loads a row and a column
-    best = max((row for row in rows if row["variant"] != "torch"), key=lambda row: row["throughput"])
-    gbps = common.gbps(loaded, best["eager ms"])
-    print(f"\nEach of the {m * n:,} programs loads a row of a and a column of b: {loaded:,} bytes in all, where a "
-          f"and b hold {held:,}, for 2 flops per pair ({1 / size:.2g} flop per byte). Every value of a is loaded "
-          f"N = {n:,} times and every value of b M = {m:,} times. {best['variant']} takes them in at {gbps:.3g} GB/s, "
-          f"{1 / best['x torch']:.3g}x slower than torch.matmul; lesson 02 gives each program a tile of outputs.")
+    loaded_bytes, stored_bytes = 2 * m * n * k * size, (m * k + k * n) * size  # each program: a row and a column
+    best = max((r for r in results if r["variant"] != "torch"), key=lambda r: r["throughput"])
+    print(f"\nEach of the {m * n:,} programs loads a row of a and a column of b: {loaded_bytes:,} bytes in all, "
+          f"where a and b hold {stored_bytes:,}, for 2 flops per pair ({1 / size:.2g} flop per byte). Every value of "
+          f"a is loaded N = {n:,} times and every value of b M = {m:,} times. {best['variant']} takes them in at "
+          f"{common.gbps(loaded_bytes, best['eager ms']):.3g} GB/s, {1 / best['x torch']:.3g}x slower than "
+          "torch.matmul; lesson 02 gives each program a tile of outputs.")
 
 
 def main(argv=None):
@@ -235,14 +235,14 @@ def main(argv=None):
         parser.error("--m, --n and --k must not be negative")
     dtype, b_transposed = DTYPES[args.dtype], not args.b_row_major
     print(common.describe_run())
-    w, h = (torch.randn(rows, 4, dtype=dtype, device=common.DEVICE) for rows in (2, 3))  # the seed's example
-    print(f"O = H @ W.T for W (2x4) and H (3x4) {args.dtype} is matmul_elementwise(H, W.T), W.T a view with strides "
-          f"{w.T.stride()}:\n{matmul_elementwise(h, w.T).cpu()}")
+    w, h = (torch.randn(rows, 4, dtype=dtype, device=common.DEVICE) for rows in (2, 3))  # the H @ W.T example
+    print(f"O = H @ W.T, the outputs of a layer with inputs H (3x4) and weights W (2x4), {args.dtype}, is "
+          f"matmul_elementwise(H, W.T), W.T a view with strides {w.T.stride()}:\n{matmul_elementwise(h, w.T).cpu()}")
     check(args.m, args.n, args.k, dtype, transpose_b=b_transposed)
     print(f"\ncheck passed: {', '.join(VARIANTS)} match float64 at {args.m}x{args.n}x{args.k} {args.dtype}\n")
-    rows = benchmark(args.m, args.n, args.k, dtype, b_transposed)
-    common.print_table(rows, common.RESULT_COLUMNS)
-    explain(args.m, args.n, args.k, dtype, rows)
+    results = benchmark(args.m, args.n, args.k, dtype, b_transposed)
+    common.print_table(results, common.RESULT_COLUMNS)
+    explain(args.m, args.n, args.k, dtype, results)
     return 0
 
 

@@ -103,8 +103,8 @@ def test_broadcast_views_with_stride_zero(variant):
     torch.testing.assert_close(ex.VARIANTS[variant](a, b), a @ b)
 
 
-def test_seed_case_h_times_w_transposed():
-    # The seed computed W @ H.T and compared it with H @ W.T; here H @ W.T is (3, 2) and correct.
+def test_h_at_w_transposed_example():
+    # main()'s example: O = H @ W.T is (3, 2) (the original lesson computed W @ H.T instead).
     w = torch.randn(2, 4, device=common.DEVICE)
     h = torch.randn(3, 4, device=common.DEVICE)
     out = ex.matmul_elementwise(h, w.T)
@@ -260,6 +260,8 @@ def test_variants_refuse_inputs_that_require_grad(variant):
     b = torch.randn(4, 2, device=common.DEVICE, requires_grad=True)
     with pytest.raises(ValueError, match="requires grad: call matmul_elementwise"):
         ex.VARIANTS[variant](a, b)
+    with pytest.raises(ValueError, match="out= is not differentiable"):  # check_out's refusal, the one for out=
+        ex.VARIANTS[variant](a, b, out=torch.empty(3, 2, device=common.DEVICE))
     with torch.no_grad():
         torch.testing.assert_close(ex.VARIANTS[variant](a, b), a @ b.detach())
 

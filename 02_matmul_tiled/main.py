@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import common  # noqa: E402  (switches on the interpreter before any kernel is defined)
+import common  # noqa: E402  (before any kernel is defined: it switches on the interpreter when there is no GPU)
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
@@ -40,12 +40,12 @@ import triton.language as tl  # noqa: E402
 def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
     """The (tile row, tile column) of C that program `pid` computes; the last group may be short."""
     tiles_per_group = GROUP_M * tl.cdiv(N, BLOCK_N)
-    first_row = (pid // tiles_per_group) * GROUP_M
-    rows_in_group = min(tl.cdiv(M, BLOCK_M) - first_row, GROUP_M)
-    return first_row + (pid % tiles_per_group) % rows_in_group, (pid % tiles_per_group) // rows_in_group
+    group, in_group = pid // tiles_per_group, pid % tiles_per_group  # which group; the place within it
+    rows_in_group = min(tl.cdiv(M, BLOCK_M) - group * GROUP_M, GROUP_M)
+    return group * GROUP_M + in_group % rows_in_group, in_group // rows_in_group
 
-# Triton's interpreter (3.6 to 3.9 at least) multiplies bfloat16 tiles in tl.dot as the integers that
-# hold them, so there tile_dot widens them to float32 first (exact); on a GPU the branch is not compiled.
+# Triton's interpreter holds bfloat16 in uint16 arrays (NumPy has no bfloat16) and tl.dot multiplies those
+# integers, so there tile_dot widens them to float32 first (exact); on a GPU the branch is not compiled.
 WIDEN_BFLOAT16_DOT = tl.constexpr(common.INTERPRETED)
 
 @triton.jit
@@ -55,16 +55,16 @@ def tile_dot(a, b, acc, INPUT_PRECISION: tl.constexpr):
         a, b = a.to(tl.float32), b.to(tl.float32)
     return tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
 
-# Tiles for the autotuner (timed on the first call with new sizes): 128 x 256 tiles feed the tensor cores
-# with few loads per FLOP, num_stages tiles load while others multiply, BLOCK_K = 32 suits float32.
+# Tiles for the autotuner (timed on the first call with new sizes): 128 x 256 feeds the tensor cores with few
+# loads per FLOP; num_stages tiles load while others multiply; BLOCK_K = 32: float32 tiles take twice the shared memory.
 TILE_CONFIGS = [
     triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m}, num_stages=stages, num_warps=warps)
-    for bm, bn, bk, group_m, stages, warps in ([(64, 64, 32, 4, 1, 4)] if common.INTERPRETED else [  # one: no timer
+    for bm, bn, bk, group_m, stages, warps in ([(64, 64, 32, 4, 1, 4)] if common.INTERPRETED else [
         (128, 256, 64, 8, 3, 8), (128, 256, 64, 4, 3, 8), (256, 128, 64, 8, 3, 8), (128, 256, 32, 8, 4, 8),
         (256, 128, 32, 8, 3, 8), (128, 128, 64, 8, 4, 4), (128, 128, 32, 8, 4, 4), (128, 64, 32, 8, 4, 4),
         (64, 256, 32, 8, 4, 4), (64, 64, 32, 8, 3, 4),
     ])
-]  # fmt: skip
+]  # fmt: skip  # interpreted: one config, as the interpreter cannot time configs
 
 def tile_shared_bytes(config, element_size):
     """Shared memory a config needs: num_stages copies of an A tile and a B tile."""
@@ -73,7 +73,7 @@ def tile_shared_bytes(config, element_size):
 
 def autotuned(configs, shared_bytes):
     """triton.autotune (it adds dtypes to the key), timing configs that fit in shared memory and C only."""
-    def fitting(configs, named_args, **kwargs):
+    def fitting(configs, named_args, **kwargs):  # kwargs: the other arguments the autotuner passes
         a = named_args["a_ptr"]
         limit = triton.runtime.driver.active.utils.get_device_properties(a.device.index)["max_shared_mem"]
         max_m, max_n = (max(64, triton.next_power_of_2(named_args[size])) for size in ("M", "N"))
@@ -98,37 +98,37 @@ def matmul_pointer_kernel(
     # 64-bit offsets: past 2**31 elements, 32-bit row * stride would wrap around silently.
     a_ptrs = a_ptr + rows.to(tl.int64)[:, None] * stride_am + ks.to(tl.int64)[None, :] * stride_ak
     b_ptrs = b_ptr + ks.to(tl.int64)[:, None] * stride_bk + cols.to(tl.int64)[None, :] * stride_bn
-    # A float32 accumulator for 16-bit input too: K sums in 16 bits would lose about log2(K) bits.
+    # A float32 accumulator for 16-bit input too: a long 16-bit running sum rounds small products away.
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_DTYPE)
     for k in range(0, K, BLOCK_K):
         # Rows past M, columns past N and the last partial step along K read as 0, which adds nothing.
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
         b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
         acc = tile_dot(a, b, acc, INPUT_PRECISION)
-        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak
+        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # int64: BLOCK_K * stride in int32 could wrap
         b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
     c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * stride_cm + cols.to(tl.int64)[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
-def validate(a, b, variant=None):
-    """(M, N, K), or TypeError/ValueError naming what is wrong; a variant refuses inputs that require grad."""
-    for name, t in (("a", a), ("b", b)):
+def validate(a, b, name="matmul", differentiable=True):
+    """(M, N, K), or TypeError/ValueError naming what is wrong; differentiable=False: refuse inputs that require grad."""
+    for arg, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
-            raise TypeError(f"matmul: {name} must be a torch.Tensor, got {type(t).__name__}")
+            raise TypeError(f"{name}: {arg} must be a torch.Tensor, got {type(t).__name__}")
         if t.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
-            raise TypeError(f"matmul: {name} has dtype {t.dtype}; supported: float16, bfloat16, float32, float64")
+            raise TypeError(f"{name}: {arg} has dtype {t.dtype}; supported: float16, bfloat16, float32, float64")
         if t.dim() != 2:
-            raise ValueError(f"matmul: {name} must be 2-D, got shape {tuple(t.shape)}")
+            raise ValueError(f"{name}: {arg} must be 2-D, got shape {tuple(t.shape)}")
         if t.device.type != common.DEVICE.type:
-            raise ValueError(f"matmul: {name} is on {t.device}, expected a {common.DEVICE.type} tensor")
+            raise ValueError(f"{name}: {arg} is on {t.device}, expected a {common.DEVICE.type} tensor")
     if a.dtype != b.dtype:
-        raise TypeError(f"matmul: a and b must have one dtype, got {a.dtype} and {b.dtype}")
+        raise TypeError(f"{name}: a and b must have one dtype, got {a.dtype} and {b.dtype}")
     if a.device != b.device:
-        raise ValueError(f"matmul: a is on {a.device} and b on {b.device}")
+        raise ValueError(f"{name}: a is on {a.device} and b on {b.device}")
     if a.shape[1] != b.shape[0]:
-        raise ValueError(f"matmul: a {tuple(a.shape)} and b {tuple(b.shape)} do not chain: {a.shape[1]} != {b.shape[0]}")
-    if variant and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
-        raise ValueError(f"{variant} records no gradients and an input requires grad: call matmul")
+        raise ValueError(f"{name}: a {tuple(a.shape)} and b {tuple(b.shape)} do not chain: {a.shape[1]} != {b.shape[0]}")
+    if not differentiable and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        raise ValueError(f"{name} records no gradients and an input requires grad: call matmul")
     return a.shape[0], b.shape[1], a.shape[1]
 
 def input_precision(dtype):
@@ -140,17 +140,16 @@ def launch_args(dtype):
     return dict(ACC_DTYPE=tl.float64 if dtype == torch.float64 else tl.float32, INPUT_PRECISION=input_precision(dtype))
 
 def launch_tiles(kernel, a, b, c, strides=None):
-    """One program per C tile, in a 1-D grid that grouped_tile maps to (row, column); strides: all six."""
+    """One program per C tile, in a 1-D grid that grouped_tile maps to (row, column); strides: those the kernel takes."""
     (m, k), n = a.shape, b.shape[1]
     strides = strides or (*a.stride(), *b.stride(), *c.stride())
     kernel[lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)](
         a, b, c, m, n, k, *strides, **launch_args(a.dtype))
 
-launch_pointer = functools.partial(launch_tiles, matmul_pointer_kernel)
-
 def launch_into(launch, a, b, out, sizes):
     """launch(a, b, c) into out, or a fresh C (copied into out if out overlaps a or b, which programs still read)."""
     m, n, k = sizes
+    # check_out raises on a bad out and returns True when out overlaps a or b.
     copy_back = out is not None and common.check_out(out, (m, n), a.dtype, a.device, (a, b))
     c = out if out is not None and not copy_back else torch.empty((m, n), dtype=a.dtype, device=a.device)
     if k == 0:
@@ -161,11 +160,12 @@ def launch_into(launch, a, b, out, sizes):
 
 def matmul_pointer(a, b, out=None):
     """a @ b with pointer arithmetic and masks: any strides, any sizes."""
-    return launch_into(launch_pointer, a, b, out, validate(a, b, "matmul_pointer"))
+    launch = functools.partial(launch_tiles, matmul_pointer_kernel)
+    return launch_into(launch, a, b, out, validate(a, b, "matmul_pointer", differentiable=False))
 
 def reference(a, b):
-    """What matmul computes, in PyTorch."""
-    return a @ b
+    """What matmul computes, in PyTorch: check() takes it in float64, benchmark() times it."""
+    return torch.matmul(a, b)
 
 @contextlib.contextmanager
 def float32_matmul_precision(precision):
@@ -187,10 +187,11 @@ def random_matrix(rows, cols, dtype, transposed=False):
     return t.T if transposed else t
 
 def check(m, n, k, dtype=torch.float32, precision=None, transpose_a=False, transpose_b=False):
-    """Each variant that takes the layout, and matmul, into NaN-filled out= against float64; returns their names."""
+    """Each variant that takes the layout, and matmul, into NaN-filled out= against float64; returns their names.
+    VARIANTS, refusals and matmul are defined further down, after the faster forms."""
     with float32_matmul_precision(precision):
         a, b = random_matrix(m, k, dtype, transpose_a), random_matrix(k, n, dtype, transpose_b)
-        expected, magnitude = a.double() @ b.double(), a.double().abs() @ b.double().abs()
+        expected, magnitude = reference(a.double(), b.double()), reference(a.double().abs(), b.double().abs())
         checked = [name for name in VARIANTS if name not in refusals(a, b)] + ["matmul"]
         for name in checked:
             out = torch.full((m, n), float("nan"), dtype=dtype, device=common.DEVICE)
@@ -229,17 +230,16 @@ def matmul_block_ptr_kernel(
 def matmul_block_ptr(a, b, out=None):
     """a @ b with block pointers: any strides, any sizes, where this Triton still has them."""
     launch = functools.partial(launch_tiles, matmul_block_ptr_kernel)
-    return launch_into(launch, a, b, out, validate(a, b, "matmul_block_ptr"))
+    return launch_into(launch, a, b, out, validate(a, b, "matmul_block_ptr", differentiable=False))
 
 # ## Tensor descriptors
-# tl.make_tensor_descriptor replaced block pointers. It describes a matrix by base, shape, strides and a
-# block shape, but holds no position: each desc.load([row, col]) names the block's first element, so the
-# K loop keeps a plain coordinate. Every dimension is checked against the shape (reads outside give 0,
-# writes outside are dropped): no masks. The price is alignment: a 16-byte aligned base, a last stride
-# of 1 (hence strides=[stride, 1]), other strides multiples of 16 bytes. A descriptor that breaks them
-# can give wrong numbers on a GPU and no error, so descriptor_problem checks them first. On Hopper a
-# descriptor load is one TMA instruction: the copy engine computes addresses and bounds, not registers.
-# The descriptor is built at run time in scratch memory: common.set_descriptor_allocator() provides it.
+# tl.make_tensor_descriptor replaced block pointers. It describes a matrix by base, shape, strides and a block shape, but
+# holds no position: each desc.load([row, col]) names the block's first element, so the K loop keeps a plain coordinate.
+# Every dimension is checked against the shape (reads outside give 0, writes outside are dropped): no masks. The price is
+# alignment: a 16-byte aligned base, a last stride of 1 (hence strides=[stride, 1]), other strides multiples of 16 bytes.
+# A descriptor that breaks them can give wrong numbers on a GPU and no error, so descriptor_problem checks them first. On
+# Hopper a descriptor load is one TMA instruction: the copy engine computes addresses and bounds, not registers. The
+# descriptor is built at run time in scratch memory: common.set_descriptor_allocator() provides it.
 @autotuned(TILE_CONFIGS, tile_shared_bytes)
 @triton.jit
 def matmul_descriptor_kernel(
@@ -261,7 +261,8 @@ def matmul_descriptor_kernel(
     c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
 
 def descriptor_problem(a, b, c, variant="matmul_descriptor"):
-    """Why a descriptor cannot describe a, b (None: skip it) or c, or None; a stride of 0 (expand()) too, to be safe."""
+    """Why a descriptor cannot take a, b (None: skip it) or c, or None: common.descriptor_problem for each, and no
+    stride 0 (expand()): it passes the 16-byte rule, but a descriptor's shape and strides describe distinct rows."""
     for name, t in (("a", a), ("b", b), ("the output", c)):
         reason = t is not None and (common.descriptor_problem(t) or ("a stride is 0" if 0 in t.stride() else None))
         if reason:
@@ -277,7 +278,7 @@ def launch_descriptor(a, b, c):
 
 def matmul_descriptor(a, b, out=None):
     """a @ b with tensor descriptors; ValueError where descriptor_problem finds one."""
-    return launch_into(launch_descriptor, a, b, out, validate(a, b, "matmul_descriptor"))
+    return launch_into(launch_descriptor, a, b, out, validate(a, b, "matmul_descriptor", differentiable=False))
 
 # ## A persistent kernel
 # The kernels above run one program per C tile, in waves; between waves an SM idles while a finished tile
@@ -303,28 +304,12 @@ def persistent_shared_bytes(config, element_size):
     c_tile = config.kwargs["BLOCK_M"] * config.kwargs["BLOCK_N"] * element_size
     return tile_shared_bytes(config, element_size) + c_tile // (1 + config.kwargs["EPILOGUE_SUBTILE"])
 
-@triton.jit
-def transpose_kernel(
-    src_ptr, dst_ptr,  # B (K, N), any strides; B^T (N, K), rows contiguous, written here
-    K, N, stride_src_k, stride_src_n,  # B's shape; elements between its rows, between its columns
-    stride_dst_n,  # elements between rows of B^T (K, or more when rows are padded)
-    BLOCK: tl.constexpr,  # side of the square tile each program moves
-):
-    tiles_n = tl.cdiv(N, BLOCK)  # a 1-D grid: axis 1 of a CUDA grid stops at 65535 programs
-    ks = (tl.program_id(0) // tiles_n) * BLOCK + tl.arange(0, BLOCK)
-    ns = (tl.program_id(0) % tiles_n) * BLOCK + tl.arange(0, BLOCK)
-    src = src_ptr + ks.to(tl.int64)[:, None] * stride_src_k + ns.to(tl.int64)[None, :] * stride_src_n
-    tile = tl.load(src, mask=(ks[:, None] < K) & (ns[None, :] < N))
-    # tl.trans moves the tile between threads, so that loads and stores both run along rows.
-    dst = dst_ptr + ns.to(tl.int64)[:, None] * stride_dst_n + ks[None, :]
-    tl.store(dst, tl.trans(tile), mask=(ns[:, None] < N) & (ks[None, :] < K))
-
 @autotuned(PERSISTENT_CONFIGS, persistent_shared_bytes)
 @triton.jit
 def matmul_persistent_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,  # A (M, K), B (K, N) or B^T (N, K), C (M, N, written here): as for descriptors
     stride_am, stride_b, stride_cm,  # elements between rows of A, of b_ptr's matrix, of C: multiples of 16 bytes
-    PROGRAMS: tl.constexpr, B_TRANSPOSED: tl.constexpr,  # programs (one per SM); b_ptr holds B^T (TF32)
+    PROGRAMS: tl.constexpr, B_TRANSPOSED: tl.constexpr,  # programs (one per SM); b_ptr holds B^T (set under TF32 only)
     ACC_DTYPE: tl.constexpr, INPUT_PRECISION: tl.constexpr,  # accumulator float32 (float64 for float64); "tf32"/"ieee"
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # the C tile; the step along K
     GROUP_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,  # tile rows per group; store C in two halves
@@ -351,19 +336,36 @@ def matmul_persistent_kernel(
             acc = tile_dot(a, b, acc, INPUT_PRECISION)
         store_tile += PROGRAMS
         pid_m, pid_n = grouped_tile(store_tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        if EPILOGUE_SUBTILE:
+        if EPILOGUE_SUBTILE:  # columns viewed as (2, BLOCK_N // 2), the 2 moved last, split: left and right halves
             left, right = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
             c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_desc.dtype))
             c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + C_COLUMNS], right.to(c_desc.dtype))
         else:
             c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
 
+@triton.jit
+def transpose_kernel(
+    src_ptr, dst_ptr,  # B (K, N), any strides; B^T (N, K), rows contiguous, written here
+    K, N, stride_src_k, stride_src_n,  # B's shape; elements between its rows, between its columns
+    stride_dst_n,  # elements between rows of B^T (K, or more when rows are padded)
+    BLOCK: tl.constexpr,  # side of the square tile each program moves
+):
+    tiles_n = tl.cdiv(N, BLOCK)  # a 1-D grid: axis 1 of a CUDA grid stops at 65535 programs
+    ks = (tl.program_id(0) // tiles_n) * BLOCK + tl.arange(0, BLOCK)
+    ns = (tl.program_id(0) % tiles_n) * BLOCK + tl.arange(0, BLOCK)
+    src = src_ptr + ks.to(tl.int64)[:, None] * stride_src_k + ns.to(tl.int64)[None, :] * stride_src_n
+    tile = tl.load(src, mask=(ks[:, None] < K) & (ns[None, :] < N))
+    # tl.trans moves the tile between threads, so that loads and stores both run along rows.
+    dst = dst_ptr + ns.to(tl.int64)[:, None] * stride_dst_n + ks[None, :]
+    tl.store(dst, tl.trans(tile), mask=(ns[:, None] < N) & (ks[None, :] < K))
+
 def k_major_b(b, block=64):
     """B^T (N, K), rows contiguous: as it lies for b = w.T, else a copy (block-square tiles, rows padded to 16 B)."""
     k, n = b.shape
     if common.descriptor_problem(b.T) is None:
         return b.T
-    bt = torch.empty((n, triton.cdiv(k, 4) * 4), dtype=b.dtype, device=b.device)[:, :k]
+    row_align = 16 // b.element_size()  # elements per 16 bytes: a descriptor's row stride is a multiple of 16 B
+    bt = torch.empty((n, triton.cdiv(k, row_align) * row_align), dtype=b.dtype, device=b.device)[:, :k]
     grid = (triton.cdiv(k, block) * triton.cdiv(n, block),)
     transpose_kernel[grid](b, bt, k, n, *b.stride(), bt.stride(0), BLOCK=block)
     return bt
@@ -386,27 +388,32 @@ def launch_persistent(a, b, c, checked=False):
 
 def matmul_persistent(a, b, out=None):
     """a @ b with the persistent kernel; ValueError where persistent_problem finds one."""
-    return launch_into(launch_persistent, a, b, out, validate(a, b, "matmul_persistent"))
+    return launch_into(launch_persistent, a, b, out, validate(a, b, "matmul_persistent", differentiable=False))
 
-UNAVAILABLE = {"block_ptr": common.block_pointers_unavailable()} if common.block_pointers_unavailable() else {}
+UNAVAILABLE = {name: reason for name, reason in [("block_ptr", common.block_pointers_unavailable())] if reason}
 VARIANTS = {name: fn for name, fn in [("pointer", matmul_pointer), ("block_ptr", matmul_block_ptr),
                                       ("descriptor", matmul_descriptor), ("persistent", matmul_persistent)]
             if name not in UNAVAILABLE}
 
+def refusals(a, b):
+    """Variant -> why it cannot take a @ b into a fresh C, at the current float32 precision."""
+    c = a.new_empty((a.shape[0], b.shape[1]))
+    found = {"descriptor": descriptor_problem(a, b, c), "persistent": persistent_problem(a, b, c)}
+    return {name: reason for name, reason in found.items() if reason}
+
 # ## matmul: the best kernel for the input, as a PyTorch op with gradients
-# For C = A @ B and a loss L, dL/dA = dC @ B^T and dL/dB = A^T @ dC: matmuls of views with swapped strides,
-# which the kernels take as they are. torch.library.custom_op registers matmul as an op; its fake (shape
-# and dtype only) lets torch.compile trace around the kernels and the host-side planning (SM count,
-# autotuner); a triton_op would trace the kernels themselves, which fails on fake tensors under the CPU
-# interpreter. The backward calls the op, so it has gradients too. The op costs microseconds per call:
-# matmul takes it only when compiling or when gradients are needed.
+# For C = A @ B and a loss L, dL/dA = dC @ B^T and dL/dB = A^T @ dC: matmuls of views with swapped strides, which the
+# kernels take as they are. torch.library.custom_op registers matmul as an op; its fake (shape and dtype only) lets
+# torch.compile trace around the kernels and the host-side planning (SM count, autotuner); a triton_op would trace the
+# kernels themselves, which fails on fake tensors under the CPU interpreter. The backward calls the op, so it has
+# gradients too. Dispatch through an op adds host work per call: matmul takes it only to compile or for gradients.
 def launch_best(a, b, c):
     """The persistent kernel for 16-bit and TF32 dots where it can; else the pointer kernel, any layout."""
     fast_dot = a.dtype in (torch.float16, torch.bfloat16) or input_precision(a.dtype) == "tf32"
     if fast_dot and persistent_problem(a, b, c) is None:
         launch_persistent(a, b, c, checked=True)
     else:
-        launch_pointer(a, b, c)
+        launch_tiles(matmul_pointer_kernel, a, b, c)
 
 @torch.library.custom_op("triton_lessons::matmul", mutates_args=())
 def matmul_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -431,14 +438,6 @@ def matmul(a, b, out=None):
     return launch_into(launch_best, a, b, out, sizes)
 
 # ## Benchmark and main
-def refusals(a, b):
-    """Variant -> why it cannot take a @ b into a fresh C, at the current float32 precision."""
-    c = a.new_empty((a.shape[0], b.shape[1]))
-    found = {"descriptor": descriptor_problem(a, b, c), "persistent": persistent_problem(a, b, c)}
-    return {name: reason for name, reason in found.items() if reason}
-
-# Each variant runs POWER_SETTLE_MS untimed first, in BENCH_ROUNDS interleaved rounds: large matmuls
-# hold a GPU at its power limit, so its clock depends on what ran before (results/NOTES.md item 28).
 POWER_SETTLE_MS = 1000
 BENCH_ROUNDS = 1 if common.INTERPRETED else 3
 
@@ -449,7 +448,7 @@ def benchmark(m, n, k, dtype=torch.float16, precision="highest"):
         a, b = random_matrix(m, k, dtype), random_matrix(k, n, dtype)
         case = f"{m}x{n}x{k} {str(dtype).removeprefix('torch.')}"
         case += f" {input_precision(dtype)}" if dtype == torch.float32 else ""
-        runs = {"torch": lambda: torch.matmul(a, b)}
+        runs = {"torch": lambda: reference(a, b)}
         runs.update({name: (lambda fn=fn: fn(a, b)) for name, fn in VARIANTS.items() if name not in refusals(a, b)})
         rounds = [{name: (common.bench(run, warmup_ms=POWER_SETTLE_MS), common.bench_graph(run))
                    for name, run in runs.items()} for _ in range(BENCH_ROUNDS)]

@@ -1,5 +1,5 @@
-"""Tests for 04_weighted_sum: forward and backward of every variant, the entry function's choices
-and fallbacks, autograd plumbing (gradcheck, needs_input_grad, retain_graph), determinism and bad input."""
+"""Tests for 04_weighted_sum: forward and backward of every variant, second derivatives, the registered op
+(opcheck, torch.compile), the entry function's paths, autograd plumbing, determinism and bad input."""
 
 import pytest
 import torch
@@ -9,7 +9,28 @@ import support
 ws = support.load("04_weighted_sum")
 common = support.common
 DEVICE = common.DEVICE
-TRITON_STYLES = [name for name in ws.VARIANTS if name != "torch_function"]
+LAYOUTS = ("contiguous", "transposed", "sliced")
+ENTRY_AND_VARIANTS = {"weighted_sum": ws.weighted_sum, **ws.VARIANTS}
+
+
+def layout(rows, d, dtype, how):
+    """x of shape (rows, d) laid out as check() lays it out."""
+    if how == "transposed":
+        return torch.randn(d, rows, dtype=dtype, device=DEVICE).T
+    if how == "sliced":
+        return torch.randn(rows, d + 3, dtype=dtype, device=DEVICE)[:, 1 : d + 1]
+    return torch.randn(rows, d, dtype=dtype, device=DEVICE)
+
+
+def assert_matches_float64(y, grads, x, w, g, what):
+    """y = x @ w and its gradients (grad_x, grad_w) for upstream gradient g, against float64."""
+    x64, w64, g64 = x.detach().double(), w.detach().double(), g.double()
+    lead = tuple(range(x.dim() - 1))
+    common.assert_close(y, (x64 * w64).sum(-1), (x64.abs() * w64.abs()).sum(-1), x.shape[-1], f"{what} y")
+    exact_gx = g64[..., None] * w64
+    common.assert_close(grads[0], exact_gx.to(x.dtype).double(), exact_gx.abs(), 1, f"{what} grad_x")
+    common.assert_close(grads[1], (x64 * g64[..., None]).sum(lead), (x64.abs() * g64.abs()[..., None]).sum(lead),
+                        g.numel(), f"{what} grad_w")
 
 
 @pytest.mark.parametrize(
@@ -23,24 +44,33 @@ def test_sizes(rows, d, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
-@pytest.mark.parametrize("layout", ws.LAYOUTS)
-def test_dtypes_and_layouts(dtype, layout):
-    checked = ws.check(37, 104, dtype, layout)
+@pytest.mark.parametrize("how", LAYOUTS)
+def test_dtypes_and_layouts(dtype, how):
+    checked = ws.check(37, 104, dtype, how)
     # 104 columns are 16-byte multiples in every dtype, so only an odd layout turns the descriptor away.
-    assert ("descriptor" in checked) == (layout == "contiguous")
+    assert ("descriptor" in checked) == (how == "contiguous")
     assert set(checked) >= {"pointer", "torch_function"}
 
 
-@pytest.mark.parametrize("batch, layout", [((3,), "contiguous"), ((2, 3), "contiguous"), ((3,), "transposed"), ((2, 2), "sliced")])
-def test_leading_dims(batch, layout):
-    checked = ws.check(7, 40, torch.float32, layout, batch=batch)
-    assert "pointer" in checked
+@pytest.mark.parametrize("batch, how", [((3,), "contiguous"), ((2, 3), "contiguous"), ((3,), "transposed"),
+                                        ((2, 2), "sliced")])
+def test_leading_dims(batch, how):
+    assert "pointer" in ws.check(7, 40, torch.float32, how, batch=batch)
 
 
 @pytest.mark.parametrize("rows, d", [(0, 8), (0, 1), (4, 0)])
 def test_empty(rows, d):
-    checked = ws.check(rows, d, torch.float32)
-    assert set(checked) == set(ws.VARIANTS)
+    assert set(ws.check(rows, d, torch.float32)) == set(ws.VARIANTS)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+@pytest.mark.parametrize("how", ["transposed", "sliced"])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_descriptor_refuses_what_breaks_its_rules(dtype, how, requires_grad):
+    # check() skips the descriptor on these layouts; here it must refuse them, naming the rule, on both paths.
+    x = layout(37, 104, dtype, how).requires_grad_(requires_grad)
+    with pytest.raises(ValueError, match=r"'descriptor' variant cannot take x of shape \(37, 104\): (its|stride)"):
+        ws.VARIANTS["descriptor"](x, torch.randn(104, dtype=dtype, device=DEVICE))
 
 
 @pytest.mark.parametrize("name", list(ws.VARIANTS))
@@ -49,11 +79,7 @@ def test_strided_weight(name):
     w = torch.randn(48, device=DEVICE)[::2].requires_grad_()
     g = torch.randn(19, device=DEVICE)
     y = ws.VARIANTS[name](x, w)
-    grad_x, grad_w = torch.autograd.grad(y, (x, w), g)
-    x64, w64, g64 = x.detach().double(), w.detach().double(), g.double()
-    common.assert_close(y, (x64 * w64).sum(-1), (x64.abs() * w64.abs()).sum(-1), 24, f"{name} y, strided w")
-    common.assert_close(grad_x, (g64[:, None] * w64).float().double(), (g64[:, None] * w64).abs(), 1, f"{name} grad_x")
-    common.assert_close(grad_w, g64 @ x64, g64.abs() @ x64.abs(), 19, f"{name} grad_w, strided w")
+    assert_matches_float64(y, torch.autograd.grad(y, (x, w), g), x, w, g, f"{name}, strided w")
 
 
 @pytest.mark.parametrize("programs, d", [(1, 1), (17, 33), (1000, 17), (1001, 1), (1500, 40)])
@@ -78,19 +104,106 @@ def test_one_dimensional_x_gives_a_scalar():
     common.assert_close(y.reshape(1), expected.reshape(1), (x.abs() * w.abs()).double().sum().reshape(1), 40, "1-D x")
 
 
-@pytest.mark.parametrize("name", list(ws.VARIANTS))
-def test_gradcheck(name):
+@pytest.mark.parametrize("name", list(ENTRY_AND_VARIANTS))
+def test_gradcheck_and_gradgradcheck(name):
     # D = 4 in float64 is 32 bytes a row: the descriptor variant takes it too.
     x = torch.randn(3, 5, 4, dtype=torch.float64, device=DEVICE, requires_grad=True)
     w = torch.randn(4, dtype=torch.float64, device=DEVICE, requires_grad=True)
-    assert torch.autograd.gradcheck(ws.VARIANTS[name], (x, w), eps=1e-6, atol=1e-8, rtol=1e-6)
+    assert torch.autograd.gradcheck(ENTRY_AND_VARIANTS[name], (x, w), eps=1e-6, atol=1e-8, rtol=1e-6)
+    assert torch.autograd.gradgradcheck(ENTRY_AND_VARIANTS[name], (x, w), eps=1e-6, atol=1e-8, rtol=1e-6)
 
 
-def test_gradcheck_functions_directly():
+def test_gradgradcheck_on_a_batch_that_does_not_flatten_to_a_view():
+    # Leading dims that do not merge: x is copied into (rows, D) in the forward and again in the backward.
+    x = torch.randn(5, 3, 4, dtype=torch.float64, device=DEVICE).transpose(0, 1).requires_grad_()
+    w = torch.randn(4, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    assert torch.autograd.gradgradcheck(ws.weighted_sum, (x, w), eps=1e-6, atol=1e-8, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", list(ENTRY_AND_VARIANTS))
+def test_hessian_matches_pytorch(name):
+    # The case that used to return zeros: H_ww of (x @ w)^2 summed is 2 x^T x, nothing like 0.
+    x = torch.randn(6, 4, dtype=torch.float64, device=DEVICE)
+    w = torch.randn(4, dtype=torch.float64, device=DEVICE)
+    got = torch.autograd.functional.hessian(lambda a, b: (ENTRY_AND_VARIANTS[name](a, b) ** 2).sum(), (x, w))
+    want = torch.autograd.functional.hessian(lambda a, b: (ws.reference(a, b) ** 2).sum(), (x, w))
+    for got_row, want_row in zip(got, want):
+        for h, h_ref in zip(got_row, want_row):
+            torch.testing.assert_close(h, h_ref, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got[1][1], 2 * x.T @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_second_derivative_with_respect_to_one_input():
+    # Only x requires grad: d/dw is never asked for, and grad_x = grad_y * w still depends on grad_y.
+    x = torch.randn(5, 3, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    w = torch.randn(3, dtype=torch.float64, device=DEVICE)
+    (grad_x,) = torch.autograd.grad((ws.weighted_sum(x, w) ** 2).sum(), x, create_graph=True)
+    (hvp,) = torch.autograd.grad(grad_x.sum(), x)
+    torch.testing.assert_close(hvp, (2 * w.sum() * w).expand(5, 3))
+
+
+def test_create_graph_gives_the_same_gradients_as_the_fused_kernel():
+    x = torch.randn(300, 72, device=DEVICE, requires_grad=True)
+    w = torch.randn(72, device=DEVICE, requires_grad=True)
+    g = torch.randn(300, device=DEVICE)
+    fused = torch.autograd.grad(ws.weighted_sum(x, w), (x, w), g)
+    recorded = torch.autograd.grad(ws.weighted_sum(x, w), (x, w), g, create_graph=True)
+    assert all(r.requires_grad for r in recorded)
+    torch.testing.assert_close(recorded, fused)
+
+
+def test_gradcheck_the_registered_ops_directly():
     x = torch.randn(6, 3, dtype=torch.float64, device=DEVICE, requires_grad=True)
     w = torch.randn(3, dtype=torch.float64, device=DEVICE, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda a, b: ws.WeightedSum.apply(a, b, "pointer", False), (x, w))
-    assert torch.autograd.gradcheck(lambda a, b: ws.WeightedSumTorch.apply(a, b, False), (x, w))
+    assert torch.autograd.gradcheck(lambda a, b: torch.ops.triton_lessons.weighted_sum(a, b, "pointer", False), (x, w))
+    assert torch.autograd.gradcheck(ws.WeightedSumTorch.apply, (x, w))
+
+
+def opcheck_cases():
+    on = {"device": DEVICE}
+    yield "float16", torch.randn(7, 5, dtype=torch.float16, **on), torch.randn(5, dtype=torch.float16, **on)
+    yield "bfloat16", torch.randn(7, 5, dtype=torch.bfloat16, **on), torch.randn(5, dtype=torch.bfloat16, **on)
+    yield "float32, 3-D", torch.randn(2, 7, 5, **on), torch.randn(5, **on)
+    yield "float64", torch.randn(7, 5, dtype=torch.float64, **on), torch.randn(5, dtype=torch.float64, **on)
+    yield "transposed", torch.randn(9, 6, **on).T, torch.randn(9, **on)
+    yield "sliced", torch.randn(7, 9, **on)[:, 1:6], torch.randn(10, **on)[::2]
+    yield "empty", torch.randn(0, 6, **on), torch.randn(6, **on)
+
+
+@pytest.mark.parametrize("case", list(opcheck_cases()), ids=lambda case: case[0])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_opcheck(case, requires_grad):
+    _, x, w = case
+    x, w = x.requires_grad_(requires_grad), w.requires_grad_(requires_grad)
+    torch.library.opcheck(torch.ops.triton_lessons.weighted_sum.default, (x, w, "pointer", False))
+
+
+@pytest.mark.parametrize("needs", [(True, True), (True, False), (False, True)])
+def test_opcheck_backward_op(needs):
+    x, w, g = torch.randn(9, 6, device=DEVICE).T, torch.randn(9, device=DEVICE), torch.randn(6, device=DEVICE)
+    torch.library.opcheck(torch.ops.triton_lessons.weighted_sum_backward.default, (x, w, g, *needs, False))
+
+
+def test_compile_forward():
+    x = torch.randn(3, 50, 33, device=DEVICE)
+    w = torch.randn(33, device=DEVICE)
+    y = torch.compile(ws.weighted_sum, fullgraph=True)(x, w)
+    x64, w64 = x.double(), w.double()
+    common.assert_close(y, (x64 * w64).sum(-1), (x64.abs() * w64.abs()).sum(-1), 33, "compiled forward")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_compile_forward_and_backward(dtype):
+    x = layout(70, 40, dtype, "transposed").requires_grad_()
+    w = torch.randn(40, dtype=dtype, device=DEVICE, requires_grad=True)
+    g = torch.randn(70, dtype=dtype, device=DEVICE)
+
+    def loss(a, b):
+        return (ws.weighted_sum(a, b) * g).sum()
+
+    compiled = torch.compile(loss, fullgraph=True)
+    grads = torch.autograd.grad(compiled(x, w), (x, w))
+    assert_matches_float64(ws.weighted_sum(x, w).detach(), grads, x, w, g, f"compiled backward {dtype}")
 
 
 @pytest.mark.parametrize("name", list(ws.VARIANTS))
@@ -116,16 +229,16 @@ def test_bitwise_identical_runs(name):
     assert all(torch.equal(a, b) for a, b in zip(*runs))
 
 
+@pytest.mark.parametrize("name", list(ws.VARIANTS))
 @pytest.mark.parametrize("needs", [(True, False), (False, True)])
-def test_needs_input_grad(needs):
+def test_needs_input_grad(name, needs):
     x = torch.randn(33, 20, device=DEVICE, requires_grad=needs[0])
     w = torch.randn(20, device=DEVICE, requires_grad=needs[1])
     g = torch.randn(33, device=DEVICE)
-    y = ws.VARIANTS["pointer"](x, w)
-    (grad,) = torch.autograd.grad(y, [x] if needs[0] else [w], g)
+    (grad,) = torch.autograd.grad(ws.VARIANTS[name](x, w), [x] if needs[0] else [w], g)
     expected = g[:, None] * w if needs[0] else (x.double() * g.double()[:, None]).sum(0)
     magnitude = expected.abs() if needs[0] else (x.double().abs() * g.double().abs()[:, None]).sum(0)
-    common.assert_close(grad, expected.double(), magnitude.double(), 1 if needs[0] else 33, f"needs {needs}")
+    common.assert_close(grad, expected.double(), magnitude.double(), 1 if needs[0] else 33, f"{name} needs {needs}")
 
 
 def test_broadcast_grad_output():
@@ -138,15 +251,22 @@ def test_broadcast_grad_output():
     common.assert_close(w.grad, expected, x.detach().double().abs().sum(0), 20, "grad_w with broadcast grad_y")
 
 
-@pytest.mark.parametrize("layout", ws.LAYOUTS)
-def test_entry_runs_the_pointer_kernels_on_every_layout(layout):
-    x = ws.make_input(33, 64, torch.float32, layout).requires_grad_()
+@pytest.mark.parametrize("how", LAYOUTS)
+def test_entry_runs_the_pointer_kernels_on_every_layout(how):
+    x = layout(33, 64, torch.float32, how).requires_grad_()
     w = torch.randn(64, device=DEVICE, requires_grad=True)
     grad_y = torch.randn(33, device=DEVICE)
-    got = ws.weighted_sum(x, w)
-    want = ws.VARIANTS[ws.ENTRY_STYLE](x, w)
-    assert torch.equal(got, want)
+    got, want = ws.weighted_sum(x, w), ws.VARIANTS["pointer"](x, w)
+    assert torch.equal(got, want) and torch.equal(ws.weighted_sum(x.detach(), w.detach()), want)
     assert all(torch.equal(g, h) for g, h in zip(torch.autograd.grad(got, (x, w), grad_y), torch.autograd.grad(want, (x, w), grad_y)))
+
+
+def test_entry_without_gradients_skips_the_op():
+    x, w = torch.randn(8, 16, device=DEVICE), torch.randn(16, device=DEVICE, requires_grad=True)
+    assert ws.weighted_sum(x, w.detach()).grad_fn is None
+    assert ws.weighted_sum(x, w).grad_fn is not None
+    with torch.no_grad():
+        assert ws.weighted_sum(x, w).grad_fn is None
 
 
 @pytest.mark.parametrize("make_x", [lambda: torch.randn(9, 5, device=DEVICE), lambda: torch.randn(9, 70, device=DEVICE)[:, 3:67]])
@@ -160,18 +280,18 @@ def test_entry_falls_back_and_descriptor_refuses(make_x):
 
 
 def test_weight_not_one_dimensional():
-    with pytest.raises(ValueError, match=r"weight must be 1-D.*\(1, 8\)"):
+    with pytest.raises(ValueError, match=r"x has shape \(4, 8\) and weight \(1, 8\).*weight of shape \(D,\)"):
         ws.weighted_sum(torch.randn(4, 8, device=DEVICE), torch.randn(1, 8, device=DEVICE))
 
 
 def test_zero_dimensional_x():
-    with pytest.raises(ValueError, match="at least one dimension"):
+    with pytest.raises(ValueError, match=r"x has shape \(\) .*at least 1-D"):
         ws.weighted_sum(torch.tensor(1.0, device=DEVICE), torch.randn(1, device=DEVICE))
 
 
 @pytest.mark.parametrize("name", list(ws.VARIANTS))
 def test_d_mismatch(name):
-    with pytest.raises(ValueError, match=r"x has shape \(4, 8\) \(D = 8\) but weight has shape \(7,\)"):
+    with pytest.raises(ValueError, match=r"x has shape \(4, 8\) and weight \(7,\).*x's last dimension"):
         ws.VARIANTS[name](torch.randn(4, 8, device=DEVICE), torch.randn(7, device=DEVICE))
 
 
@@ -191,26 +311,83 @@ def test_not_a_tensor():
         ws.weighted_sum(torch.randn(2, 3, device=DEVICE), [1.0, 2.0, 3.0])
 
 
+def test_unknown_style():
+    with pytest.raises(ValueError, match="style 'tiled' cannot run here: expected one of"):
+        ws.weighted_sum(torch.randn(2, 3, device=DEVICE), torch.randn(3, device=DEVICE), style="tiled")
+
+
 def test_wrong_device_type():
-    with pytest.raises(ValueError, match="are on meta, but the kernels here run on"):
+    with pytest.raises(ValueError, match="x is on meta and weight on meta: both must be on"):
         ws.weighted_sum(torch.randn(4, 8, device="meta"), torch.randn(8, device="meta"))
 
 
 def test_different_devices():
-    with pytest.raises(ValueError, match="x is on .* but weight is on meta"):
+    with pytest.raises(ValueError, match="x is on .* and weight on meta"):
         ws.weighted_sum(torch.randn(4, 8, device=DEVICE), torch.randn(8, device="meta"))
 
 
 @support.gpu_only
 def test_cpu_tensors_on_a_gpu_machine():
-    with pytest.raises(ValueError, match="are on cpu, but the kernels here run on cuda"):
+    with pytest.raises(ValueError, match="x is on cpu and weight on cpu: both must be on cuda"):
         ws.weighted_sum(torch.randn(4, 8), torch.randn(8))
 
 
 def test_main_runs(capsys):
-    assert ws.main(["--rows", "40", "--dim", "24", "--dtype", "float16"]) == 0
+    assert ws.main(["--rows", "40", "--dim", "5", "--dtype", "float16"]) == 0
     out = capsys.readouterr().out
-    assert "check passed" in out and "weighted_sum runs the 'pointer' kernels" in out and "torch bwd" in out
+    assert "check passed" in out and "weighted_sum runs the 'pointer' kernels" in out
+    assert "variant 'descriptor' left out of the table" in out
+    for row in ("torch fwd", "torch bwd", "torch naive fwd", "pointer bwd", "torch_function bwd"):
+        assert row in out
+
+
+def test_help_shows_defaults(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        ws.main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "(default: float32)" in out and f"(default: {1000 if common.INTERPRETED else 65536})" in out
+
+
+@pytest.mark.parametrize("argv", [["--rows", "-1"], ["--dim", "-3"]])
+def test_negative_sizes_are_a_usage_error(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        ws.main(argv)
+    assert exit_info.value.code == 2 and "must be >= 0" in capsys.readouterr().err
+
+
+@support.gpu_only
+def test_capture_in_a_cuda_graph():
+    x = torch.randn(300, 72, device=DEVICE, requires_grad=True)
+    w = torch.randn(72, device=DEVICE, requires_grad=True)
+    g = torch.randn(300, device=DEVICE)
+    results = {}
+
+    def step():
+        y = ws.weighted_sum(x, w)
+        results["y"], results["grads"] = y, torch.autograd.grad(y, (x, w), g)
+
+    graph = common.capture_graph(step)
+    with torch.no_grad():
+        x.copy_(torch.randn_like(x))
+        w.copy_(torch.randn_like(w))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_matches_float64(results["y"].detach(), results["grads"], x, w, g, "graph replay")
+
+
+@support.gpu_only
+def test_side_stream():
+    x = torch.randn(300, 72, device=DEVICE, requires_grad=True)
+    w = torch.randn(72, device=DEVICE, requires_grad=True)
+    g = torch.randn(300, device=DEVICE)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        y = ws.weighted_sum(x, w)
+        grads = torch.autograd.grad(y, (x, w), g)
+    torch.cuda.current_stream().wait_stream(stream)
+    assert_matches_float64(y.detach(), grads, x, w, g, "side stream")
 
 
 @support.gpu_only

@@ -408,8 +408,12 @@ def test_large_strided_views_on_the_gpu(layout):
 def test_offsets_past_2_to_the_31_elements(m, n, dtype):
     x = torch.randn(m, n, dtype=dtype, device=common.DEVICE)
     assert x.numel() > 2**31
-    expected = x.sum(dim=0, dtype=torch.float64)
-    magnitude = x.abs().sum(dim=0, dtype=torch.float64)
+    # The float64 reference in chunks of rows: a float64 copy of all of x would take 16 GiB more.
+    expected = torch.zeros(n, dtype=torch.float64, device=x.device)
+    magnitude = torch.zeros_like(expected)
+    for chunk in x.split(1 << 20 >> max(n.bit_length() - 11, 0)):
+        expected += chunk.sum(dim=0, dtype=torch.float64)
+        magnitude += chunk.abs().sum(dim=0, dtype=torch.float64)
     for name in ALL_NAMES:
         out = torch.full((n,), float("nan"), dtype=dtype, device=x.device)
         result = ex.blocked_sum(x, out=out) if name == "blocked_sum" else ex.VARIANTS[name](x, out=out, poison=True)

@@ -80,6 +80,11 @@ def test_assert_close_rejects_nan_and_wrong_values_and_accepts_rounding():
         common.assert_close(torch.tensor([1.0, float("nan"), 3.0]), expected, magnitude, 1, "poisoned")
     with pytest.raises(AssertionError, match="worst at \\(2,\\)"):
         common.assert_close(torch.tensor([1.0, 2.0, 3.001]), expected, magnitude, 1, "wrong")
+    # float16 spaces numbers below 2^-14 (subnormals) 2^-24 apart: one rounding there is not an error.
+    subnormal = torch.tensor([1.5524e-5], dtype=torch.float64)
+    common.assert_close(subnormal.half(), subnormal, subnormal, 1, "float16 subnormal")
+    with pytest.raises(AssertionError, match="float16 subnormal, off"):
+        common.assert_close((subnormal * 1.01).half(), subnormal, subnormal, 1, "float16 subnormal, off")
     with pytest.raises(AssertionError, match="shape \\(2,\\), expected \\(3,\\)"):
         common.assert_close(torch.ones(2), expected, magnitude, 1, "shape")
 

@@ -27,10 +27,10 @@ import triton.language as tl  # noqa: E402
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64}
 
-# (ROWS_TILE, D_TILE, num_warps) the autotuner times on a GPU per D, dtype and alignment: small tiles need few
-# registers, so many programs share an SM; wide rows get wide D tiles, long reads. It tries D tiles no wider than D
-# rounded up to a power of two (wider only loads masked lanes), at least 128 where D allows (short reads waste
-# bandwidth). The interpreter cannot time configs: it gets one tile, narrower than the tests' D.
+# (ROWS_TILE, D_TILE, num_warps) the autotuner times on a GPU per key (Triton adds the tensor arguments' dtypes to
+# it): small tiles need few registers, so many programs share an SM; wide rows get wide D tiles, long reads. suit_d
+# keeps D tiles from min(W, 128) (shorter reads waste bandwidth) to max(W, 32) (wider only loads masked lanes), W
+# being D rounded up to a power of two; `or configs` keeps at least one, e.g. the interpreter's single (untimed) tile.
 GPU_TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (16, 128, 4), (32, 128, 4), (64, 128, 8), (128, 128, 8),
              (16, 256, 4), (32, 256, 8), (4, 512, 4), (8, 512, 4), (16, 512, 8), (4, 1024, 4), (8, 1024, 8),
              (16, 1024, 8)]
@@ -38,7 +38,7 @@ TILES = [(16, 64, 4)] if common.INTERPRETED else GPU_TILES
 
 
 def autotune_tiles(key, max_tile=1024):
-    def suit_d(configs, named_args, **kwargs):
+    def suit_d(configs, named_args, **kwargs):  # the autotuner passes the launch's other arguments as kwargs
         width = triton.next_power_of_2(named_args["D"])
         return [c for c in configs if min(width, 128) <= c.kwargs["D_TILE"] <= max(width, 32)] or configs
 
@@ -50,8 +50,8 @@ def autotune_tiles(key, max_tile=1024):
 # reduced across D once, at the end: the loop is loads and multiply-adds, no data moves between threads.
 # Wide loads: to move 16 bytes per instruction the compiler must know that a row starts 16-byte aligned and that
 # the mask `cols < D` is constant over each 16 bytes. It only sees whether an integer argument divides by 16, so at
-# D = 1000 it would go element by element. The host passes A, the largest power of two (up to 16 bytes of
-# elements) dividing the row stride (X_ROW_ALIGN) or D (D_ALIGN); (n // A) * A is n, its divisibility visible.
+# D = 1000 it would go element by element. The host passes X_ROW_ALIGN and D_ALIGN, the largest powers of two (up to
+# 16 bytes of elements) dividing the row stride and D: (D // D_ALIGN) * D_ALIGN is D, its divisibility made visible.
 @autotune_tiles(key=["D", "X_ROW_ALIGN", "D_ALIGN"])
 @triton.jit
 def forward_pointer_kernel(
@@ -65,11 +65,11 @@ def forward_pointer_kernel(
     row_mask = row_ids < rows
     # int64 before multiplying by the stride: past 2^31 elements the int32 product overflows.
     row_starts = row_ids.to(tl.int64) * ((stride_x_row // X_ROW_ALIGN) * X_ROW_ALIGN)
-    aligned_D = (D // D_ALIGN) * D_ALIGN
+    D_shown_aligned = (D // D_ALIGN) * D_ALIGN  # D itself, in a form that shows the compiler D_ALIGN divides it
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=ACC_DTYPE)
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
-        col_mask = cols < aligned_D
+        col_mask = cols < D_shown_aligned
         x = tl.load(x_ptr + row_starts[:, None] + cols.to(tl.int64)[None, :] * stride_x_col,
                     mask=row_mask[:, None] & col_mask[None, :], other=0.0)  # lanes outside x load 0: add nothing
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
@@ -92,9 +92,9 @@ def backward_kernel(
     ACC_DTYPE: tl.constexpr, ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # as in the forward
 ):
     d0, pid = tl.program_id(0) * D_TILE, tl.program_id(1)
-    aligned_D = (D // D_ALIGN) * D_ALIGN
+    D_shown_aligned = (D // D_ALIGN) * D_ALIGN  # D, as in the forward
     cols = d0 + tl.arange(0, D_TILE)
-    col_mask = cols < aligned_D
+    col_mask = cols < D_shown_aligned
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(ACC_DTYPE)
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=ACC_DTYPE)
     for tile in range(pid, tl.cdiv(rows, ROWS_TILE), tl.num_programs(1)):
@@ -107,7 +107,7 @@ def backward_kernel(
             x = tl.load(x_ptr + x_starts[:, None] + cols.to(tl.int64)[None, :] * stride_x_col, mask=mask, other=0.0)
         grad_y = tl.load(grad_y_ptr + row_ids * stride_grad_y, mask=row_mask, other=0.0).to(ACC_DTYPE)
         if NEED_GRAD_X:  # the product rounded once, into grad_x's dtype, as PyTorch rounds it
-            tl.store(grad_x_ptr + (row_ids * aligned_D)[:, None] + cols[None, :],
+            tl.store(grad_x_ptr + (row_ids * D_shown_aligned)[:, None] + cols[None, :],
                      (grad_y[:, None] * w[None, :]).to(grad_x_ptr.dtype.element_ty), mask=mask)
         if NEED_GRAD_W:
             acc += x.to(ACC_DTYPE) * grad_y[:, None]
@@ -131,9 +131,9 @@ def sum_partials_kernel(
 
 
 # ## Launchers. FORWARD (after the last kernels) maps each memory-access style to its forward kernel and to the
-# function giving the layout arguments that kernel takes. Backward programs per D tile: about
-# BACKWARD_PROGRAMS_PER_SM per SM in all, counting D tiles of PLANNING_D_TILE (the autotuner picks the real one), at
-# least one per SM; fewer make the second pass shorter (results/NOTES.md item 26). The interpreter is one "SM".
+# function giving the layout arguments that kernel takes. Backward programs per D tile: about BACKWARD_PROGRAMS_PER_SM
+# per SM in all, counting D tiles of PLANNING_D_TILE (the autotuner picks the real one), at least one per SM; fewer
+# leave the second pass fewer partial rows to add (results/NOTES.md items 17, 26). The interpreter is one "SM".
 BACKWARD_PROGRAMS_PER_SM, PLANNING_D_TILE, SUM_PARTIALS_MAX_ROWS, SUM_PARTIALS_TILE = 8, 128, 1024, 4096
 SMALLEST_ROWS_TILE = min(rows_tile for rows_tile, _, _ in TILES)
 
@@ -144,15 +144,15 @@ def pointer_args(x2d):
                 X_ROW_ALIGN=math.gcd(x2d.stride(0), vector), D_ALIGN=math.gcd(x2d.shape[1], vector))
 
 
-def new_tensor(shape, like, poison, dtype=None):  # uninitialised, or NaN for check() to see every element written
-    kw = {"dtype": dtype or like.dtype, "device": like.device}
+def new_tensor(shape, template, poison, dtype=None):  # on template's device; uninitialised, or NaN for check()
+    kw = {"dtype": dtype or template.dtype, "device": template.device}
     return torch.full(shape, float("nan"), **kw) if poison else torch.empty(shape, **kw)
 
 
 def launch_forward(x: torch.Tensor, weight: torch.Tensor, style: str, poison: bool) -> torch.Tensor:
     """y = x @ weight through the forward kernel of `style`."""
     (rows, D), (kernel, layout_args) = (math.prod(x.shape[:-1]), x.shape[-1]), FORWARD[style]
-    x2d, y = x.reshape(rows, D), new_tensor(x.shape[:-1], x, poison)  # x2d: a view where the leading dims merge
+    x2d, y = x.reshape(rows, D), new_tensor(x.shape[:-1], x, poison)  # a view if the leading dims merge, else one copy
     if not (rows and D):
         return y.zero_()  # a sum of no terms is 0
     acc_dtype = tl.float64 if x.dtype == torch.float64 else tl.float32
@@ -163,7 +163,7 @@ def launch_forward(x: torch.Tensor, weight: torch.Tensor, style: str, poison: bo
 
 def launch_backward(x2d: torch.Tensor, weight: torch.Tensor, grad_y: torch.Tensor, need_grad_x: bool,
                     need_grad_w: bool, poison: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """(grad_x, grad_w) through backward_kernel and sum_partials; a gradient not needed comes back empty."""
+    """(grad_x, grad_w) by backward_kernel and sum_partials; one not needed is an empty stand-in the kernel skips."""
     rows, D = x2d.shape
     grad_x = new_tensor((rows, D) if need_grad_x else (0,), x2d, poison)
     grad_w = new_tensor((D,) if need_grad_w else (0,), x2d, poison)
@@ -172,21 +172,20 @@ def launch_backward(x2d: torch.Tensor, weight: torch.Tensor, grad_y: torch.Tenso
     sms = 1 if common.INTERPRETED else common.multiprocessor_count(x2d.device)
     programs = max(sms, triton.cdiv(BACKWARD_PROGRAMS_PER_SM * sms, triton.cdiv(D, PLANNING_D_TILE)))
     programs = min(programs, triton.cdiv(rows, SMALLEST_ROWS_TILE))
-    acc = (torch.float64, tl.float64) if x2d.dtype == torch.float64 else (torch.float32, tl.float32)
-    partial = new_tensor((programs, D), x2d, poison, acc[0]) if need_grad_w else grad_w
+    acc_dtypes = (torch.float64, tl.float64) if x2d.dtype == torch.float64 else (torch.float32, tl.float32)
+    partial = new_tensor((programs, D), x2d, poison, acc_dtypes[0]) if need_grad_w else grad_w
     backward_kernel[lambda meta: (triton.cdiv(D, meta["D_TILE"]), programs)](
         x2d, weight.contiguous(), grad_y, grad_x, partial, rows, D, stride_grad_y=grad_y.stride(0),
-        NEED_GRAD_X=need_grad_x, NEED_GRAD_W=need_grad_w, ACC_DTYPE=acc[1], **pointer_args(x2d))
+        NEED_GRAD_X=need_grad_x, NEED_GRAD_W=need_grad_w, ACC_DTYPE=acc_dtypes[1], **pointer_args(x2d))
     if need_grad_w:
         sum_partials(partial, grad_w)
     return grad_x, grad_w
 
 
 def sum_partials(partial, grad_w):
-    """grad_w[d] = the sum of partial[:, d], always added in the same order."""
+    """grad_w[d] = the sum of partial[:, d], always added in the same order. Tiles as tall as the buffer, up to
+    SUM_PARTIALS_MAX_ROWS, of SUM_PARTIALS_TILE elements: few steps, as this short pass spends its time in latency."""
     programs, D = partial.shape
-    # Tiles as tall as the buffer, up to SUM_PARTIALS_MAX_ROWS, of SUM_PARTIALS_TILE elements: few steps, since
-    # this short pass spends its time in latency.
     block_p = min(triton.next_power_of_2(programs), SUM_PARTIALS_MAX_ROWS)
     block_d = max(16, SUM_PARTIALS_TILE // block_p)
     sum_partials_kernel[(triton.cdiv(D, block_d),)](partial, grad_w, programs, D, BLOCK_P=block_p, BLOCK_D=block_d)
@@ -210,7 +209,7 @@ backward_op.register_fake(lambda x2d, weight, grad_y, need_grad_x, need_grad_w, 
     x2d.new_empty(x2d.shape if need_grad_x else (0,)), x2d.new_empty(weight.shape if need_grad_w else (0,))))
 
 
-def save_inputs(ctx, inputs, output):
+def save_inputs(ctx, inputs, output):  # register_autograd passes the output too; unused
     x, weight, _, ctx.poison = inputs  # the style only picks the forward kernel
     ctx.save_for_backward(x, weight)
 
@@ -274,13 +273,13 @@ def check(rows, d, dtype=torch.float32, layout="contiguous", batch=()):
          "transposed": lambda: torch.randn(*batch, d, rows, **kw).transpose(-1, -2),
          "sliced": lambda: torch.randn(*batch, rows, d + 3, **kw)[..., 1 : d + 1]}[layout]()
     weight, grad_y = torch.randn(d, **kw), torch.randn(x.shape[:-1], **kw)
-    x64, w64, g64, lead = x.double(), weight.double(), grad_y.double(), tuple(range(x.dim() - 1))
+    x64, w64, g64, leading_dims = x.double(), weight.double(), grad_y.double()[..., None], tuple(range(x.dim() - 1))
     # grad_x is one product rounded once: the right answer is the float64 product rounded into the dtype (which
     # also covers float16 products below 2^-14, whose subnormal rounding no relative bound describes).
-    exact_gx = g64[..., None] * w64
+    exact_gx = g64 * w64  # g64: grad_y as a column
     expected = {"y": ((x64 * w64).sum(-1), (x64.abs() * w64.abs()).sum(-1), d),
                 "grad_x": (exact_gx.to(x.dtype).double(), exact_gx.abs(), 1),
-                "grad_w": ((x64 * g64[..., None]).sum(lead), (x64.abs() * g64.abs()[..., None]).sum(lead), g64.numel())}
+                "grad_w": ((x64 * g64).sum(leading_dims), (x64.abs() * g64.abs()).sum(leading_dims), g64.numel())}
     case, checked = f"x {tuple(x.shape)} {layout} {x.dtype}", []
     for name, fn in VARIANTS.items():
         if name == "descriptor" and descriptor_problem(x.flatten(0, -2)):
@@ -288,10 +287,10 @@ def check(rows, d, dtype=torch.float32, layout="contiguous", batch=()):
         x_in, w_in = x.detach().requires_grad_(), weight.detach().requires_grad_()
         y = fn(x_in, w_in, poison=True) if name in FORWARD else fn(x_in, w_in)  # PyTorch's ops write every element
         grads = torch.autograd.grad(y, (x_in, w_in), grad_y)
-        for (what, (want, magnitude, n)), got in zip(expected.items(), (y, *grads)):
+        for (what, (want, magnitude, terms)), got in zip(expected.items(), (y, *grads)):
             if got.dtype != x.dtype:
                 raise AssertionError(f"{name} {what} on {case}: dtype {got.dtype}, expected {x.dtype}")
-            common.assert_close(got, want, magnitude, n, f"{name} {what} on {case}")
+            common.assert_close(got, want, magnitude, terms, f"{name} {what} on {case}")
         checked.append(name)
     return checked
 
@@ -382,7 +381,7 @@ FORWARD = {"pointer": (forward_pointer_kernel, pointer_args),
            "block_ptr": (forward_block_ptr_kernel,
                          lambda x2d: dict(stride_x_row=x2d.stride(0), stride_x_col=x2d.stride(1))),
            "descriptor": (forward_descriptor_kernel, descriptor_args)}
-UNAVAILABLE = {} if (_reason := common.block_pointers_unavailable()) is None else {"block_ptr": _reason}
+UNAVAILABLE = {name: why for name, why in {"block_ptr": common.block_pointers_unavailable()}.items() if why}
 VARIANTS = {style: functools.partial(weighted_sum, style=style) for style in FORWARD if style not in UNAVAILABLE}
 VARIANTS["torch_function"] = WeightedSumTorch.apply
 
@@ -397,21 +396,22 @@ def benchmark(rows, dim, dtype="float32"):
     block_ptr and descriptor variants differ only in the forward, so only their forward is timed."""
     dtype = DTYPES.get(dtype, dtype)
     x, weight, grad_y = (torch.randn(shape, dtype=dtype, device=common.DEVICE) for shape in ((rows, dim), dim, rows))
-    leaves, size = (x.detach().requires_grad_(), weight.detach().requires_grad_()), x.element_size()
+    case, eager_ms, results, size = f"{rows}x{dim} {str(dtype).removeprefix('torch.')}", {}, [], x.element_size()
     nbytes = {"fwd": (rows * dim + dim + rows) * size, "bwd": (2 * rows * dim + rows + 2 * dim) * size}
-    case, eager_ms, results = f"{rows}x{dim} {str(dtype).removeprefix('torch.')}", {}, []
     for name, fn in {"torch": torch.matmul, "torch naive": reference, **VARIANTS}.items():
         if name == "descriptor" and descriptor_problem(x):
             continue
-        made = {}  # forward() makes the graph that backward() walks: bench_graph remakes it on the captured stream
-        forward = lambda: made.update(y=fn(*leaves))  # noqa: E731
-        backward = lambda: torch.autograd.grad(made["y"], leaves, grad_y, retain_graph=True)  # noqa: E731
-        passes = [("fwd", functools.partial(fn, x, weight), None), ("bwd", backward, forward)]
+        last = {}  # the latest forward()'s leaves and output, for backward() to walk
+        def forward():  # new leaves each time: autograd runs a leaf's node on the stream current when it was made
+            leaves = (x.detach().requires_grad_(), weight.detach().requires_grad_())
+            last.update(leaves=leaves, y=fn(*leaves))
+        backward = lambda: torch.autograd.grad(last["y"], last["leaves"], grad_y, retain_graph=True)  # noqa: E731
+        passes = [("fwd", functools.partial(fn, x, weight), lambda: None), ("bwd", backward, forward)]
         for pass_name, call, setup in passes[:1] if name in ("block_ptr", "descriptor") else passes:
-            if setup:
-                setup()
+            graph_ms = common.bench_graph(call, setup)  # first: before this variant runs on the default stream
+            setup()
             eager = eager_ms[f"{name} {pass_name}"] = common.bench(call)
-            results.append(common.result_row(case, f"{name} {pass_name}", eager, common.bench_graph(call, setup),
+            results.append(common.result_row(case, f"{name} {pass_name}", eager, graph_ms,
                                              common.gbps(nbytes[pass_name], eager), "GB/s",
                                              eager_ms[f"torch {pass_name}"], common.copy_ceiling_gbps()))
     return results

@@ -149,7 +149,7 @@ def new_tensor(shape, template, poison, dtype=None):  # on template's device; un
     return torch.full(shape, float("nan"), **kw) if poison else torch.empty(shape, **kw)
 
 
-def launch_forward(x: torch.Tensor, weight: torch.Tensor, style: str, poison: bool) -> torch.Tensor:
+def launch_forward(x: torch.Tensor, weight: torch.Tensor, style: str = "pointer", poison: bool = False) -> torch.Tensor:
     """y = x @ weight through the forward kernel of `style`."""
     (rows, D), (kernel, layout_args) = (math.prod(x.shape[:-1]), x.shape[-1]), FORWARD[style]
     x2d, y = x.reshape(rows, D), new_tensor(x.shape[:-1], x, poison)  # a view if the leading dims merge, else one copy

@@ -179,17 +179,17 @@ def matmul_elementwise_backward(ctx, grad):
     return grad_a, grad_b
 
 
-matmul_elementwise_op.register_autograd(
-    matmul_elementwise_backward, setup_context=lambda ctx, inputs, output: ctx.save_for_backward(*inputs))
-
+save_inputs = lambda ctx, inputs, output: ctx.save_for_backward(*inputs)  # noqa: E731
+matmul_elementwise_op.register_autograd(matmul_elementwise_backward, setup_context=save_inputs)
+matmul_elementwise_autograd = common.eager_autograd("matmul_elementwise", vector_k, save_inputs, matmul_elementwise_backward)
 
 def matmul_elementwise(a, b, out=None):
-    """a @ b for a (M, K) and b (K, N) of one float dtype, any strides; returns (M, N) in that dtype.
-    The op when autograd or torch.compile needs it, else a plain launch, cheaper; out= only there."""
+    """a @ b for a (M, K) and b (K, N) of one float dtype, any strides; returns (M, N) in that dtype. Compiling: the
+    op. Eager with gradients: its backward in an autograd.Function (no dispatcher cost). Else a plain launch, out= too."""
     wants_grad = torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False))
     if out is None and (wants_grad or torch.compiler.is_compiling()):
         validate(a, b)  # so that bad input gets this lesson's errors, not the dispatcher's
-        return matmul_elementwise_op(a, b)
+        return matmul_elementwise_op(a, b) if torch.compiler.is_compiling() else matmul_elementwise_autograd(a, b)
     return vector_k(a, b, out)
 
 

@@ -406,7 +406,7 @@ def refusals(a, b):
 # kernels take as they are. torch.library.custom_op registers matmul as an op; its fake (shape and dtype only) lets
 # torch.compile trace around the kernels and the host-side planning (SM count, autotuner); a triton_op would trace the
 # kernels themselves, which fails on fake tensors under the CPU interpreter. The backward calls the op, so it has
-# gradients too. Dispatch through an op adds host work per call: matmul takes it only to compile or for gradients.
+# gradients too. Dispatch through an op adds host work per call: matmul takes it only to compile.
 def launch_best(a, b, c):
     """The persistent kernel for 16-bit and TF32 dots where it can; else the pointer kernel, any layout."""
     fast_dot = a.dtype in (torch.float16, torch.bfloat16) or input_precision(a.dtype) == "tf32"
@@ -415,26 +415,28 @@ def launch_best(a, b, c):
     else:
         launch_tiles(matmul_pointer_kernel, a, b, c)
 
-@torch.library.custom_op("triton_lessons::matmul", mutates_args=())
-def matmul_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def matmul_forward(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return launch_into(launch_best, a, b, None, validate(a, b))
 
 def matmul_backward(ctx, grad_c):
     a, b = ctx.saved_tensors
-    grad_a = torch.ops.triton_lessons.matmul(grad_c, b.T) if ctx.needs_input_grad[0] else None
-    grad_b = torch.ops.triton_lessons.matmul(a.T, grad_c) if ctx.needs_input_grad[1] else None
+    grad_a = matmul_op(grad_c, b.T) if ctx.needs_input_grad[0] else None
+    grad_b = matmul_op(a.T, grad_c) if ctx.needs_input_grad[1] else None
     return grad_a, grad_b
 
+save_inputs = lambda ctx, inputs, output: ctx.save_for_backward(*inputs)  # noqa: E731
+matmul_op = torch.library.custom_op("triton_lessons::matmul", matmul_forward, mutates_args=())
 matmul_op.register_fake(lambda a, b: a.new_empty((a.shape[0], b.shape[1])))
-matmul_op.register_autograd(matmul_backward, setup_context=lambda ctx, inputs, output: ctx.save_for_backward(*inputs))
+matmul_op.register_autograd(matmul_backward, setup_context=save_inputs)
+matmul_autograd = common.eager_autograd("matmul", matmul_forward, save_inputs, matmul_backward)  # the same, minus dispatch
 
 def matmul(a, b, out=None):
     """C = a @ b for a (M, K), b (K, N) of one floating dtype, any strides; float32 follows torch's TF32 setting.
-    Through the op when compiling or when gradients are needed, else a plain launch (out= may overlap a or b)."""
+    The op when compiling; its backward in an autograd.Function for eager gradients; else a plain launch, out= too."""
     sizes = validate(a, b)
     wants_grad = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
     if out is None and (wants_grad or torch.compiler.is_compiling()):
-        return torch.ops.triton_lessons.matmul(a, b)
+        return matmul_op(a, b) if torch.compiler.is_compiling() else matmul_autograd(a, b)
     return launch_into(launch_best, a, b, out, sizes)
 
 # ## Benchmark and main

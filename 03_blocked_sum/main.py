@@ -137,7 +137,8 @@ def blocked_sum(x, out=None):
     out=). Runs the pointer kernels: any strides, every Triton, and the one-row tiles short, wide x need."""
     validate(x)
     if out is None and (torch.compiler.is_compiling() or (x.requires_grad and torch.is_grad_enabled())):
-        return torch.ops.triton_lessons.blocked_sum(x)  # traceable and differentiable: section 4
+        # Compiling: the op (section 4). Eager with a gradient: the op's backward without the dispatcher's cost.
+        return blocked_sum_op(x) if torch.compiler.is_compiling() else blocked_sum_autograd(x)
     return column_sums(column_sum_kernel, x, x.stride(), out)  # eager, no grad: the cheapest path
 
 def blocked_sum_pointer(x, out=None, poison=False):
@@ -288,11 +289,8 @@ VARIANTS = {name: fn for name, fn in [("pointer", blocked_sum_pointer), ("block_
 # grad_x = grad_out broadcast over the rows: an expand(), which autograd can differentiate again.
 # A custom_op with an explicit fake is opaque to torch.compile, so host-side planning (plan_splits's
 # cache, the SM count, the autotuner) stays out of dynamo's way; triton_op/wrap_triton would trace
-# the kernel on fake tensors, which fails under the interpreter. An op call costs microseconds more
-# than a plain launch, so blocked_sum takes it only when compiling or when x needs a gradient.
-
-@torch.library.custom_op("triton_lessons::blocked_sum", mutates_args=())
-def blocked_sum_op(x: torch.Tensor) -> torch.Tensor:
+# the kernel on fake tensors, which fails under the interpreter. An op call costs host time: compiling only.
+def blocked_sum_forward(x: torch.Tensor) -> torch.Tensor:
     return column_sums(column_sum_kernel, x, x.stride())
 
 def save_x_shape(ctx, inputs, output):
@@ -301,8 +299,10 @@ def save_x_shape(ctx, inputs, output):
 def blocked_sum_backward(ctx, grad_out):
     return grad_out.expand(ctx.x_shape)  # grad_x[i, j] = grad_out[j]
 
+blocked_sum_op = torch.library.custom_op("triton_lessons::blocked_sum", blocked_sum_forward, mutates_args=())
 blocked_sum_op.register_fake(lambda x: x.new_empty(x.shape[1]))  # what torch.compile sees: shape and dtype
 blocked_sum_op.register_autograd(blocked_sum_backward, setup_context=save_x_shape)
+blocked_sum_autograd = common.eager_autograd("blocked_sum", blocked_sum_forward, save_x_shape, blocked_sum_backward)  # no dispatch
 
 # ---- Benchmark and command line -------------------------------------------------------------
 SWEEP = [{"rows": rows, "cols": cols, "dtype": dtype} for dtype in ("float32", "bfloat16")

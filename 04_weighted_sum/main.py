@@ -194,8 +194,7 @@ def sum_partials(partial, grad_w):
 # ## The PyTorch op. torch.library.custom_op registers the launchers as triton_lessons::weighted_sum and
 # ::weighted_sum_backward; register_fake gives torch.compile the outputs' shapes, so it traces around the kernels
 # and host-side planning (SM count, autotuner) stays out of dynamo's way (triton_op would trace the kernel
-# itself, which fails on fake tensors under the CPU interpreter). An op call costs microseconds more than a plain
-# launch, so weighted_sum takes it only when autograd or the compiler needs it.
+# itself, which fails on fake tensors under the CPU interpreter). An op call costs host time: compiling only.
 #
 # Second derivatives: grad_x = grad_y (outer) w is a product, and grad_w = x^T grad_y is weighted_sum itself, on
 # the transposed view x.T (the pointer kernels take any strides). When autograd records the backward
@@ -203,7 +202,7 @@ def sum_partials(partial, grad_w):
 # these differentiable calls; otherwise backward_kernel makes both in one pass over x. Autograd cannot look into
 # that kernel: recorded, it would give second derivatives of zero.
 weighted_sum_op = torch.library.custom_op("triton_lessons::weighted_sum", launch_forward, mutates_args=())
-weighted_sum_op.register_fake(lambda x, weight, style, poison: x.new_empty(x.shape[:-1]))
+weighted_sum_op.register_fake(lambda x, weight, style="pointer", poison=False: x.new_empty(x.shape[:-1]))
 backward_op = torch.library.custom_op("triton_lessons::weighted_sum_backward", launch_backward, mutates_args=())
 backward_op.register_fake(lambda x2d, weight, grad_y, need_grad_x, need_grad_w, poison: (
     x2d.new_empty(x2d.shape if need_grad_x else (0,)), x2d.new_empty(weight.shape if need_grad_w else (0,))))
@@ -227,17 +226,18 @@ def weighted_sum_grads(ctx, grad_y):
 
 
 weighted_sum_op.register_autograd(weighted_sum_grads, setup_context=save_inputs)
+weighted_sum_autograd = common.eager_autograd("weighted_sum", launch_forward, save_inputs, weighted_sum_grads)  # no dispatcher
 
 
 def weighted_sum(x, weight, style="pointer", poison=False):
     """x @ weight over the last dim of x (..., D), weight (D,): shape x.shape[:-1], differentiable twice, compilable.
-
     style picks the forward kernel ("pointer" takes every layout on every Triton); poison=True fills the outputs
-    with NaN before the kernels write them, for check().
-    """
+    with NaN before the kernels write them, for check()."""
     validate(x, weight, style)
-    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)):
+    if torch.compiler.is_compiling():
         return weighted_sum_op(x, weight, style, poison)
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+        return weighted_sum_autograd(x, weight, style, poison)  # the op's autograd, minus the dispatcher's cost
     return launch_forward(x, weight, style, poison)  # eager without gradients: the plain launch is cheapest
 
 

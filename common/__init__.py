@@ -182,6 +182,20 @@ def check_out(out, shape, dtype, device, inputs):
     return any(shares_memory(out, t) for t in inputs)
 
 
+def eager_autograd(name, forward, setup_context, backward):
+    """forward(*inputs) as a torch.autograd.Function with the setup_context and backward of a custom op's
+    register_autograd: the op's gradients for eager calls, without the dispatcher's host cost on each.
+    name names the Function, so grad_fn reads "<name>Backward"."""
+
+    def run_forward(ctx, *inputs):
+        output = forward(*inputs)
+        setup_context(ctx, inputs, output)
+        return output
+
+    methods = {"forward": staticmethod(run_forward), "backward": staticmethod(backward)}
+    return type(name, (torch.autograd.Function,), methods).apply
+
+
 def print_table(rows, columns):
     """Print rows (dicts) as an aligned table of the given columns; floats get 4 significant digits."""
 

@@ -135,3 +135,19 @@ def test_result_row():
     assert set(row) == set(common.RESULT_COLUMNS)
     assert row["% of ceiling"] == 50.0 and row["x torch"] == 2.0 and row["graph ms"] == 1.5
     assert common.result_row("case", "v", 2.0, None, 1.0, "TFLOP/s", 2.0)["% of ceiling"] is None
+
+
+def test_eager_autograd_runs_the_given_backward():
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 3 * x * grad  # d(x^3)/dx, on purpose not what autograd would derive from forward's code
+
+    cube = common.eager_autograd("cube", lambda x: x.detach() ** 3, setup_context, backward)
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = cube(x)
+    assert type(y.grad_fn).__name__ == "cubeBackward"
+    (grad,) = torch.autograd.grad(y.sum(), x)
+    assert torch.equal(grad, torch.tensor([3.0, 6.0]))

@@ -3,7 +3,7 @@
 Run on a GPU machine from the repository root: `python tools/host_cost.py`. Small shapes make the GPU work
 a few microseconds, so the time per call is mostly Python and launch overhead. "wall us" is the wall
 time per call over 2000 back-to-back calls (the GPU queue absorbs the kernels); "eager us" is
-common.bench (do_bench median, L2 flushed), "graph us" common.bench_graph (kernels only). Uses only the
+common.bench (a lone call on an idle GPU, L2 flushed), "graph us" common.bench_graph (kernels only). Uses only the
 lessons' public names.
 """
 

@@ -16,6 +16,7 @@ to show why, and lesson 02 lets one program compute a whole tile of the output i
 """
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -122,14 +123,11 @@ VECTOR_K_CONFIGS = ([triton.Config({"BLOCK_K": 32}, num_warps=1)] if common.INTE
                     [triton.Config({"BLOCK_K": bk}, num_warps=w) for bk in (64, 128, 256) for w in (1, 2)])
 
 
-@triton.autotune(configs=VECTOR_K_CONFIGS, key=["N", "K", "stride_ak", "stride_bk"])
+@triton.autotune(configs=VECTOR_K_CONFIGS, key=["N", "K", "stride_ak", "stride_bk"], **common.TUNING)
 @triton.jit
 def vector_k_kernel(
-    a_ptr,  # pointer to a[0, 0]; a has shape (M, K)
-    b_ptr,  # pointer to b[0, 0]; b has shape (K, N)
-    out_ptr,  # pointer to out[0, 0]; out has shape (M, N)
-    N,  # columns of out: turns a program id into a (row, column) pair
-    K,  # length of every dot product; 0 gives zeros
+    a_ptr, b_ptr, out_ptr,  # a[0, 0], b[0, 0] and out[0, 0], as in scalar_kernel
+    N, K,  # columns of out (a program id gives (row, column)); length of every dot product
     stride_am, stride_ak,  # elements between a[i, k] and a[i + 1, k], and a[i, k + 1]
     stride_bk, stride_bn, stride_om, stride_on,  # the same for b, and for out
     ACC_DTYPE: tl.constexpr,  # tl.float32, or tl.float64 for float64 inputs
@@ -151,8 +149,10 @@ def vector_k_kernel(
 def vector_k(a, b, out=None):
     """a @ b, one program per output element, BLOCK_K values of k per step (autotuned on a GPU)."""
     m, n, k, c, acc_dtype = prepare(a, b, out)
-    if m * n > 0:
-        vector_k_kernel[(m * n,)](a, b, c, n, k, *a.stride(), *b.stride(), *c.stride(), ACC_DTYPE=acc_dtype)
+    if m * n > 0:  # tuned once per bucket: N, K to powers of two, whether k is contiguous, the dtype
+        bucket = (triton.next_power_of_2(n), triton.next_power_of_2(k), a.stride(1) == 1, b.stride(0) == 1, a.dtype)
+        common.launch_tuned(vector_k_kernel, (m * n,), bucket, a, b, c, n, k, *a.stride(), *b.stride(), *c.stride(),
+                            ACC_DTYPE=acc_dtype)
     return c if out is None or out is c else out.copy_(c)
 
 
@@ -160,10 +160,9 @@ VARIANTS = {"scalar": scalar, "vector_k": vector_k}
 
 
 # ## A PyTorch op, with gradients
-# custom_op registers vector_k as torch.ops.triton_lessons.matmul_elementwise. Its fake (shape and
-# dtype only) lets torch.compile trace around the kernel; a triton_op would trace the kernel itself,
-# which fails under the CPU interpreter. The backward is the op again on transposed views (no copies),
-# so it has its own gradient: second derivatives work.
+# custom_op registers vector_k as torch.ops.triton_lessons.matmul_elementwise. Its fake (shape and dtype only) lets
+# torch.compile trace around the kernel; a triton_op would trace the kernel itself, which fails under the CPU
+# interpreter. The backward is the product again on transposed views (no copies), so second derivatives work.
 @torch.library.custom_op("triton_lessons::matmul_elementwise", mutates_args=())
 def matmul_elementwise_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return vector_k(a, b)
@@ -172,15 +171,16 @@ def matmul_elementwise_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 matmul_elementwise_op.register_fake(lambda a, b: a.new_empty(validate(a, b)[:2]))
 
 
-def matmul_elementwise_backward(ctx, grad):
+def matmul_elementwise_backward(ctx, grad, mm=None):  # mm: the op in the op's backward, which torch.compile records
     a, b = ctx.saved_tensors
-    grad_a = matmul_elementwise_op(grad, b.T) if ctx.needs_input_grad[0] else None  # dA = dC @ B^T
-    grad_b = matmul_elementwise_op(a.T, grad) if ctx.needs_input_grad[1] else None  # dB = A^T @ dC
+    grad_a = (mm or matmul_elementwise)(grad, b.T) if ctx.needs_input_grad[0] else None  # dA = dC @ B^T
+    grad_b = (mm or matmul_elementwise)(a.T, grad) if ctx.needs_input_grad[1] else None  # dB = A^T @ dC
     return grad_a, grad_b
 
 
 save_inputs = lambda ctx, inputs, output: ctx.save_for_backward(*inputs)  # noqa: E731
-matmul_elementwise_op.register_autograd(matmul_elementwise_backward, setup_context=save_inputs)
+matmul_elementwise_op.register_autograd(functools.partial(matmul_elementwise_backward, mm=matmul_elementwise_op),
+                                        setup_context=save_inputs)
 matmul_elementwise_autograd = common.eager_autograd("matmul_elementwise", vector_k, save_inputs, matmul_elementwise_backward)
 
 def matmul_elementwise(a, b, out=None):

@@ -81,7 +81,7 @@ def autotuned(configs, shared_bytes):
                 and c.kwargs["BLOCK_M"] <= max_m and c.kwargs["BLOCK_N"] <= max_n]
         return kept or [min(configs, key=lambda c: shared_bytes(c, a.element_size()))]
     return triton.autotune(configs=configs, key=["M", "N", "K", "INPUT_PRECISION"],
-                           prune_configs_by={"early_config_prune": fitting})
+                           prune_configs_by={"early_config_prune": fitting}, **common.TUNING)
 
 @autotuned(TILE_CONFIGS, tile_shared_bytes)
 @triton.jit
@@ -139,12 +139,15 @@ def launch_args(dtype):
     """The constexpr arguments every matmul kernel takes besides its tiles."""
     return dict(ACC_DTYPE=tl.float64 if dtype == torch.float64 else tl.float32, INPUT_PRECISION=input_precision(dtype))
 
+def bucket(a, b, precision):  # the autotuner runs once per bucket (common.launch_tuned): sizes to powers of 2, dtype
+    return (*map(triton.next_power_of_2, (a.shape[0], b.shape[1], a.shape[1])), a.dtype, precision)
+
 def launch_tiles(kernel, a, b, c, strides=None):
     """One program per C tile, in a 1-D grid that grouped_tile maps to (row, column); strides: those the kernel takes."""
     (m, k), n = a.shape, b.shape[1]
     strides = strides or (*a.stride(), *b.stride(), *c.stride())
-    kernel[lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)](
-        a, b, c, m, n, k, *strides, **launch_args(a.dtype))
+    grid, args = lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),), launch_args(a.dtype)
+    common.launch_tuned(kernel, grid, bucket(a, b, args["INPUT_PRECISION"]), a, b, c, m, n, k, *strides, **args)
 
 def launch_into(launch, a, b, out, sizes):
     """launch(a, b, c) into out, or a fresh C (copied into out if out overlaps a or b, which programs still read)."""
@@ -187,8 +190,8 @@ def random_matrix(rows, cols, dtype, transposed=False):
     return t.T if transposed else t
 
 def check(m, n, k, dtype=torch.float32, precision=None, transpose_a=False, transpose_b=False):
-    """Each variant that takes the layout, and matmul, into NaN-filled out= against float64; returns their names.
-    VARIANTS, refusals and matmul are defined further down, after the faster forms."""
+    """Each variant taking the layout, and matmul, into NaN-filled out= against float64; returns their names.
+    (VARIANTS, refusals and matmul come further down, after the faster forms.)"""
     with float32_matmul_precision(precision):
         a, b = random_matrix(m, k, dtype, transpose_a), random_matrix(k, n, dtype, transpose_b)
         expected, magnitude = reference(a.double(), b.double()), reference(a.double().abs(), b.double().abs())
@@ -266,9 +269,7 @@ def descriptor_problem(a, b, c, variant="matmul_descriptor"):
     for name, t in (("a", a), ("b", b), ("the output", c)):
         reason = t is not None and (common.descriptor_problem(t) or ("a stride is 0" if 0 in t.stride() else None))
         if reason:
-            return f"{variant}: a tensor descriptor cannot describe {name} {tuple(t.shape)} strides {t.stride()}: " \
-                   + reason
-    return None
+            return f"{variant}: a tensor descriptor cannot describe {name} {tuple(t.shape)} strides {t.stride()}: {reason}"
 
 def launch_descriptor(a, b, c):
     if problem := descriptor_problem(a, b, c):
@@ -383,8 +384,8 @@ def launch_persistent(a, b, c, checked=False):
     b_arg = k_major_b(b) if tf32 else b
     programs = 3 if common.INTERPRETED else common.multiprocessor_count(common.DEVICE)  # 3: walk several tiles
     common.set_descriptor_allocator()
-    matmul_persistent_kernel[(programs,)](a, b_arg, c, m, n, k, a.stride(0), b_arg.stride(0), c.stride(0),
-                                          PROGRAMS=programs, B_TRANSPOSED=tf32, **args)
+    common.launch_tuned(matmul_persistent_kernel, (programs,), bucket(a, b, args["INPUT_PRECISION"]), a, b_arg, c, m, n, k, a.stride(0),
+                        b_arg.stride(0), c.stride(0), PROGRAMS=programs, B_TRANSPOSED=tf32, **args)
 
 def matmul_persistent(a, b, out=None):
     """a @ b with the persistent kernel; ValueError where persistent_problem finds one."""
@@ -405,8 +406,8 @@ def refusals(a, b):
 # For C = A @ B and a loss L, dL/dA = dC @ B^T and dL/dB = A^T @ dC: matmuls of views with swapped strides, which the
 # kernels take as they are. torch.library.custom_op registers matmul as an op; its fake (shape and dtype only) lets
 # torch.compile trace around the kernels and the host-side planning (SM count, autotuner); a triton_op would trace the
-# kernels themselves, which fails on fake tensors under the CPU interpreter. The backward calls the op, so it has
-# gradients too. Dispatch through an op adds host work per call: matmul takes it only to compile.
+# kernels themselves, which fails on fake tensors under the CPU interpreter. The backward calls matmul (or the op), so
+# it has gradients too. Dispatch through an op costs host time per call: matmul takes it only to compile.
 def launch_best(a, b, c):
     """The persistent kernel for 16-bit and TF32 dots where it can; else the pointer kernel, any layout."""
     fast_dot = a.dtype in (torch.float16, torch.bfloat16) or input_precision(a.dtype) == "tf32"
@@ -418,17 +419,17 @@ def launch_best(a, b, c):
 def matmul_forward(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return launch_into(launch_best, a, b, None, validate(a, b))
 
-def matmul_backward(ctx, grad_c):
+def matmul_backward(ctx, grad_c, mm=None):  # mm: matmul_op in the op's backward, which torch.compile records
     a, b = ctx.saved_tensors
-    grad_a = matmul_op(grad_c, b.T) if ctx.needs_input_grad[0] else None
-    grad_b = matmul_op(a.T, grad_c) if ctx.needs_input_grad[1] else None
+    grad_a = (mm or matmul)(grad_c, b.T) if ctx.needs_input_grad[0] else None
+    grad_b = (mm or matmul)(a.T, grad_c) if ctx.needs_input_grad[1] else None
     return grad_a, grad_b
 
 save_inputs = lambda ctx, inputs, output: ctx.save_for_backward(*inputs)  # noqa: E731
 matmul_op = torch.library.custom_op("triton_lessons::matmul", matmul_forward, mutates_args=())
 matmul_op.register_fake(lambda a, b: a.new_empty((a.shape[0], b.shape[1])))
-matmul_op.register_autograd(matmul_backward, setup_context=save_inputs)
-matmul_autograd = common.eager_autograd("matmul", matmul_forward, save_inputs, matmul_backward)  # the same, minus dispatch
+matmul_op.register_autograd(functools.partial(matmul_backward, mm=matmul_op), setup_context=save_inputs)
+matmul_autograd = common.eager_autograd("matmul", matmul_forward, save_inputs, matmul_backward)  # eager: no dispatch
 
 def matmul(a, b, out=None):
     """C = a @ b for a (M, K), b (K, N) of one floating dtype, any strides; float32 follows torch's TF32 setting.
@@ -440,8 +441,7 @@ def matmul(a, b, out=None):
     return launch_into(launch_best, a, b, out, sizes)
 
 # ## Benchmark and main
-POWER_SETTLE_MS = 1000
-BENCH_ROUNDS = 1 if common.INTERPRETED else 3
+POWER_SETTLE_MS, BENCH_ROUNDS = 1000, 1 if common.INTERPRETED else 3
 
 def benchmark(m, n, k, dtype=torch.float16, precision="highest"):
     """torch.matmul and each variant that takes row-major inputs of this size: eager, then from a CUDA graph."""

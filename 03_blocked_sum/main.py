@@ -66,10 +66,10 @@ def column_sum_kernel(
         acc += tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC_DTYPE)
     tl.store(out_ptr + chunk * N + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=col_mask)
 
-# Autotuning: on the GPU the first call with a new key (N, rows per program, the dtypes) times every
-# config and keeps the fastest. Most tiles hold 32 to 64 elements per thread: enough loads in flight
-# to hide memory latency, few enough registers not to spill. In one-row tiles each column's sum stays
-# in one thread (results/NOTES.md item 24). The interpreter cannot autotune: one config there.
+# Autotuning: on the GPU the first call in a bucket (N, rows per program, both rounded up to powers of two, and the
+# dtype: common.launch_tuned) times every config. Most tiles hold 32 to 64 elements per thread: enough loads in flight
+# to hide memory latency, few enough registers not to spill. In one-row tiles each column's sum stays in one thread
+# (results/NOTES.md item 24). The interpreter cannot autotune: one config there.
 TILES = [  # (BLOCK_M, BLOCK_N, num_warps); the last five: short and wide, for matrices of few rows
     (128, 32, 4), (256, 32, 4), (64, 64, 4), (128, 64, 4), (128, 64, 8), (256, 64, 8), (32, 128, 4), (64, 128, 4),
     (128, 128, 8), (32, 256, 4), (64, 256, 8), (16, 512, 4), (32, 512, 8), (16, 1024, 8), (1, 512, 4), (1, 1024, 8),
@@ -88,8 +88,8 @@ def prune_configs(configs, named_args, max_side=None, **kwargs):
 
 def autotuned(max_side=None):
     """The autotuner as a decorator, keyed on N and the rows per program (Triton adds the dtypes)."""
-    prune = functools.partial(prune_configs, max_side=max_side)
-    return triton.autotune(CONFIGS, key=["N", "rows_per_split"], prune_configs_by={"early_config_prune": prune})
+    prune = {"early_config_prune": functools.partial(prune_configs, max_side=max_side)}
+    return triton.autotune(CONFIGS, key=["N", "rows_per_split"], prune_configs_by=prune, **common.TUNING)
 
 column_sum_kernel = autotuned()(column_sum_kernel)  # as if decorated; done here so the kernel reads first
 
@@ -108,8 +108,7 @@ def validate(x, name="blocked_sum", differentiable=True):
 def column_sums(kernel, x, strides, out=None, poison=False):
     """x.sum(0) with `kernel` as the first pass, given the strides of x it takes."""
     m, n = x.shape
-    # check_out raises on a bad out and returns True when out overlaps x, which the kernels must not
-    # overwrite while they read it; they also write a contiguous row. Either way: go via a fresh one.
+    # check_out raises on a bad out, True when out overlaps x (which the kernels still read); kernels write a contiguous row.
     if out is not None and (common.check_out(out, (n,), x.dtype, x.device, (x,)) or not out.is_contiguous()):
         return out.copy_(column_sums(kernel, x, strides, None, poison))
     out = torch.empty(n, dtype=x.dtype, device=x.device) if out is None else out
@@ -121,8 +120,9 @@ def column_sums(kernel, x, strides, out=None, poison=False):
     partials = out if splits == 1 else x.new_empty(splits, n, dtype=x.dtype if keep_float64 else torch.float32)
     if poison:  # NaN first, so that an element no program writes shows in the result
         partials.fill_(float("nan"))
-    kernel[lambda meta: (triton.cdiv(n, meta["BLOCK_N"]), splits)](
-        x, partials, m, n, *strides, rows_per_split, ACC_DTYPE=tl.float64 if keep_float64 else tl.float32)
+    common.launch_tuned(kernel, lambda meta: (triton.cdiv(n, meta["BLOCK_N"]), splits), (  # tuned once per bucket:
+        triton.next_power_of_2(n), triton.next_power_of_2(rows_per_split), x.dtype), x, partials, m, n, *strides,
+        rows_per_split, ACC_DTYPE=tl.float64 if keep_float64 else tl.float32)
     if splits > 1:
         # The second pass (section 2): tiles of up to 4096 partials, BLOCK_S <= 256 chunks tall (the loop
         # takes any more) and the rest in columns: few, large loads, as this short pass waits on latency.

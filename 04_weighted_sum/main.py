@@ -27,10 +27,10 @@ import triton.language as tl  # noqa: E402
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64}
 
-# (ROWS_TILE, D_TILE, num_warps) the autotuner times on a GPU per key (Triton adds the tensor arguments' dtypes to
-# it): small tiles need few registers, so many programs share an SM; wide rows get wide D tiles, long reads. suit_d
-# keeps D tiles from min(W, 128) (shorter reads waste bandwidth) to max(W, 32) (wider only loads masked lanes), W
-# being D rounded up to a power of two; `or configs` keeps at least one, e.g. the interpreter's single (untimed) tile.
+# (ROWS_TILE, D_TILE, num_warps) the autotuner times on a GPU, once per bucket of sizes (common.launch_tuned): small
+# tiles need few registers, so many programs share an SM; wide rows get wide D tiles, long reads. suit_d keeps D tiles
+# from min(W, 128) (shorter reads waste bandwidth) to max(W, 32) (wider only loads masked lanes), W = D rounded up to
+# a power of two; `or configs` keeps at least one, e.g. the interpreter's single (untimed) tile.
 GPU_TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (16, 128, 4), (32, 128, 4), (64, 128, 8), (128, 128, 8),
              (16, 256, 4), (32, 256, 8), (4, 512, 4), (8, 512, 4), (16, 512, 8), (4, 1024, 4), (8, 1024, 8),
              (16, 1024, 8)]
@@ -43,7 +43,7 @@ def autotune_tiles(key, max_tile=1024):
         return [c for c in configs if min(width, 128) <= c.kwargs["D_TILE"] <= max(width, 32)] or configs
 
     configs = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w in TILES if max(r, d) <= max_tile]
-    return triton.autotune(configs=configs, key=key, prune_configs_by={"early_config_prune": suit_d})
+    return triton.autotune(configs=configs, key=key, prune_configs_by={"early_config_prune": suit_d}, **common.TUNING)
 
 
 # ## Forward: a program owns ROWS_TILE rows and walks D in steps of D_TILE. Its [ROWS_TILE, D_TILE] accumulator is
@@ -130,10 +130,10 @@ def sum_partials_kernel(
     tl.store(grad_w_ptr + cols, tl.sum(acc, axis=0).to(grad_w_ptr.dtype.element_ty), mask=cols < D)
 
 
-# ## Launchers. FORWARD (after the last kernels) maps each memory-access style to its forward kernel and to the
-# function giving the layout arguments that kernel takes. Backward programs per D tile: about BACKWARD_PROGRAMS_PER_SM
-# per SM in all, counting D tiles of PLANNING_D_TILE (the autotuner picks the real one), at least one per SM; fewer
-# leave the second pass fewer partial rows to add (results/NOTES.md items 17, 26). The interpreter is one "SM".
+# ## Launchers. FORWARD (after the last kernels) maps each style to its forward kernel and its layout arguments.
+# Backward programs per D tile: about BACKWARD_PROGRAMS_PER_SM per SM in all, counting D tiles of PLANNING_D_TILE (the
+# autotuner picks the real one), at least one per SM; fewer leave the second pass fewer partial rows (results/NOTES.md
+# items 17, 26). The interpreter is one "SM".
 BACKWARD_PROGRAMS_PER_SM, PLANNING_D_TILE, SUM_PARTIALS_MAX_ROWS, SUM_PARTIALS_TILE = 8, 128, 1024, 4096
 SMALLEST_ROWS_TILE = min(rows_tile for rows_tile, _, _ in TILES)
 
@@ -150,14 +150,15 @@ def new_tensor(shape, template, poison, dtype=None):  # on template's device; un
 
 
 def launch_forward(x: torch.Tensor, weight: torch.Tensor, style: str = "pointer", poison: bool = False) -> torch.Tensor:
-    """y = x @ weight through the forward kernel of `style`."""
+    """y = x @ weight through the forward kernel of `style`, tuned once per bucket (common.launch_tuned)."""
     (rows, D), (kernel, layout_args) = (math.prod(x.shape[:-1]), x.shape[-1]), FORWARD[style]
     x2d, y = x.reshape(rows, D), new_tensor(x.shape[:-1], x, poison)  # a view if the leading dims merge, else one copy
     if not (rows and D):
         return y.zero_()  # a sum of no terms is 0
-    acc_dtype = tl.float64 if x.dtype == torch.float64 else tl.float32
-    kernel[lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)](
-        x2d, weight.contiguous(), y, rows, D, ACC_DTYPE=acc_dtype, **layout_args(x2d))
+    acc_dtype, layout = tl.float64 if x.dtype == torch.float64 else tl.float32, layout_args(x2d)
+    bucket = (triton.next_power_of_2(D), x.dtype, layout.get("X_ROW_ALIGN"), layout.get("D_ALIGN"))  # what picks a tile
+    common.launch_tuned(kernel, lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),), bucket,
+                        x2d, weight.contiguous(), y, rows, D, ACC_DTYPE=acc_dtype, **layout)
     return y
 
 
@@ -173,10 +174,11 @@ def launch_backward(x2d: torch.Tensor, weight: torch.Tensor, grad_y: torch.Tenso
     programs = max(sms, triton.cdiv(BACKWARD_PROGRAMS_PER_SM * sms, triton.cdiv(D, PLANNING_D_TILE)))
     programs = min(programs, triton.cdiv(rows, SMALLEST_ROWS_TILE))
     acc_dtypes = (torch.float64, tl.float64) if x2d.dtype == torch.float64 else (torch.float32, tl.float32)
-    partial = new_tensor((programs, D), x2d, poison, acc_dtypes[0]) if need_grad_w else grad_w
-    backward_kernel[lambda meta: (triton.cdiv(D, meta["D_TILE"]), programs)](
-        x2d, weight.contiguous(), grad_y, grad_x, partial, rows, D, stride_grad_y=grad_y.stride(0),
-        NEED_GRAD_X=need_grad_x, NEED_GRAD_W=need_grad_w, ACC_DTYPE=acc_dtypes[1], **pointer_args(x2d))
+    partial, layout = new_tensor((programs, D), x2d, poison, acc_dtypes[0]) if need_grad_w else grad_w, pointer_args(x2d)
+    bucket = (triton.next_power_of_2(D), x2d.dtype, layout["X_ROW_ALIGN"], layout["D_ALIGN"], need_grad_x, need_grad_w)
+    common.launch_tuned(backward_kernel, lambda meta: (triton.cdiv(D, meta["D_TILE"]), programs), bucket,
+                        x2d, weight.contiguous(), grad_y, grad_x, partial, rows, D, stride_grad_y=grad_y.stride(0),
+                        NEED_GRAD_X=need_grad_x, NEED_GRAD_W=need_grad_w, ACC_DTYPE=acc_dtypes[1], **layout)
     if need_grad_w:
         sum_partials(partial, grad_w)
     return grad_x, grad_w
@@ -193,9 +195,8 @@ def sum_partials(partial, grad_w):
 
 # ## The PyTorch op. torch.library.custom_op registers the launchers as triton_lessons::weighted_sum and
 # ::weighted_sum_backward; register_fake gives torch.compile the outputs' shapes, so it traces around the kernels
-# and host-side planning (SM count, autotuner) stays out of dynamo's way (triton_op would trace the kernel
-# itself, which fails on fake tensors under the CPU interpreter). An op call costs host time: compiling only.
-#
+# and host-side planning (SM count, autotuner) stays out of dynamo's way (triton_op would trace the kernel itself,
+# which fails on fake tensors under the CPU interpreter). Dispatch through an op costs host time: compiling only.
 # Second derivatives: grad_x = grad_y (outer) w is a product, and grad_w = x^T grad_y is weighted_sum itself, on
 # the transposed view x.T (the pointer kernels take any strides). When autograd records the backward
 # (create_graph=True, as hessian and gradgradcheck do), grad mode is on inside it and both gradients come from
@@ -213,20 +214,21 @@ def save_inputs(ctx, inputs, output):  # register_autograd passes the output too
     ctx.save_for_backward(x, weight)
 
 
-def weighted_sum_grads(ctx, grad_y):
+def weighted_sum_grads(ctx, grad_y, fused_backward=launch_backward):
     (x, weight), (need_grad_x, need_grad_w) = ctx.saved_tensors, ctx.needs_input_grad[:2]
     grad_y = grad_y.reshape(-1)  # a view, even of a broadcast grad_y (stride 0)
     x2d = x.reshape(grad_y.numel(), weight.shape[0])
-    if torch.is_grad_enabled():  # create_graph=True: differentiable calls only
+    if torch.is_grad_enabled():  # create_graph=True: differentiable calls only (fused_backward: eager or the op's)
         grad_x = grad_y[:, None] * weight if need_grad_x else None
         grad_w = weighted_sum(x2d.T, grad_y) if need_grad_w else None
     else:
-        grad_x, grad_w = backward_op(x2d, weight, grad_y, need_grad_x, need_grad_w, ctx.poison)
+        grad_x, grad_w = fused_backward(x2d, weight, grad_y, need_grad_x, need_grad_w, ctx.poison)
     return (grad_x.reshape(x.shape) if need_grad_x else None), (grad_w if need_grad_w else None), None, None
 
 
-weighted_sum_op.register_autograd(weighted_sum_grads, setup_context=save_inputs)
-weighted_sum_autograd = common.eager_autograd("weighted_sum", launch_forward, save_inputs, weighted_sum_grads)  # no dispatcher
+weighted_sum_op.register_autograd(functools.partial(weighted_sum_grads, fused_backward=backward_op),  # compiled
+                                  setup_context=save_inputs)
+weighted_sum_autograd = common.eager_autograd("weighted_sum", launch_forward, save_inputs, weighted_sum_grads)
 
 
 def weighted_sum(x, weight, style="pointer", poison=False):
@@ -265,9 +267,8 @@ def reference(x, weight):
 
 
 def check(rows, d, dtype=torch.float32, layout="contiguous", batch=()):
-    """y, grad_x and grad_w of every variant that takes x (*batch, rows, d) against float64, x "contiguous",
-    "transposed" (last two dims swapped) or "sliced" (columns 1..d of a wider tensor: row stride and base not
-    16-byte aligned). Outputs start as NaN: an element never written fails. Returns the variants checked."""
+    """y, grad_x and grad_w of each variant taking x (*batch, rows, d) against float64, outputs first NaN; x "contiguous",
+    "transposed" (last two dims swapped) or "sliced" (columns 1..d of a wider x: unaligned). Returns those checked."""
     kw = {"dtype": DTYPES.get(dtype, dtype), "device": common.DEVICE}
     x = {"contiguous": lambda: torch.randn(*batch, rows, d, **kw),
          "transposed": lambda: torch.randn(*batch, d, rows, **kw).transpose(-1, -2),

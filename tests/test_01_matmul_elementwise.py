@@ -431,3 +431,10 @@ def test_call_on_a_side_stream():
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
     common.assert_close(out, *float64_product(a, b), 200, "on a side stream")
+
+
+def test_eager_gradients_skip_the_dispatcher_and_the_op_records_its_backward():
+    a, b = (torch.randn(4, 4, device=common.DEVICE, requires_grad=True) for _ in range(2))
+    assert support.dispatched_ops(lambda: ex.matmul_elementwise(a, b).sum().backward()) == []
+    op = torch.ops.triton_lessons.matmul_elementwise
+    assert support.dispatched_ops(lambda: op(a, b).sum().backward()) == ["triton_lessons::matmul_elementwise"]

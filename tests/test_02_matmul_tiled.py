@@ -491,3 +491,10 @@ def test_call_on_a_side_stream():
     torch.cuda.synchronize()
     common.assert_close(c, *reference64(a, b), 256, "side stream")
     assert_gradients_match(a, b, grad_c, "side stream")
+
+
+def test_eager_gradients_skip_the_dispatcher_and_the_op_records_its_backward():
+    a, b = (torch.randn(8, 8, device=common.DEVICE, requires_grad=True) for _ in range(2))
+    assert support.dispatched_ops(lambda: ex.matmul(a, b).sum().backward()) == []
+    assert support.dispatched_ops(lambda: torch.ops.triton_lessons.matmul(a, b).sum().backward()) == [
+        "triton_lessons::matmul"]  # forward, and both gradients in the backward

@@ -151,3 +151,21 @@ def test_eager_autograd_runs_the_given_backward():
     assert type(y.grad_fn).__name__ == "cubeBackward"
     (grad,) = torch.autograd.grad(y.sum(), x)
     assert torch.equal(grad, torch.tensor([3.0, 6.0]))
+
+
+def test_launch_tuned_tunes_once_per_bucket_and_stays_right(monkeypatch):
+    ws = support.load("04_weighted_sum")
+    kernel, calls = ws.forward_pointer_kernel, []
+    autotuner_run = kernel.run
+    monkeypatch.setattr(kernel, "run", lambda *args, **kwargs: calls.append(1) or autotuner_run(*args, **kwargs))
+    monkeypatch.setattr(common, "_tuned", {})
+
+    def weighted_sum_matches(d):  # D = 20, 24, 32 share a bucket (32, float32, 16-byte alignments); 40 is in 64's
+        x, w = torch.randn(8, d, device=common.DEVICE), torch.randn(d, device=common.DEVICE)
+        expected = (x.double() * w.double()).sum(-1)
+        common.assert_close(ws.weighted_sum(x, w), expected, (x.double().abs() * w.double().abs()).sum(-1), d, f"D={d}")
+        return len(calls)
+
+    assert [weighted_sum_matches(d) for d in (20, 24, 32, 40, 40)] == [1, 1, 1, 2, 2]
+    monkeypatch.setattr(common, "TUNE_EVERY_SHAPE", True)  # LESSONS_TUNE_EVERY_SHAPE=1: the autotuner on every call
+    assert weighted_sum_matches(24) == 3

@@ -1,10 +1,11 @@
-"""What an eager call costs the host: each entry function, its registered op and PyTorch's op, on small shapes.
+"""What an eager call costs the host, and what a new shape costs: each entry function, its registered op, PyTorch's op.
 
-Run on a GPU machine from the repository root: `python tools/host_cost.py`. Small shapes make the GPU work
-a few microseconds, so the time per call is mostly Python and launch overhead. "wall us" is the wall
-time per call over 2000 back-to-back calls (the GPU queue absorbs the kernels); "eager us" is
-common.bench (a lone call on an idle GPU, L2 flushed), "graph us" common.bench_graph (kernels only). Uses only the
-lessons' public names.
+Run on a GPU machine from the repository root: `python tools/host_cost.py`. Small shapes make the GPU work a few
+microseconds, so a call's time is mostly Python and launch overhead. "wall us": wall time per call over 2000
+back-to-back calls (the GPU queue absorbs the kernels); "eager us": common.bench (a lone call on an idle GPU, L2
+flushed); "graph us": common.bench_graph (kernels only). "bare launch" is 04's forward kernel launched straight
+through Triton with the config the lesson tuned: the floor for an entry's host cost. Then the wall time of the first
+call on shapes not seen before, next to the second call. Uses only the lessons' public names.
 """
 
 import sys
@@ -15,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import common  # noqa: E402
 
 import torch  # noqa: E402
+import triton  # noqa: E402
 
 lessons = {path.parent.name[:2]: common.load_example(path) for path in common.example_paths()}
 ops = torch.ops.triton_lessons
@@ -40,6 +42,12 @@ def fwd_bwd(fn, *inputs, grad):
 a16, b16 = torch.randn(512, 512, device=dev, dtype=torch.float16), torch.randn(512, 512, device=dev, dtype=torch.float16)
 a32, b32 = torch.randn(64, 64, device=dev), torch.randn(64, 64, device=dev)
 x, w, gy = torch.randn(4096, 512, device=dev), torch.randn(512, device=dev), torch.randn(4096, device=dev)
+y = torch.empty(4096, device=dev)
+lessons["04"].weighted_sum(x, w)  # tunes 04's forward for this bucket, so that bare_launch has a config
+kernel = lessons["04"].forward_pointer_kernel
+config = kernel.best_config.all_kwargs()
+bare_launch = lambda: kernel.fn[(triton.cdiv(4096, config["ROWS_TILE"]),)](  # noqa: E731
+    x, w, y, 4096, 512, ACC_DTYPE=triton.language.float32, **lessons["04"].pointer_args(x), **config)
 cases = {
     "01 matmul_elementwise 64^3 fp32": lambda: lessons["01"].matmul_elementwise(a32, b32),
     "01 op": lambda: ops.matmul_elementwise(a32, b32),
@@ -49,10 +57,12 @@ cases = {
     "03 blocked_sum 4096x512 fp32": lambda: lessons["03"].blocked_sum(x),
     "03 op": lambda: ops.blocked_sum(x),
     "03 torch x.sum(0)": lambda: x.sum(0),
+    "04 bare launch of its kernel": bare_launch,
     "04 weighted_sum 4096x512 fp32": lambda: lessons["04"].weighted_sum(x, w),
     "04 op": lambda: ops.weighted_sum(x, w),
     "04 torch x @ w": lambda: x @ w,
     "04 fwd+bwd weighted_sum": fwd_bwd(lessons["04"].weighted_sum, x, w, grad=gy),
+    "04 fwd+bwd op": fwd_bwd(ops.weighted_sum, x, w, grad=gy),
     "04 fwd+bwd torch x @ w": fwd_bwd(torch.matmul, x, w, grad=gy),
     "02 fwd+bwd matmul 512^3 fp16": fwd_bwd(lessons["02"].matmul, a16, b16, grad=torch.randn_like(a16)),
     "02 fwd+bwd torch.matmul": fwd_bwd(torch.matmul, a16, b16, grad=torch.randn_like(a16)),
@@ -62,3 +72,33 @@ print(f"{'call':34s} {'wall us':>8s} {'eager us':>9s} {'graph us':>9s}")
 for name, fn in cases.items():
     graph = common.bench_graph(fn)
     print(f"{name:34s} {wall_us(fn):8.1f} {common.bench(fn) * 1e3:9.1f} {graph * 1e3:9.1f}", flush=True)
+
+
+def randn(*shape, dtype=torch.float32):
+    return torch.randn(*shape, device=dev, dtype=dtype)
+
+
+new_shapes = {  # first a shape that tunes a bucket, then others in the same bucket, then a new bucket
+    "02 matmul bf16 1000^3": lambda: lessons["02"].matmul(randn(1000, 1000, dtype=torch.bfloat16),
+                                                          randn(1000, 1000, dtype=torch.bfloat16)),
+    "02 matmul bf16 1001x999x1003": lambda: lessons["02"].matmul(randn(1001, 1003, dtype=torch.bfloat16),
+                                                                 randn(1003, 999, dtype=torch.bfloat16)),
+    "02 matmul bf16 1536^3": lambda: lessons["02"].matmul(randn(1536, 1536, dtype=torch.bfloat16),
+                                                          randn(1536, 1536, dtype=torch.bfloat16)),
+    "03 blocked_sum 1000x700": lambda: lessons["03"].blocked_sum(randn(1000, 700)),
+    "03 blocked_sum 1000x900": lambda: lessons["03"].blocked_sum(randn(1000, 900)),
+    "03 blocked_sum 300000x700": lambda: lessons["03"].blocked_sum(randn(300000, 700)),
+    "04 fwd+bwd 8192x300": fwd_bwd(lessons["04"].weighted_sum, randn(8192, 300), randn(300), grad=randn(8192)),
+    "04 fwd+bwd 8192x400": fwd_bwd(lessons["04"].weighted_sum, randn(8192, 400), randn(400), grad=randn(8192)),
+    "04 fwd+bwd 8192x768": fwd_bwd(lessons["04"].weighted_sum, randn(8192, 768), randn(768), grad=randn(8192)),
+    "04 fwd+bwd 8192x4000": fwd_bwd(lessons["04"].weighted_sum, randn(8192, 4000), randn(4000), grad=randn(8192)),
+}
+print(f"\n{'first call on a new shape':34s} {'first s':>8s} {'next ms':>9s}")
+for name, fn in new_shapes.items():
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    print(f"{name:34s} {times[0]:8.2f} {times[1] * 1e3:9.1f}", flush=True)

@@ -139,9 +139,9 @@ SMALLEST_ROWS_TILE = min(rows_tile for rows_tile, _, _ in TILES)
 
 
 def pointer_args(x2d):
-    vector = 16 // x2d.element_size()  # elements in 16 bytes: gcd(n, vector) is the power of two wanted
-    return dict(stride_x_row=x2d.stride(0), stride_x_col=x2d.stride(1),
-                X_ROW_ALIGN=math.gcd(x2d.stride(0), vector), D_ALIGN=math.gcd(x2d.shape[1], vector))
+    (stride_row, stride_col), vector = x2d.stride(), 16 // x2d.element_size()  # vector: elements in 16 bytes
+    return dict(stride_x_row=stride_row, stride_x_col=stride_col,  # gcd(n, vector): the power of two wanted
+                X_ROW_ALIGN=math.gcd(stride_row, vector), D_ALIGN=math.gcd(x2d.shape[1], vector))
 
 
 def new_tensor(shape, template, poison, dtype=None):  # on template's device; uninitialised, or NaN for check()
@@ -152,7 +152,8 @@ def new_tensor(shape, template, poison, dtype=None):  # on template's device; un
 def launch_forward(x: torch.Tensor, weight: torch.Tensor, style: str = "pointer", poison: bool = False) -> torch.Tensor:
     """y = x @ weight through the forward kernel of `style`, tuned once per bucket (common.launch_tuned)."""
     (rows, D), (kernel, layout_args) = (math.prod(x.shape[:-1]), x.shape[-1]), FORWARD[style]
-    x2d, y = x.reshape(rows, D), new_tensor(x.shape[:-1], x, poison)  # a view if the leading dims merge, else one copy
+    # reshape: a view where the leading dims merge, else one copy; a 2-D x skips it, as each call costs host time
+    x2d, y = x if x.dim() == 2 else x.reshape(rows, D), new_tensor(x.shape[:-1], x, poison)
     if not (rows and D):
         return y.zero_()  # a sum of no terms is 0
     acc_dtype, layout = tl.float64 if x.dtype == torch.float64 else tl.float32, layout_args(x2d)
@@ -378,9 +379,8 @@ class WeightedSumTorch(torch.autograd.Function):
         return grad_x, grad_w
 
 
-FORWARD = {"pointer": (forward_pointer_kernel, pointer_args),
-           "block_ptr": (forward_block_ptr_kernel,
-                         lambda x2d: dict(stride_x_row=x2d.stride(0), stride_x_col=x2d.stride(1))),
+FORWARD = {"pointer": (forward_pointer_kernel, pointer_args),  # style -> (kernel, its layout arguments)
+           "block_ptr": (forward_block_ptr_kernel, lambda x2d: dict(zip(("stride_x_row", "stride_x_col"), x2d.stride()))),
            "descriptor": (forward_descriptor_kernel, descriptor_args)}
 UNAVAILABLE = {name: why for name, why in {"block_ptr": common.block_pointers_unavailable()}.items() if why}
 VARIANTS = {style: functools.partial(weighted_sum, style=style) for style in FORWARD if style not in UNAVAILABLE}

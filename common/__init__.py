@@ -91,7 +91,7 @@ def tflops(flops, ms):  # TFLOP/s of flops operations in ms milliseconds
 TUNING = dict(do_bench=lambda fn, quantiles: triton.testing.do_bench(fn, warmup=5, rep=20, quantiles=quantiles),
               cache_results=True)
 TUNE_EVERY_SHAPE = os.environ.get("LESSONS_TUNE_EVERY_SHAPE") == "1"  # 1: the autotuner's own per-shape key
-_tuned = {}  # (autotuned kernel, bucket) -> the config the autotuner chose for that bucket's first call
+_tuned = {}  # (autotuned kernel, bucket) -> the launch arguments of the config chosen for that bucket
 
 def launch_tuned(kernel, grid, bucket, *args, **kwargs):
     """kernel[grid](*args, **kwargs) for a triton.autotune'd kernel, tuned once per bucket (sizes rounded to powers
@@ -100,9 +100,9 @@ def launch_tuned(kernel, grid, bucket, *args, **kwargs):
     config = None if TUNE_EVERY_SHAPE else _tuned.get((kernel, bucket))
     if config is None:
         kernel[grid](*args, **kwargs)
-        _tuned[kernel, bucket] = kernel.best_config
-    else:
-        kernel.fn[grid](*args, **kwargs, **config.all_kwargs())
+        _tuned[kernel, bucket] = kernel.best_config.all_kwargs()
+    else:  # a grid as a tuple: Triton would call a function with every argument
+        kernel.fn[grid(config) if callable(grid) else grid](*args, **kwargs, **config)
 
 @functools.cache
 def copy_ceiling_gbps():

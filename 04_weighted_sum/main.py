@@ -7,7 +7,7 @@ x has shape (..., D), w has shape (D,), y has shape (...). With the leading dims
     grad_w[d]    = sum_r x[r, d] * grad_y[r]    x^T grad_y: a sum over ALL rows, which many programs share
 
 For grad_w each backward program adds its rows into one row of a small [programs, D] buffer, and
-sum_partials_kernel adds the buffer's rows in a fixed order: the same bits on every call, no atomics.
+sum_partials_kernel adds its rows in a fixed order: on one GPU and tile, the same bits every call, no atomics.
 Then: the op that autograd and torch.compile see, second derivatives, the float64 check, the forward again
 through block pointers and tensor descriptors, and the whole in PyTorch operations.
 """
@@ -27,10 +27,10 @@ import triton.language as tl  # noqa: E402
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64}
 
-# (ROWS_TILE, D_TILE, num_warps) the autotuner times on a GPU, once per bucket of sizes (common.launch_tuned): small
-# tiles need few registers, so many programs share an SM; wide rows get wide D tiles, long reads. suit_d keeps D tiles
-# from min(W, 128) (shorter reads waste bandwidth) to max(W, 32) (wider only loads masked lanes), W = D rounded up to
-# a power of two; `or configs` keeps at least one, e.g. the interpreter's single (untimed) tile.
+# (ROWS_TILE, D_TILE, num_warps) the autotuner times on a GPU once per bucket (common.launch_tuned; per D with
+# LESSONS_TUNE_EVERY_SHAPE=1): small tiles need few registers, so many programs share an SM; wide rows get wide D
+# tiles, long reads. suit_d keeps D tiles from min(W, 128) (shorter reads waste bandwidth) to max(W, 32) (wider only
+# loads masked lanes), W = D rounded up to a power of two; `or configs` keeps one, e.g. the interpreter's single tile.
 GPU_TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (16, 128, 4), (32, 128, 4), (64, 128, 8), (128, 128, 8),
              (16, 256, 4), (32, 256, 8), (4, 512, 4), (8, 512, 4), (16, 512, 8), (4, 1024, 4), (8, 1024, 8),
              (16, 1024, 8)]
@@ -73,7 +73,7 @@ def forward_pointer_kernel(
         x = tl.load(x_ptr + row_starts[:, None] + cols.to(tl.int64)[None, :] * stride_x_col,
                     mask=row_mask[:, None] & col_mask[None, :], other=0.0)  # lanes outside x load 0: add nothing
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
-        # Widen before multiplying: fp16/bf16 products are exact in float32, and tl.sum would add in fp16/bf16.
+        # Widen before multiplying: fp16/bf16 products are exact in float32 but would be rounded to 16 bits.
         acc += x.to(ACC_DTYPE) * w.to(ACC_DTYPE)[None, :]
     tl.store(y_ptr + row_ids, tl.sum(acc, axis=1).to(y_ptr.dtype.element_ty), mask=row_mask)
 
@@ -175,7 +175,8 @@ def launch_backward(x2d: torch.Tensor, weight: torch.Tensor, grad_y: torch.Tenso
     programs = max(sms, triton.cdiv(BACKWARD_PROGRAMS_PER_SM * sms, triton.cdiv(D, PLANNING_D_TILE)))
     programs = min(programs, triton.cdiv(rows, SMALLEST_ROWS_TILE))
     acc_dtypes = (torch.float64, tl.float64) if x2d.dtype == torch.float64 else (torch.float32, tl.float32)
-    partial, layout = new_tensor((programs, D), x2d, poison, acc_dtypes[0]) if need_grad_w else grad_w, pointer_args(x2d)
+    partial = new_tensor((programs, D), x2d, poison, acc_dtypes[0]) if need_grad_w else grad_w  # else: a stand-in
+    layout = pointer_args(x2d)
     bucket = (triton.next_power_of_2(D), x2d.dtype, layout["X_ROW_ALIGN"], layout["D_ALIGN"], need_grad_x, need_grad_w)
     common.launch_tuned(backward_kernel, lambda meta: (triton.cdiv(D, meta["D_TILE"]), programs), bucket,
                         x2d, weight.contiguous(), grad_y, grad_x, partial, rows, D, stride_grad_y=grad_y.stride(0),
@@ -186,8 +187,8 @@ def launch_backward(x2d: torch.Tensor, weight: torch.Tensor, grad_y: torch.Tenso
 
 
 def sum_partials(partial, grad_w):
-    """grad_w[d] = the sum of partial[:, d], always added in the same order. Tiles as tall as the buffer, up to
-    SUM_PARTIALS_MAX_ROWS, of SUM_PARTIALS_TILE elements: few steps, as this short pass spends its time in latency."""
+    """grad_w[d] = the sum of partial[:, d], always in the same order. Tiles as tall as the buffer (up to SUM_PARTIALS_
+    MAX_ROWS), of about SUM_PARTIALS_TILE elements (16 columns at least): few steps, as this pass waits on latency."""
     programs, D = partial.shape
     block_p = min(triton.next_power_of_2(programs), SUM_PARTIALS_MAX_ROWS)
     block_d = max(16, SUM_PARTIALS_TILE // block_p)
@@ -219,11 +220,11 @@ def weighted_sum_grads(ctx, grad_y, fused_backward=launch_backward):
     (x, weight), (need_grad_x, need_grad_w) = ctx.saved_tensors, ctx.needs_input_grad[:2]
     grad_y = grad_y.reshape(-1)  # a view, even of a broadcast grad_y (stride 0)
     x2d = x.reshape(grad_y.numel(), weight.shape[0])
-    if torch.is_grad_enabled():  # create_graph=True: differentiable calls only (fused_backward: eager or the op's)
+    if torch.is_grad_enabled():  # create_graph=True: differentiable calls only
         grad_x = grad_y[:, None] * weight if need_grad_x else None
         grad_w = weighted_sum(x2d.T, grad_y) if need_grad_w else None
     else:
-        grad_x, grad_w = fused_backward(x2d, weight, grad_y, need_grad_x, need_grad_w, ctx.poison)
+        grad_x, grad_w = fused_backward(x2d, weight, grad_y, need_grad_x, need_grad_w, ctx.poison)  # launch_backward or, in the op, backward_op
     return (grad_x.reshape(x.shape) if need_grad_x else None), (grad_w if need_grad_w else None), None, None
 
 
@@ -431,8 +432,7 @@ def main(argv=None):
     for variant, reason in UNAVAILABLE.items():
         print(f"variant {variant!r} left out: {reason}")
     checked = check(args.rows, args.dim, args.dtype)
-    print(f"check passed at {args.rows}x{args.dim} {args.dtype}: y, grad_x and grad_w of {', '.join(checked)} "
-          "match a float64 reference")
+    print(f"check passed at {args.rows}x{args.dim} {args.dtype}: y, grad_x, grad_w of {', '.join(checked)} match float64")
     # descriptor_problem looks only at the layout, so an uninitialised x of that layout will do.
     if problem := descriptor_problem(torch.empty(args.rows, args.dim, dtype=DTYPES[args.dtype], device=common.DEVICE)):
         print(f"variant 'descriptor' left out of the table: {problem}")

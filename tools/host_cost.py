@@ -1,13 +1,16 @@
-"""What an eager call costs the host, and what a new shape costs: each entry function, its registered op, PyTorch's op.
+"""What an eager call costs the host, what a new shape costs, and 02's matmul beyond large cubes.
 
 Run on a GPU machine from the repository root: `python tools/host_cost.py`. Small shapes make the GPU work a few
 microseconds, so a call's time is mostly Python and launch overhead. "wall us": wall time per call over 2000
 back-to-back calls (the GPU queue absorbs the kernels); "eager us": common.bench (a lone call on an idle GPU, L2
 flushed); "graph us": common.bench_graph (kernels only). "bare launch" is 04's forward kernel launched straight
 through Triton with the config the lesson tuned: the floor for an entry's host cost. Then the wall time of the first
-call on shapes not seen before, next to the second call. Uses only the lessons' public names.
+call on shapes not seen before, next to the second call. Last, torch.matmul's time over matmul's on the shapes
+of issue 18 (eager and graph), and their geometric means. Uses only the lessons' public names.
 """
 
+import math
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -102,3 +105,18 @@ for name, fn in new_shapes.items():
         torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
     print(f"{name:34s} {times[0]:8.2f} {times[1] * 1e3:9.1f}", flush=True)
+
+print(f"\n{'matmul MxNxK dtype':26s} {'torch/matmul eager':>18s} {'torch/matmul graph':>18s}")
+ratios = {"eager": [], "graph": []}
+for m, n, k in [(4096, 4096, 4096), (4000, 4000, 4000), (8192, 8192, 512), (128, 4096, 4096), (16, 8192, 8192),
+                (1000, 1001, 999)]:
+    for dtype in (torch.float16, torch.bfloat16):
+        a, b = randn(m, k, dtype=dtype), randn(k, n, dtype=dtype)
+        times = {name: (common.bench(fn), common.bench_graph(fn))
+                 for name, fn in (("torch", lambda: a @ b), ("matmul", lambda: lessons["02"].matmul(a, b)))}
+        eager, graph = (times["torch"][i] / times["matmul"][i] for i in (0, 1))
+        ratios["eager"].append(eager)
+        ratios["graph"].append(graph)
+        print(f"{m}x{n}x{k} {str(dtype).removeprefix('torch.'):9s}".ljust(26) + f" {eager:18.2f} {graph:18.2f}", flush=True)
+for kind, values in ratios.items():
+    print(f"geometric mean, {kind}: {math.exp(statistics.mean(map(math.log, values))):.2f}")

@@ -384,8 +384,8 @@ def launch_persistent(a, b, c, checked=False):
     b_arg = k_major_b(b) if tf32 else b
     programs = 3 if common.INTERPRETED else common.multiprocessor_count(common.DEVICE)  # 3: walk several tiles
     common.set_descriptor_allocator()
-    common.launch_tuned(matmul_persistent_kernel, (programs,), bucket(a, b, args["INPUT_PRECISION"]), a, b_arg, c, m, n, k, a.stride(0),
-                        b_arg.stride(0), c.stride(0), PROGRAMS=programs, B_TRANSPOSED=tf32, **args)
+    common.launch_tuned(matmul_persistent_kernel, (programs,), bucket(a, b, args["INPUT_PRECISION"]), a, b_arg, c,
+                        m, n, k, a.stride(0), b_arg.stride(0), c.stride(0), PROGRAMS=programs, B_TRANSPOSED=tf32, **args)
 
 def matmul_persistent(a, b, out=None):
     """a @ b with the persistent kernel; ValueError where persistent_problem finds one."""

@@ -108,7 +108,7 @@ def validate(x, name="blocked_sum", differentiable=True):
 def column_sums(kernel, x, strides, out=None, poison=False):
     """x.sum(0) with `kernel` as the first pass, given the strides of x it takes."""
     m, n = x.shape
-    # check_out raises on a bad out, True when out overlaps x (which the kernels still read); kernels write a contiguous row.
+    # check_out raises on a bad out; True: out overlaps x, which kernels still read. They write a contiguous row.
     if out is not None and (common.check_out(out, (n,), x.dtype, x.device, (x,)) or not out.is_contiguous()):
         return out.copy_(column_sums(kernel, x, strides, None, poison))
     out = torch.empty(n, dtype=x.dtype, device=x.device) if out is None else out

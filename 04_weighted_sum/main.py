@@ -216,7 +216,7 @@ def save_inputs(ctx, inputs, output):  # register_autograd passes the output too
     ctx.save_for_backward(x, weight)
 
 
-def weighted_sum_grads(ctx, grad_y, fused_backward=launch_backward):
+def weighted_sum_grads(ctx, grad_y, fused_backward=launch_backward):  # the op's autograd passes backward_op
     (x, weight), (need_grad_x, need_grad_w) = ctx.saved_tensors, ctx.needs_input_grad[:2]
     grad_y = grad_y.reshape(-1)  # a view, even of a broadcast grad_y (stride 0)
     x2d = x.reshape(grad_y.numel(), weight.shape[0])
@@ -224,7 +224,7 @@ def weighted_sum_grads(ctx, grad_y, fused_backward=launch_backward):
         grad_x = grad_y[:, None] * weight if need_grad_x else None
         grad_w = weighted_sum(x2d.T, grad_y) if need_grad_w else None
     else:
-        grad_x, grad_w = fused_backward(x2d, weight, grad_y, need_grad_x, need_grad_w, ctx.poison)  # launch_backward or, in the op, backward_op
+        grad_x, grad_w = fused_backward(x2d, weight, grad_y, need_grad_x, need_grad_w, ctx.poison)
     return (grad_x.reshape(x.shape) if need_grad_x else None), (grad_w if need_grad_w else None), None, None
 
 

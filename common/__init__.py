@@ -85,9 +85,8 @@ def gbps(nbytes, ms):  # GB/s (10^9 bytes) of moving nbytes in ms milliseconds
 def tflops(flops, ms):  # TFLOP/s of flops operations in ms milliseconds
     return flops / (ms * 1e-3) / 1e12
 
-# ## Tuning a user's call can afford. triton.autotune times every config on the first call with a new key of exact
-# sizes: seconds per new shape. TUNING makes each timing short and keeps results on disk (cache_results, Triton
-# 3.4 and later; off under the interpreter); launch_tuned tunes once per bucket of sizes.
+# ## Tuning a user's call can afford: triton.autotune times every config for each new key of exact sizes. TUNING times
+# briefly and keeps results on disk (cache_results, Triton >= 3.4, not interpreted); launch_tuned tunes per bucket.
 TUNING = dict(do_bench=lambda fn, quantiles: triton.testing.do_bench(fn, warmup=5, rep=20, quantiles=quantiles),
               cache_results=True)
 TUNE_EVERY_SHAPE = os.environ.get("LESSONS_TUNE_EVERY_SHAPE") == "1"  # 1: the autotuner's own per-shape key
@@ -151,9 +150,10 @@ def shares_memory(a, b):
     """Whether tensors a and b may touch the same bytes (their spans in one storage overlap)."""
     if a.numel() == 0 or b.numel() == 0 or a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
         return False
-    (a0, a1), (b0, b1) = (  # each one's first and one-past-last byte address
-        (t.data_ptr(), t.data_ptr() + (1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if st > 0))
-         * t.element_size()) for t in (a, b))
+    def span(t):  # first and one-past-last byte address
+        last = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()) if stride > 0)
+        return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
+    (a0, a1), (b0, b1) = span(a), span(b)
     return a0 < b1 and b0 < a1
 
 def check_out(out, shape, dtype, device, inputs):

@@ -150,7 +150,7 @@ def vector_k(a, b, out=None):
     """a @ b, one program per output element, BLOCK_K values of k per step (autotuned on a GPU)."""
     m, n, k, c, acc_dtype = prepare(a, b, out)
     if m * n > 0:  # tuned once per bucket: N, K to powers of two, whether k is contiguous, the dtype
-        bucket = (triton.next_power_of_2(n), triton.next_power_of_2(k), a.stride(1) == 1, b.stride(0) == 1, a.dtype)
+        bucket = (common.next_power_of_2(n), common.next_power_of_2(k), a.stride(1) == 1, b.stride(0) == 1, a.dtype)
         common.launch_tuned(vector_k_kernel, (m * n,), bucket, a, b, c, n, k, *a.stride(), *b.stride(), *c.stride(),
                             ACC_DTYPE=acc_dtype)
     return c if out is None or out is c else out.copy_(c)

@@ -7,7 +7,7 @@ product of an A tile and a B tile (`tl.dot`, on the tensor cores) into a float32
 element of A is loaded N / BLOCK_N times instead of N times. In reading order:
 - "pointer": the tile loop with pointers, masks and any strides, in an L2-friendly program order;
 - "block_ptr", "descriptor": block pointers (gone in Triton 3.9), tensor descriptors (TMA on Hopper);
-- "persistent": one program per SM walking many tiles, which `matmul` runs where the layout allows;
+- "persistent": one program per SM walking many tiles, which `matmul` runs where the layout allows and M > 128;
 - `matmul` as a PyTorch op whose gradients are matmuls on strided views: dA = dC @ B^T, dB = A^T @ dC.
 """
 
@@ -57,12 +57,13 @@ def tile_dot(a, b, acc, INPUT_PRECISION: tl.constexpr):
 
 # Tiles for the autotuner (timed on the first call with new sizes): 128 x 256 feeds the tensor cores with few
 # loads per FLOP; num_stages tiles load while others multiply; BLOCK_K = 32: float32 tiles take twice the shared memory.
+# The last two, for C of few tiles (BLOCK_M 16 only for M <= 16, a decoding step): more programs, longer loads.
 TILE_CONFIGS = [
     triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m}, num_stages=stages, num_warps=warps)
     for bm, bn, bk, group_m, stages, warps in ([(64, 64, 32, 4, 1, 4)] if common.INTERPRETED else [
         (128, 256, 64, 8, 3, 8), (128, 256, 64, 4, 3, 8), (256, 128, 64, 8, 3, 8), (128, 256, 32, 8, 4, 8),
         (256, 128, 32, 8, 3, 8), (128, 128, 64, 8, 4, 4), (128, 128, 32, 8, 4, 4), (128, 64, 32, 8, 4, 4),
-        (64, 256, 32, 8, 4, 4), (64, 64, 32, 8, 3, 4),
+        (64, 256, 32, 8, 4, 4), (64, 64, 32, 8, 3, 4), (64, 64, 128, 1, 4, 4), (16, 64, 256, 1, 3, 4),
     ])
 ]  # fmt: skip  # interpreted: one config, as the interpreter cannot time configs
 
@@ -72,13 +73,13 @@ def tile_shared_bytes(config, element_size):
     return config.num_stages * (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"] * element_size
 
 def autotuned(configs, shared_bytes):
-    """triton.autotune (it adds dtypes to the key), timing configs that fit in shared memory and C only."""
+    """triton.autotune (it adds dtypes to the key), timing configs that fit in shared memory and suit C's size."""
     def fitting(configs, named_args, **kwargs):  # kwargs: the other arguments the autotuner passes
         a = named_args["a_ptr"]
         limit = triton.runtime.driver.active.utils.get_device_properties(a.device.index)["max_shared_mem"]
-        max_m, max_n = (max(64, triton.next_power_of_2(named_args[size])) for size in ("M", "N"))
+        m, n = (common.next_power_of_2(named_args[size]) for size in ("M", "N"))
         kept = [c for c in configs if shared_bytes(c, a.element_size()) <= limit
-                and c.kwargs["BLOCK_M"] <= max_m and c.kwargs["BLOCK_N"] <= max_n]
+                and min(64, m) <= c.kwargs["BLOCK_M"] <= max(64, m) and c.kwargs["BLOCK_N"] <= max(64, n)]
         return kept or [min(configs, key=lambda c: shared_bytes(c, a.element_size()))]
     return triton.autotune(configs=configs, key=["M", "N", "K", "INPUT_PRECISION"],
                            prune_configs_by={"early_config_prune": fitting}, **common.TUNING)
@@ -135,24 +136,22 @@ def input_precision(dtype):
     """As torch.matmul: float32 under set_float32_matmul_precision("high"/"medium") takes TF32 (10-bit mantissas)."""
     return "tf32" if dtype == torch.float32 and torch.get_float32_matmul_precision() != "highest" else "ieee"
 
-def launch_args(dtype):
-    """The constexpr arguments every matmul kernel takes besides its tiles."""
+def launch_args(dtype):  # the constexpr arguments every matmul kernel takes besides its tiles
     return dict(ACC_DTYPE=tl.float64 if dtype == torch.float64 else tl.float32, INPUT_PRECISION=input_precision(dtype))
 
 def bucket(a, b, precision):  # the autotuner runs once per bucket (common.launch_tuned): sizes to powers of 2, dtype
-    return (*map(triton.next_power_of_2, (a.shape[0], b.shape[1], a.shape[1])), a.dtype, precision)
+    return (*map(common.next_power_of_2, (a.shape[0], b.shape[1], a.shape[1])), a.dtype, precision)
 
 def launch_tiles(kernel, a, b, c, strides=None):
     """One program per C tile, in a 1-D grid that grouped_tile maps to (row, column); strides: those the kernel takes."""
     (m, k), n = a.shape, b.shape[1]
     strides = strides or (*a.stride(), *b.stride(), *c.stride())
-    grid, args = lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),), launch_args(a.dtype)
+    grid, args = lambda meta: (common.cdiv(m, meta["BLOCK_M"]) * common.cdiv(n, meta["BLOCK_N"]),), launch_args(a.dtype)
     common.launch_tuned(kernel, grid, bucket(a, b, args["INPUT_PRECISION"]), a, b, c, m, n, k, *strides, **args)
 
 def launch_into(launch, a, b, out, sizes):
     """launch(a, b, c) into out, or a fresh C (copied into out if out overlaps a or b, which programs still read)."""
     m, n, k = sizes
-    # check_out raises on a bad out and returns True when out overlaps a or b.
     copy_back = out is not None and common.check_out(out, (m, n), a.dtype, a.device, (a, b))
     c = out if out is not None and not copy_back else torch.empty((m, n), dtype=a.dtype, device=a.device)
     if k == 0:
@@ -180,12 +179,10 @@ def float32_matmul_precision(precision):
     finally:
         torch.set_float32_matmul_precision(before)
 
-def product_roundoff(dtype):
-    """Error of one product: none in float32 but for TF32's inputs (10 mantissa bits, rounded or truncated)."""
+def product_roundoff(dtype):  # error of one product: none in float32 but for TF32's inputs (10 mantissa bits)
     return 2.0**-9 if input_precision(dtype) == "tf32" else 0.0
 
-def random_matrix(rows, cols, dtype, transposed=False):
-    """torch.randn (rows, cols); transposed=True: a transposed view of a (cols, rows) tensor."""
+def random_matrix(rows, cols, dtype, transposed=False):  # torch.randn (rows, cols), or a view of (cols, rows) as .T
     t = torch.randn((cols, rows) if transposed else (rows, cols), device=common.DEVICE).to(dtype)
     return t.T if transposed else t
 
@@ -366,8 +363,8 @@ def k_major_b(b, block=64):
     if common.descriptor_problem(b.T) is None:
         return b.T
     row_align = 16 // b.element_size()  # elements per 16 bytes: a descriptor's row stride is a multiple of 16 B
-    bt = torch.empty((n, triton.cdiv(k, row_align) * row_align), dtype=b.dtype, device=b.device)[:, :k]
-    grid = (triton.cdiv(k, block) * triton.cdiv(n, block),)
+    bt = torch.empty((n, common.cdiv(k, row_align) * row_align), dtype=b.dtype, device=b.device)[:, :k]
+    grid = (common.cdiv(k, block) * common.cdiv(n, block),)
     transpose_kernel[grid](b, bt, k, n, *b.stride(), bt.stride(0), BLOCK=block)
     return bt
 
@@ -409,9 +406,10 @@ def refusals(a, b):
 # kernels themselves, which fails on fake tensors under the CPU interpreter. The backward calls matmul (or the op), so
 # it has gradients too. Dispatch through an op costs host time per call: matmul takes it only to compile.
 def launch_best(a, b, c):
-    """The persistent kernel for 16-bit and TF32 dots where it can; else the pointer kernel, any layout."""
+    """The persistent kernel for 16-bit and TF32 dots where it can and M > 128; else the pointer kernel: any layout, and
+    where C is one row of 128-row tiles (a decoding step, a small batch), shorter tiles that make more programs."""
     fast_dot = a.dtype in (torch.float16, torch.bfloat16) or input_precision(a.dtype) == "tf32"
-    if fast_dot and persistent_problem(a, b, c) is None:
+    if fast_dot and c.shape[0] > 128 and persistent_problem(a, b, c) is None:
         launch_persistent(a, b, c, checked=True)
     else:
         launch_tiles(matmul_pointer_kernel, a, b, c)
@@ -441,7 +439,7 @@ def matmul(a, b, out=None):
     return launch_into(launch_best, a, b, out, sizes)
 
 # ## Benchmark and main
-POWER_SETTLE_MS, BENCH_ROUNDS = 1000, 1 if common.INTERPRETED else 3
+POWER_SETTLE_MS, BENCH_ROUNDS = 1000, 1 if common.INTERPRETED else 3  # each round, torch warms up the clocks first
 
 def benchmark(m, n, k, dtype=torch.float16, precision="highest"):
     """torch.matmul and each variant that takes row-major inputs of this size: eager, then from a CUDA graph."""
@@ -450,9 +448,9 @@ def benchmark(m, n, k, dtype=torch.float16, precision="highest"):
         a, b = random_matrix(m, k, dtype), random_matrix(k, n, dtype)
         case = f"{m}x{n}x{k} {str(dtype).removeprefix('torch.')}"
         case += f" {input_precision(dtype)}" if dtype == torch.float32 else ""
-        runs = {"torch": lambda: reference(a, b)}
+        runs = {"torch": lambda: reference(a, b), "matmul": lambda: matmul(a, b)}
         runs.update({name: (lambda fn=fn: fn(a, b)) for name, fn in VARIANTS.items() if name not in refusals(a, b)})
-        rounds = [{name: (common.bench(run, warmup_ms=POWER_SETTLE_MS), common.bench_graph(run))
+        rounds = [{name: (common.bench(run, warmup_ms=POWER_SETTLE_MS if name == "torch" else 25), common.bench_graph(run))
                    for name, run in runs.items()} for _ in range(BENCH_ROUNDS)]
     flops = 2 * m * n * k  # one multiply and one add per term of each dot product
     median = {name: [None if None in times else statistics.median(times) for times in zip(*(r[name] for r in rounds))]
@@ -462,6 +460,8 @@ def benchmark(m, n, k, dtype=torch.float16, precision="highest"):
 
 SWEEP = [{"m": size, "n": size, "k": size, "dtype": dtype, "precision": "high"}
          for size in (4096, 8192) for dtype in ("float16", "bfloat16", "float32")]
+SWEEP += [{"m": m, "n": n, "k": k, "dtype": dtype} for dtype in ("float16", "bfloat16")  # beyond large cubes
+          for m, n, k in ((4000, 4000, 4000), (8192, 8192, 512), (128, 4096, 4096), (16, 8192, 8192), (1000, 1001, 999))]
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
@@ -486,14 +486,10 @@ def main(argv=None):
     print(f"check {args.m}x{args.n}x{args.k} {args.dtype}: {', '.join(checked)} match a float64 reference\n")
     rows = benchmark(args.m, args.n, args.k, dtype, args.precision)
     common.print_table(rows, common.RESULT_COLUMNS)
-    kernels = {"pointer": matmul_pointer_kernel, "block_ptr": matmul_block_ptr_kernel,
-               "descriptor": matmul_descriptor_kernel, "persistent": matmul_persistent_kernel}
-    for name in [row["variant"] for row in rows[1:]]:  # rows[0]: torch
-        config = getattr(kernels[name], "best_config", None) or kernels[name].configs[0]
-        print(f"{name} config: {config.kwargs}, num_warps={config.num_warps}, num_stages={config.num_stages}")
     print("\nTFLOP/s = 2*M*N*K / eager time; 'x torch' = torch.matmul's eager time over ours (1.0: parity); 'graph ms'"
-          " replays the launches from a CUDA graph, without Python. pointer, block_ptr and descriptor differ only in"
-          " how tiles reach the tensor cores. Under the interpreter the times show the CPU's emulation only.")
+          " replays the launches from a CUDA graph, without Python. matmul runs one of the variants below it; pointer,"
+          " block_ptr and descriptor differ only in how tiles reach the tensor cores. Under the interpreter the times"
+          " show the CPU's emulation only.")
     return 0
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch
 
 # ---- 1. The pointer kernel: one program per (block of columns, chunk of rows) ---------------
 
-@triton.jit
+@triton.jit(do_not_specialize=["M"])  # M only bounds loops and masks: one compile serves every row count
 def column_sum_kernel(
     x_ptr,  # pointer to x[0, 0]; x is M x N with any strides
     out_ptr,  # pointer to the [splits, N] result, contiguous (row s: the sums of chunk s)
@@ -69,12 +69,12 @@ def column_sum_kernel(
 # Autotuning: on the GPU the first call in a bucket (N, rows per program, both rounded up to powers of two, and the
 # dtype: common.launch_tuned) times every config. Most tiles hold 32 to 64 elements per thread: enough loads in flight
 # to hide memory latency, few enough registers not to spill. In one-row tiles each column's sum stays in one thread
-# (results/NOTES.md item 24). The interpreter cannot autotune: one config there.
-TILES = [  # (BLOCK_M, BLOCK_N, num_warps); the last five: short and wide, for matrices of few rows
-    (128, 32, 4), (256, 32, 4), (64, 64, 4), (128, 64, 4), (128, 64, 8), (256, 64, 8), (32, 128, 4), (64, 128, 4),
-    (128, 128, 8), (32, 256, 4), (64, 256, 8), (16, 512, 4), (32, 512, 8), (16, 1024, 8), (1, 512, 4), (1, 1024, 8),
+# (results/NOTES.md item 24). Of the 32 configs there were, these seven hold one within 1% of the best on each of 12
+# shapes (item 41): fewer to compile and time in a new bucket. The interpreter cannot autotune: one config there.
+TILES = [  # (BLOCK_M, BLOCK_N, num_warps, STAGES); the last: one row, wide, for matrices of few rows
+    (256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2), (32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1),
 ]  # fmt: skip
-CONFIGS = [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "STAGES": s}, num_warps=w) for m, n, w in TILES for s in (1, 2)]
+CONFIGS = [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "STAGES": s}, num_warps=w) for m, n, w, s in TILES]
 if common.INTERPRETED:
     CONFIGS = [triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "STAGES": 1}, num_warps=4)]
 
@@ -82,7 +82,7 @@ def prune_configs(configs, named_args, max_side=None, **kwargs):
     """Drop tiles larger than the problem (they load padding) or over max_side; keep at least the smallest."""
     if max_side is not None:
         configs = [c for c in configs if max(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) <= max_side]
-    n_cap, m_cap = triton.next_power_of_2(named_args["N"]), triton.next_power_of_2(named_args["rows_per_split"])
+    n_cap, m_cap = common.next_power_of_2(named_args["N"]), common.next_power_of_2(named_args["rows_per_split"])
     kept = [c for c in configs if c.kwargs["BLOCK_N"] <= n_cap and c.kwargs["BLOCK_M"] <= m_cap]
     return kept or [min(configs, key=lambda c: (c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"], c.num_warps))]
 
@@ -120,15 +120,15 @@ def column_sums(kernel, x, strides, out=None, poison=False):
     partials = out if splits == 1 else x.new_empty(splits, n, dtype=x.dtype if keep_float64 else torch.float32)
     if poison:  # NaN first, so that an element no program writes shows in the result
         partials.fill_(float("nan"))
-    common.launch_tuned(kernel, lambda meta: (triton.cdiv(n, meta["BLOCK_N"]), splits), (  # tuned once per bucket:
-        triton.next_power_of_2(n), triton.next_power_of_2(rows_per_split), x.dtype), x, partials, m, n, *strides,
+    common.launch_tuned(kernel, lambda meta: (common.cdiv(n, meta["BLOCK_N"]), splits), (  # tuned once per bucket:
+        common.next_power_of_2(n), common.next_power_of_2(rows_per_split), x.dtype), x, partials, m, n, *strides,
         rows_per_split, ACC_DTYPE=tl.float64 if keep_float64 else tl.float32)
     if splits > 1:
         # The second pass (section 2): tiles of up to 4096 partials, BLOCK_S <= 256 chunks tall (the loop
         # takes any more) and the rest in columns: few, large loads, as this short pass waits on latency.
-        block_s = min(triton.next_power_of_2(splits), 256)
+        block_s = min(common.next_power_of_2(splits), 256)
         block_n = max(16, min(256, 4096 // block_s))
-        sum_partials_kernel[(triton.cdiv(n, block_n),)](partials, out, splits, n, BLOCK_S=block_s, BLOCK_N=block_n)
+        sum_partials_kernel[(common.cdiv(n, block_n),)](partials, out, splits, n, BLOCK_S=block_s, BLOCK_N=block_n)
     return out
 
 def blocked_sum(x, out=None):
@@ -189,12 +189,12 @@ def plan_splits(m, n, device=common.DEVICE):
     sms = common.multiprocessor_count(device) if device.type == "cuda" else None
     wanted = PROGRAMS_PER_SM * sms if sms else INTERPRETER_PROGRAMS
     wanted_from = f"{PROGRAMS_PER_SM} per SM x {sms} SMs" if sms else "fixed on the CPU"
-    column_blocks = triton.cdiv(max(n, 1), PLANNING_BLOCK_N)
+    column_blocks = common.cdiv(max(n, 1), PLANNING_BLOCK_N)
     if m <= ROW_ALIGN or 2 * column_blocks >= wanted:
         splits, rows_per_split = 1, max(m, 1)
     else:
-        rows_per_split = triton.cdiv(triton.cdiv(m, triton.cdiv(wanted, column_blocks)), ROW_ALIGN) * ROW_ALIGN
-        splits = triton.cdiv(m, rows_per_split)
+        rows_per_split = common.cdiv(common.cdiv(m, common.cdiv(wanted, column_blocks)), ROW_ALIGN) * ROW_ALIGN
+        splits = common.cdiv(m, rows_per_split)
     return splits, rows_per_split, (
         f"splits={splits}: {column_blocks} block(s) of {PLANNING_BLOCK_N} columns for the {wanted} programs wanted "
         f"({wanted_from}); each program sums {rows_per_split} of the {m} rows (chunks are multiples of {ROW_ALIGN} rows)"
@@ -224,7 +224,7 @@ def sum_partials_kernel(
 # boundary_check zero-fills rows past M and columns past N. Triton 3.9 removed them.
 
 @autotuned()
-@triton.jit
+@triton.jit(do_not_specialize=["M"])  # as column_sum_kernel
 def column_sum_block_ptr_kernel(
     x_ptr, out_ptr,  # x[0, 0] (any strides) and the [splits, N] result, as in column_sum_kernel
     M, N, stride_m, stride_n, rows_per_split,  # sizes, strides in elements, rows per program: as there
@@ -253,7 +253,7 @@ def blocked_sum_block_ptr(x, out=None, poison=False):
 # next copy is in flight while one is added). Its alignment rules, if broken, give wrong sums: we refuse.
 
 @autotuned(max_side=256)  # one TMA copy moves at most 256 elements along each side
-@triton.jit
+@triton.jit(do_not_specialize=["M"])  # as column_sum_kernel
 def column_sum_descriptor_kernel(
     x_ptr, out_ptr,  # x[0, 0] (16-byte aligned, rows 16-byte multiples apart) and the [splits, N] result
     M, N, stride_m, rows_per_split,  # as in column_sum_kernel; the column stride must be 1

@@ -30,14 +30,13 @@ def describe_run():  # one line naming what the numbers were measured on
     where = "Triton interpreter on the CPU (times show Python, not a GPU)" if INTERPRETED else torch.cuda.get_device_name()
     return f"{where} | torch {torch.__version__} | triton {triton.__version__}"
 
-def capture_graph(fn, setup=None):
+def capture_graph(fn, setup=lambda: None):
     """Run setup(), fn() (compiling, tuning), then capture fn() in a torch.cuda.CUDAGraph, all on a side stream (the
     default one cannot capture; autograd runs a backward on its forward's stream)."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        if setup is not None:
-            setup()
+        setup()
         fn()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=stream):
@@ -68,12 +67,10 @@ def bench(fn, warmup_ms=25, rep_ms=100):
     reps = max(5, min(1000, int(rep_ms / max(timed_call(), 1e-3))))
     return statistics.median(timed_call() for _ in range(reps))
 
-def bench_graph(fn, setup=None, warmup_ms=25):
+def bench_graph(fn, setup=lambda: None, warmup_ms=25):
     """Median ms of fn()'s kernels replayed from a CUDA graph (None on the CPU): the floor for an eager call."""
-    if INTERPRETED:
-        return None
-    graph = capture_graph(fn, setup)
-    return triton.testing.do_bench(graph.replay, warmup=warmup_ms, rep=100, return_mode="median")
+    graph = None if INTERPRETED else capture_graph(fn, setup)
+    return graph and triton.testing.do_bench(graph.replay, warmup=warmup_ms, rep=100, return_mode="median")
 
 @functools.cache
 def multiprocessor_count(device):  # SMs of the CUDA device (a torch.device or an index), asked once
@@ -87,8 +84,7 @@ def tflops(flops, ms):  # TFLOP/s of flops operations in ms milliseconds
 
 # ## Tuning a user's call can afford: triton.autotune times every config for each new key of exact sizes. TUNING times
 # briefly and keeps results on disk (cache_results, Triton >= 3.4, not interpreted); launch_tuned tunes per bucket.
-TUNING = dict(do_bench=lambda fn, quantiles: triton.testing.do_bench(fn, warmup=5, rep=20, quantiles=quantiles),
-              cache_results=True)
+TUNING = dict(do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20), cache_results=True)
 TUNE_EVERY_SHAPE = os.environ.get("LESSONS_TUNE_EVERY_SHAPE") == "1"  # 1: the autotuner's own per-shape key
 _tuned = {}  # (autotuned kernel, bucket) -> the launch arguments of the config chosen for that bucket
 
@@ -103,11 +99,16 @@ def launch_tuned(kernel, grid, bucket, *args, **kwargs):
     else:  # a grid as a tuple: Triton would call a function with every argument
         kernel.fn[grid(config) if callable(grid) else grid](*args, **kwargs, **config)
 
+def cdiv(a, b):  # ceil(a / b): triton.cdiv is a constexpr_function, and a host call of one costs about 2 us
+    return -(-a // b)
+
+def next_power_of_2(n):  # as triton.next_power_of_2 (a constexpr_function too), but 1 for n = 0
+    return 1 << max(n - 1, 0).bit_length()
+
 @functools.cache
 def copy_ceiling_gbps():
     """Device-to-device copy bandwidth (bytes read plus written) of 1 GiB, far past L2 (16 MiB on the CPU), now."""
-    numel = (1 << 28) if not INTERPRETED else (1 << 22)
-    src = torch.randn(numel, device=DEVICE)
+    src = torch.randn((1 << 22) if INTERPRETED else (1 << 28), device=DEVICE)
     dst = torch.empty_like(src)
     # do_bench times the kernel alone: at 1 GiB the host's share is noise; a graph would use the copy engines.
     copy = lambda: dst.copy_(src)  # noqa: E731
@@ -223,7 +224,6 @@ def descriptor_problem(tensor):
     for dim, stride in enumerate(tensor.stride()[:-1]):
         if stride * tensor.element_size() % 16:
             return f"stride {stride} of dim {dim} is {stride * tensor.element_size()} bytes, not a multiple of 16"
-    return None
 
 def set_descriptor_allocator():
     """Scratch memory for in-kernel tensor descriptors, in a context variable (per thread): set before each launch."""

@@ -4,8 +4,10 @@ Run on a GPU machine from the repository root: `python tools/host_cost.py`. Smal
 microseconds, so a call's time is mostly Python and launch overhead. "wall us": wall time per call over 2000
 back-to-back calls (the GPU queue absorbs the kernels); "eager us": common.bench (a lone call on an idle GPU, L2
 flushed); "graph us": common.bench_graph (kernels only). "bare launch" is 04's forward kernel launched straight
-through Triton with the config the lesson tuned: the floor for an entry's host cost. Then the wall time of the first
-call on shapes not seen before, next to the second call. Last, torch.matmul's time over matmul's on the shapes
+through Triton with the config the lesson tuned: the floor for an entry's host cost. Then 04's fwd+bwd taken apart:
+autograd.Functions built as weighted_sum builds its own, with PyTorch's ops in place of one launcher or the other, each
+with autograd's device threads and without (the backward on the calling thread). Then the wall time of the first call
+on shapes not seen before, next to the second call. Last, torch.matmul's time over matmul's on the shapes
 of issue 18 (eager and graph), and their geometric means. Uses only the lessons' public names.
 """
 
@@ -49,7 +51,8 @@ y = torch.empty(4096, device=dev)
 lessons["04"].weighted_sum(x, w)  # tunes 04's forward for this bucket, so that bare_launch has a config
 kernel = lessons["04"].forward_pointer_kernel
 config = kernel.best_config.all_kwargs()
-bare_launch = lambda: kernel.fn[(triton.cdiv(4096, config["ROWS_TILE"]),)](  # noqa: E731
+grid = (triton.cdiv(4096, config["ROWS_TILE"]),)
+bare_launch = lambda: kernel.fn[grid](  # noqa: E731
     x, w, y, 4096, 512, ACC_DTYPE=triton.language.float32, **lessons["04"].pointer_args(x), **config)
 cases = {
     "01 matmul_elementwise 64^3 fp32": lambda: lessons["01"].matmul_elementwise(a32, b32),
@@ -77,11 +80,41 @@ for name, fn in cases.items():
     print(f"{name:34s} {wall_us(fn):8.1f} {common.bench(fn) * 1e3:9.1f} {graph * 1e3:9.1f}", flush=True)
 
 
+def torch_forward(x, weight, style, poison):  # launch_forward's signature, PyTorch's op
+    return torch.matmul(x, weight)
+
+
+def torch_grads(ctx, grad):  # weighted_sum_grads' signature, PyTorch's ops
+    x, weight = ctx.saved_tensors
+    return grad[:, None] * weight, grad @ x, None, None
+
+
+def mixed(forward, grads):  # fwd+bwd of x, w through an autograd.Function of these two halves
+    apply = common.eager_autograd("Mixed", forward, lessons["04"].save_inputs, grads)
+    return fwd_bwd(lambda a, b: apply(a, b, "pointer", False), x, w, grad=gy)
+
+
+halves = {
+    "torch x @ w": cases["04 fwd+bwd torch x @ w"],
+    "Function: torch fwd, torch bwd": mixed(torch_forward, torch_grads),
+    "Function: kernel fwd, torch bwd": mixed(lessons["04"].launch_forward, torch_grads),
+    "Function: torch fwd, kernel bwd": mixed(torch_forward, lessons["04"].weighted_sum_grads),
+    "weighted_sum": cases["04 fwd+bwd weighted_sum"],
+    "launch_backward alone": lambda: lessons["04"].launch_backward(x, w, gy, True, True, False),
+}
+print(f"\n{'04 fwd+bwd 4096x512 fp32, wall us':34s} {'threads':>8s} {'one thread':>10s}")
+for name, fn in halves.items():
+    with torch.autograd.set_multithreading_enabled(False):
+        one_thread = wall_us(fn)
+    print(f"{name:34s} {wall_us(fn):8.1f} {one_thread:10.1f}", flush=True)
+
+
 def randn(*shape, dtype=torch.float32):
     return torch.randn(*shape, device=dev, dtype=dtype)
 
 
-new_shapes = {  # first a shape that tunes a bucket, then others in the same bucket, then a new bucket
+new_shapes = {  # a shape that tunes a bucket, others in the same bucket, new buckets (the last of each lesson: kernels
+    # compiled for its dtype and alignment, so that only tuning is left)
     "02 matmul bf16 1000^3": lambda: lessons["02"].matmul(randn(1000, 1000, dtype=torch.bfloat16),
                                                           randn(1000, 1000, dtype=torch.bfloat16)),
     "02 matmul bf16 1001x999x1003": lambda: lessons["02"].matmul(randn(1001, 1003, dtype=torch.bfloat16),
@@ -91,10 +124,12 @@ new_shapes = {  # first a shape that tunes a bucket, then others in the same buc
     "03 blocked_sum 1000x700": lambda: lessons["03"].blocked_sum(randn(1000, 700)),
     "03 blocked_sum 1000x900": lambda: lessons["03"].blocked_sum(randn(1000, 900)),
     "03 blocked_sum 300000x700": lambda: lessons["03"].blocked_sum(randn(300000, 700)),
+    "03 blocked_sum 3000x3000": lambda: lessons["03"].blocked_sum(randn(3000, 3000)),
     "04 fwd+bwd 8192x300": fwd_bwd(lessons["04"].weighted_sum, randn(8192, 300), randn(300), grad=randn(8192)),
     "04 fwd+bwd 8192x400": fwd_bwd(lessons["04"].weighted_sum, randn(8192, 400), randn(400), grad=randn(8192)),
     "04 fwd+bwd 8192x768": fwd_bwd(lessons["04"].weighted_sum, randn(8192, 768), randn(768), grad=randn(8192)),
     "04 fwd+bwd 8192x4000": fwd_bwd(lessons["04"].weighted_sum, randn(8192, 4000), randn(4000), grad=randn(8192)),
+    "04 fwd+bwd 16384x2000": fwd_bwd(lessons["04"].weighted_sum, randn(16384, 2000), randn(2000), grad=randn(16384)),
 }
 print(f"\n{'first call on a new shape':34s} {'first s':>8s} {'next ms':>9s}")
 for name, fn in new_shapes.items():

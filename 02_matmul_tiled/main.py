@@ -7,7 +7,7 @@ product of an A tile and a B tile (`tl.dot`, on the tensor cores) into a float32
 element of A is loaded N / BLOCK_N times instead of N times. In reading order:
 - "pointer": the tile loop with pointers, masks and any strides, in an L2-friendly program order;
 - "block_ptr", "descriptor": block pointers (gone in Triton 3.9), tensor descriptors (TMA on Hopper);
-- "persistent": one program per SM walking many tiles, which `matmul` runs where the layout allows and M > 128;
+- "persistent": one program per SM walking many tiles, which `matmul` runs for 16-bit or TF32 dots, M > 128, aligned rows;
 - `matmul` as a PyTorch op whose gradients are matmuls on strided views: dA = dC @ B^T, dB = A^T @ dC.
 """
 
@@ -55,9 +55,9 @@ def tile_dot(a, b, acc, INPUT_PRECISION: tl.constexpr):
         a, b = a.to(tl.float32), b.to(tl.float32)
     return tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
 
-# Tiles for the autotuner (timed on the first call with new sizes): 128 x 256 feeds the tensor cores with few
+# Tiles for the autotuner (timed on the first call in a new bucket): 128 x 256 feeds the tensor cores with few
 # loads per FLOP; num_stages tiles load while others multiply; BLOCK_K = 32: float32 tiles take twice the shared memory.
-# The last two, for C of few tiles (BLOCK_M 16 only for M <= 16, a decoding step): more programs, longer loads.
+# The last two, for C of few tiles (BLOCK_M 16 only for M <= 16, a decoding step): more programs, longer K steps.
 TILE_CONFIGS = [
     triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m}, num_stages=stages, num_warps=warps)
     for bm, bn, bk, group_m, stages, warps in ([(64, 64, 32, 4, 1, 4)] if common.INTERPRETED else [
@@ -404,10 +404,10 @@ def refusals(a, b):
 # kernels take as they are. torch.library.custom_op registers matmul as an op; its fake (shape and dtype only) lets
 # torch.compile trace around the kernels and the host-side planning (SM count, autotuner); a triton_op would trace the
 # kernels themselves, which fails on fake tensors under the CPU interpreter. The backward calls matmul (or the op), so
-# it has gradients too. Dispatch through an op costs host time per call: matmul takes it only to compile.
+# matmul has gradients too. Dispatch through an op costs host time per call: matmul goes through it only when compiled.
 def launch_best(a, b, c):
-    """The persistent kernel for 16-bit and TF32 dots where it can and M > 128; else the pointer kernel: any layout, and
-    where C is one row of 128-row tiles (a decoding step, a small batch), shorter tiles that make more programs."""
+    """The persistent kernel for 16-bit and TF32 dots where it can and M > 128; else the pointer kernel, which takes any
+    layout and, where C is one row of 128-row tiles (a decoding step, a small batch), shorter tiles: more programs."""
     fast_dot = a.dtype in (torch.float16, torch.bfloat16) or input_precision(a.dtype) == "tf32"
     if fast_dot and c.shape[0] > 128 and persistent_problem(a, b, c) is None:
         launch_persistent(a, b, c, checked=True)

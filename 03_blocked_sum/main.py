@@ -34,7 +34,7 @@ DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch
 
 # ---- 1. The pointer kernel: one program per (block of columns, chunk of rows) ---------------
 
-@triton.jit(do_not_specialize=["M"])  # M only bounds loops and masks: one compile serves every row count
+@triton.jit(do_not_specialize=["M"])  # M only bounds loops and masks: no compile per row count (rows_per_split is)
 def column_sum_kernel(
     x_ptr,  # pointer to x[0, 0]; x is M x N with any strides
     out_ptr,  # pointer to the [splits, N] result, contiguous (row s: the sums of chunk s)
@@ -69,8 +69,8 @@ def column_sum_kernel(
 # Autotuning: on the GPU the first call in a bucket (N, rows per program, both rounded up to powers of two, and the
 # dtype: common.launch_tuned) times every config. Most tiles hold 32 to 64 elements per thread: enough loads in flight
 # to hide memory latency, few enough registers not to spill. In one-row tiles each column's sum stays in one thread
-# (results/NOTES.md item 24). Of the 32 configs there were, these seven hold one within 1% of the best on each of 12
-# shapes (item 41): fewer to compile and time in a new bucket. The interpreter cannot autotune: one config there.
+# (results/NOTES.md item 24). On each of 12 shapes these seven hold one config within 1% of the best of the 32 there
+# were (item 41): fewer to compile and time in a new bucket. The interpreter cannot autotune: one config there.
 TILES = [  # (BLOCK_M, BLOCK_N, num_warps, STAGES); the last: one row, wide, for matrices of few rows
     (256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2), (32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1),
 ]  # fmt: skip

@@ -30,8 +30,8 @@ DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch
 # (ROWS_TILE, D_TILE, num_warps) the autotuner times on a GPU once per bucket (common.launch_tuned; per D with
 # LESSONS_TUNE_EVERY_SHAPE=1): small tiles need few registers, so many programs share an SM; wide rows get wide D
 # tiles, long reads. suit_d keeps D tiles from min(W, 128) (shorter reads waste bandwidth) to max(W, 32) (wider only
-# loads masked lanes), W = D rounded up to a power of two; `or configs` keeps one, e.g. the interpreter's single tile.
-# Past the first two (D <= 64): the fewest of 15 holding one within 1% of the best on 12 shapes, fwd and bwd (item 41).
+# loads masked lanes), W = D rounded up to a power of two; `or configs` falls back to them all (the interpreter's one).
+# Past the first two (D <= 64): on each of 12 shapes one within 1% of the best of 15, fwd and bwd (NOTES item 41).
 GPU_TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4), (128, 128, 8), (16, 256, 4), (8, 512, 4),
              (4, 1024, 4), (16, 1024, 8)]
 TILES = [(16, 64, 4)] if common.INTERPRETED else GPU_TILES
@@ -53,7 +53,7 @@ def autotune_tiles(key, max_tile=1024):
 # D = 1000 it would go element by element. The host passes X_ROW_ALIGN and D_ALIGN, the largest powers of two (up to
 # 16 bytes of elements) dividing the row stride and D: (D // D_ALIGN) * D_ALIGN is D, its divisibility made visible.
 @autotune_tiles(key=["D", "X_ROW_ALIGN", "D_ALIGN"])
-@triton.jit(do_not_specialize=["rows"])  # rows only bounds loops and masks: one compile serves every row count
+@triton.jit(do_not_specialize=["rows"])  # rows only bounds loops and masks: no compile per row count
 def forward_pointer_kernel(
     x_ptr, w_ptr, y_ptr, rows, D,  # x[0, 0] of x (rows, D), any strides; w[0] and y[0], contiguous
     stride_x_row, stride_x_col,  # elements from x[r, d] to x[r + 1, d], and to x[r, d + 1]

@@ -431,11 +431,11 @@ def main(argv=None):
     print(common.describe_run())
     for variant, reason in UNAVAILABLE.items():
         print(f"variant {variant!r} left out: {reason}")
-    checked = check(args.rows, args.dim, args.dtype)
-    print(f"check passed at {args.rows}x{args.dim} {args.dtype}: y, grad_x, grad_w of {', '.join(checked)} match float64")
     # descriptor_problem looks only at the layout, so an uninitialised x of that layout will do.
     if problem := descriptor_problem(torch.empty(args.rows, args.dim, dtype=DTYPES[args.dtype], device=common.DEVICE)):
-        print(f"variant 'descriptor' left out of the table: {problem}")
+        print(f"variant 'descriptor' left out of the check and the table: {problem}")
+    checked = check(args.rows, args.dim, args.dtype)
+    print(f"check passed at {args.rows}x{args.dim} {args.dtype}: y, grad_x, grad_w of {', '.join(checked)} match float64")
     print("weighted_sum runs the 'pointer' kernels\n")
     common.print_table(benchmark(args.rows, args.dim, args.dtype), common.RESULT_COLUMNS)
     print("\nGB/s: the bytes a pass must move (fwd: x, w, y; bwd: x, grad_y, w, grad_x, grad_w) over the eager median "

@@ -338,7 +338,8 @@ def test_main_runs(capsys, recwarn):
     assert not [w for w in recwarn if "stream does not match" in str(w.message)]
     out = capsys.readouterr().out
     assert "check passed" in out and "weighted_sum runs the 'pointer' kernels" in out
-    assert "variant 'descriptor' left out of the table" in out
+    assert "variant 'descriptor' left out of the check and the table" in out
+    assert out.index("left out of the check") < out.index("check passed")  # the reason comes before the omission
     for row in ("torch fwd", "torch bwd", "torch naive fwd", "pointer bwd", "torch_function bwd"):
         assert row in out
 

@@ -69,8 +69,8 @@ def bench(fn, warmup_ms=25, rep_ms=100):
 
 def bench_graph(fn, setup=lambda: None, warmup_ms=25):
     """Median ms of fn()'s kernels replayed from a CUDA graph (None on the CPU): the floor for an eager call."""
-    graph = None if INTERPRETED else capture_graph(fn, setup)
-    return graph and triton.testing.do_bench(graph.replay, warmup=warmup_ms, rep=100, return_mode="median")
+    return None if INTERPRETED else triton.testing.do_bench(
+        capture_graph(fn, setup).replay, warmup=warmup_ms, rep=100, return_mode="median")
 
 @functools.cache
 def multiprocessor_count(device):  # SMs of the CUDA device (a torch.device or an index), asked once

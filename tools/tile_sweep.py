@@ -64,6 +64,7 @@ def main():
 
     lesson_04 = {(c.kwargs["ROWS_TILE"], c.kwargs["D_TILE"], c.num_warps)
                  for c in weighted_sum.forward_pointer_kernel.configs}
+    candidates_04 = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w in TILES_04]
     sms = common.multiprocessor_count(dev)
     for rows, dim, dtype in [*((c["rows"], c["dim"], c["dtype"]) for c in weighted_sum.SWEEP), *EXTRA_04]:
         shapes = ((rows, dim), dim, rows)
@@ -75,10 +76,11 @@ def main():
         programs = max(sms, common.cdiv(weighted_sum.BACKWARD_PROGRAMS_PER_SM * sms, d_tiles))
         programs = min(programs, common.cdiv(rows, weighted_sum.SMALLEST_ROWS_TILE))
         partial = torch.empty(programs, dim, device=dev)
-        width = common.next_power_of_2(dim)  # the lesson's suit_d keeps D tiles from min(width, 128) to max(width, 32)
         forward, backward = {}, {}
-        for rows_tile, d_tile, warps in [t for t in TILES_04 if min(width, 128) <= t[1] <= max(width, 32)]:
-            kw = dict(ROWS_TILE=rows_tile, D_TILE=d_tile, num_warps=warps)
+        # the lesson's own prune (suit_d), which the autotuner holds
+        for config in weighted_sum.forward_pointer_kernel.early_config_prune(candidates_04, {"D": dim}):
+            kw = config.all_kwargs()
+            rows_tile, d_tile, warps = kw["ROWS_TILE"], kw["D_TILE"], kw["num_warps"]
             forward[rows_tile, d_tile, warps] = kernel_ms(
                 lambda: weighted_sum.forward_pointer_kernel.fn[(common.cdiv(rows, rows_tile),)](
                     x, w, y, rows, dim, ACC_DTYPE=tl.float32, **layout, **kw))

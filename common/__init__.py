@@ -99,7 +99,7 @@ def launch_tuned(kernel, grid, bucket, *args, **kwargs):
     else:  # a grid as a tuple: Triton would call a function with every argument
         kernel.fn[grid(config) if callable(grid) else grid](*args, **kwargs, **config)
 
-def cdiv(a, b):  # ceil(a / b): triton.cdiv is a constexpr_function, and a host call of one costs about 2 us
+def cdiv(a, b):  # ceil(a / b); triton.cdiv is a constexpr_function, slow to call from host code (NOTES item 44)
     return -(-a // b)
 
 def next_power_of_2(n):  # as triton.next_power_of_2 (a constexpr_function too), but 1 for n = 0

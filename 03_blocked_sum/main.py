@@ -128,7 +128,7 @@ def column_sums(kernel, x, strides, out=None, poison=False):
         # takes any more) and the rest in columns: few, large loads, as this short pass waits on latency.
         block_s = min(common.next_power_of_2(splits), 256)
         block_n = max(16, min(256, 4096 // block_s))
-        sum_partials_kernel[(common.cdiv(n, block_n),)](partials, out, splits, n, BLOCK_S=block_s, BLOCK_N=block_n)
+        common.launch(sum_partials_kernel, (common.cdiv(n, block_n),), partials, out, splits, n, BLOCK_S=block_s, BLOCK_N=block_n)
     return out
 
 def blocked_sum(x, out=None):

@@ -192,7 +192,7 @@ def sum_partials(partial, grad_w):
     programs, D = partial.shape
     block_p = min(common.next_power_of_2(programs), SUM_PARTIALS_MAX_ROWS)
     block_d = max(16, SUM_PARTIALS_TILE // block_p)
-    sum_partials_kernel[(common.cdiv(D, block_d),)](partial, grad_w, programs, D, BLOCK_P=block_p, BLOCK_D=block_d)
+    common.launch(sum_partials_kernel, (common.cdiv(D, block_d),), partial, grad_w, programs, D, BLOCK_P=block_p, BLOCK_D=block_d)
 
 
 # ## The PyTorch op. torch.library.custom_op registers the launchers as triton_lessons::weighted_sum and

@@ -87,17 +87,44 @@ def tflops(flops, ms):  # TFLOP/s of flops operations in ms milliseconds
 TUNING = dict(do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20), cache_results=True)
 TUNE_EVERY_SHAPE = os.environ.get("LESSONS_TUNE_EVERY_SHAPE") == "1"  # 1: the autotuner's own per-shape key
 _tuned = {}  # (autotuned kernel, bucket) -> the launch arguments of the config chosen for that bucket
+_compiled = {}  # (kernel, device, argument classes, named arguments) -> (compiled kernel, named arguments in order)
 
 def launch_tuned(kernel, grid, bucket, *args, **kwargs):
     """kernel[grid](*args, **kwargs) for a triton.autotune'd kernel, tuned once per bucket (sizes rounded to powers
     of two, dtypes, whatever else picks the tile). The bucket's first call runs the autotuner; later ones launch
-    kernel.fn with its choice: no tuning for a new shape in the bucket, and the host cost of a bare launch."""
+    its choice through `launch`: no tuning for a new shape in the bucket, and less host work than a bare launch."""
     config = None if TUNE_EVERY_SHAPE else _tuned.get((kernel, bucket))
     if config is None:
         kernel[grid](*args, **kwargs)
         _tuned[kernel, bucket] = kernel.best_config.all_kwargs()
-    else:  # a grid as a tuple: Triton would call a function with every argument
-        kernel.fn[grid(config) if callable(grid) else grid](*args, **kwargs, **config)
+    else:
+        launch(kernel.fn, grid(config) if callable(grid) else grid, *args, **kwargs, **config)
+
+def argument_class(arg):
+    """What Triton compiles a kernel for, per argument, or finer: a tensor's dtype and 16-byte alignment; an int's
+    being 1, a multiple of 16, wider than 32 or 64 bits; any other value itself."""
+    if isinstance(arg, torch.Tensor):
+        return arg.dtype, arg.data_ptr() % 16 == 0
+    if type(arg) is int:
+        return arg == 1, arg % 16 == 0, arg.bit_length() > 31, arg.bit_length() > 63
+    return type(arg), arg
+
+def launch(kernel, grid, *args, **named):
+    """kernel[grid](*args, **named) for a @triton.jit kernel; named: constexprs, launch options such as num_warps, any
+    other argument; keyed by value. Triton's launch works out which compiled kernel fits on every call (NOTES item 46);
+    here that happens once per class of arguments: later calls launch the compiled kernel straight."""
+    if INTERPRETED:
+        kernel[grid](*args, **named)
+        return
+    key = (kernel, torch.cuda.current_device(), *map(argument_class, args), *named.items())
+    if (found := _compiled.get(key)) is None:
+        if any(param.is_constexpr for param in kernel.params[:len(args)]):  # a class would not tell their values apart
+            raise TypeError(f"common.launch: pass {kernel.__name__}'s constexpr arguments by name")
+        compiled = kernel[grid](*args, **named)  # compiles when Triton has no kernel for these arguments
+        _compiled[key] = compiled, [named[name] for name in kernel.arg_names[len(args):]]
+    else:
+        compiled, ordered = found
+        compiled[(*grid, 1, 1)[:3]](*args, *ordered)  # every parameter in order, on the current stream; a 3-D grid
 
 def cdiv(a, b):  # ceil(a / b); triton.cdiv is a constexpr_function, slow to call from host code (NOTES item 44)
     return -(-a // b)

@@ -1,5 +1,7 @@
 """What every lesson promises (CONTRIBUTING.md), and the shared helpers in common/."""
 
+import types
+
 import pytest
 import torch
 
@@ -169,3 +171,39 @@ def test_launch_tuned_tunes_once_per_bucket_and_stays_right(monkeypatch):
     assert [weighted_sum_matches(d) for d in (20, 24, 32, 40, 40)] == [1, 1, 1, 2, 2]
     monkeypatch.setattr(common, "TUNE_EVERY_SHAPE", True)  # LESSONS_TUNE_EVERY_SHAPE=1: the autotuner on every call
     assert weighted_sum_matches(24) == 3
+
+
+def test_launch_compiles_once_per_argument_class_then_launches_straight(monkeypatch):
+    # On a GPU, common.launch goes through kernel[grid] (Triton's launch, which returns the compiled kernel) once per
+    # class of arguments, then calls the compiled kernel with every parameter in order. Stand-ins for both here.
+    monkeypatch.setattr(common, "INTERPRETED", False)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(common, "_compiled", {})
+    through_triton, straight = [], []
+
+    class Compiled:
+        def __getitem__(self, grid):
+            return lambda *args: straight.append((grid, args))
+
+    class Kernel:
+        __name__, arg_names = "kernel", ["x_ptr", "n", "BLOCK"]
+        params = [types.SimpleNamespace(is_constexpr=name == "BLOCK") for name in arg_names]
+
+        def __getitem__(self, grid):
+            return lambda *args, **constexprs: through_triton.append((grid, args, constexprs)) or Compiled()
+
+    kernel, storage = Kernel(), torch.zeros(64)
+    aligned, shifted = storage[:16], storage[1:17]  # shifted: 4 bytes past a 16-byte boundary
+    common.launch(kernel, (4,), aligned, 32, BLOCK=64, num_warps=4)
+    common.launch(kernel, (5,), aligned, 48, BLOCK=64, num_warps=4)  # 48 and 32: both multiples of 16
+    assert len(through_triton) == 1 and straight == [((5, 1, 1), (aligned, 48, 64))]
+    for args, constexprs in [((shifted, 48), dict(BLOCK=64, num_warps=4)), ((aligned, 1), dict(BLOCK=64, num_warps=4)),
+                             ((aligned, 17), dict(BLOCK=64, num_warps=4)), ((aligned, 2**31), dict(BLOCK=64, num_warps=4)),
+                             ((aligned.double(), 48), dict(BLOCK=64, num_warps=4)), ((aligned, 48), dict(BLOCK=32, num_warps=4)),
+                             ((aligned, 48), dict(BLOCK=64, num_warps=8))]:
+        common.launch(kernel, (4, 2), *args, **constexprs)  # each differs in one thing Triton compiles for
+    assert len(through_triton) == 8 and len(straight) == 1
+    common.launch(kernel, (4, 2), shifted, 16, BLOCK=64, num_warps=4)
+    assert len(through_triton) == 8 and straight[-1] == ((4, 2, 1), (shifted, 16, 64))
+    with pytest.raises(TypeError, match="pass kernel's constexpr arguments by name"):
+        common.launch(kernel, (4,), aligned, 32, 64)  # BLOCK by position: its value would not be in the key

@@ -7,7 +7,7 @@ product of an A tile and a B tile (`tl.dot`, on the tensor cores) into a float32
 element of A is loaded N / BLOCK_N times instead of N times. In reading order:
 - "pointer": the tile loop with pointers, masks and any strides, in an L2-friendly program order;
 - "block_ptr", "descriptor": block pointers (gone in Triton 3.9), tensor descriptors (TMA on Hopper);
-- "persistent": one program per SM walking many tiles, which `matmul` runs for 16-bit or TF32 dots, M > 128, aligned rows;
+- "persistent": one program per SM walking many tiles, which `matmul` runs for 16-bit or TF32 dots of aligned rows, not small C;
 - `matmul` as a PyTorch op whose gradients are matmuls on strided views: dA = dC @ B^T, dB = A^T @ dC.
 """
 
@@ -85,7 +85,7 @@ def autotuned(configs, shared_bytes):
                            prune_configs_by={"early_config_prune": fitting}, **common.TUNING)
 
 @autotuned(TILE_CONFIGS, tile_shared_bytes)
-@triton.jit
+@triton.jit(do_not_specialize=["M"])  # M only masks rows: no compile per row count (N and K: multiples of 16 vectorize)
 def matmul_pointer_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,  # A (M, K), B (K, N) and C (M, N, written here), any strides
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,  # elements between rows, columns of A, B, C
@@ -241,7 +241,7 @@ def matmul_block_ptr(a, b, out=None):
 # Hopper a descriptor load is one TMA instruction: the copy engine computes addresses and bounds, not registers. The
 # descriptor is built at run time in scratch memory: common.set_descriptor_allocator() provides it.
 @autotuned(TILE_CONFIGS, tile_shared_bytes)
-@triton.jit
+@triton.jit(do_not_specialize=["M", "N", "K", "stride_am", "stride_bk", "stride_cm"])  # the descriptors check bounds
 def matmul_descriptor_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,  # A (M, K), B (K, N), C (M, N, written here): rows contiguous, 16-byte aligned
     stride_am, stride_bk, stride_cm,  # elements between rows of A, B and C: multiples of 16 bytes
@@ -303,7 +303,7 @@ def persistent_shared_bytes(config, element_size):
     return tile_shared_bytes(config, element_size) + c_tile // (1 + config.kwargs["EPILOGUE_SUBTILE"])
 
 @autotuned(PERSISTENT_CONFIGS, persistent_shared_bytes)
-@triton.jit
+@triton.jit(do_not_specialize=["M", "N", "K", "stride_am", "stride_b", "stride_cm"])  # as the descriptor kernel
 def matmul_persistent_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,  # A (M, K), B (K, N) or B^T (N, K), C (M, N, written here): as for descriptors
     stride_am, stride_b, stride_cm,  # elements between rows of A, of b_ptr's matrix, of C: multiples of 16 bytes
@@ -365,7 +365,7 @@ def k_major_b(b, block=64):
     row_align = 16 // b.element_size()  # elements per 16 bytes: a descriptor's row stride is a multiple of 16 B
     bt = torch.empty((n, common.cdiv(k, row_align) * row_align), dtype=b.dtype, device=b.device)[:, :k]
     grid = (common.cdiv(k, block) * common.cdiv(n, block),)
-    transpose_kernel[grid](b, bt, k, n, *b.stride(), bt.stride(0), BLOCK=block)
+    common.launch(transpose_kernel, grid, b, bt, k, n, *b.stride(), bt.stride(0), BLOCK=block)
     return bt
 
 def persistent_problem(a, b, c):
@@ -405,11 +405,15 @@ def refusals(a, b):
 # torch.compile trace around the kernels and the host-side planning (SM count, autotuner); a triton_op would trace the
 # kernels themselves, which fails on fake tensors under the CPU interpreter. The backward calls matmul (or the op), so
 # matmul has gradients too. Dispatch through an op costs host time per call: matmul goes through it only when compiled.
+SMALL_C, SHORT_K = 1 << 20, 1024  # C of up to 64 tiles of 128 x 128 and K up to this: the pointer kernel does better
 def launch_best(a, b, c):
-    """The persistent kernel for 16-bit and TF32 dots where it can and M > 128; else the pointer kernel, which takes any
-    layout and, where C is one row of 128-row tiles (a decoding step, a small batch), shorter tiles: more programs."""
-    fast_dot = a.dtype in (torch.float16, torch.bfloat16) or input_precision(a.dtype) == "tf32"
-    if fast_dot and c.shape[0] > 128 and persistent_problem(a, b, c) is None:
+    """The persistent kernel for 16-bit and TF32 dots where it can; the pointer kernel (any layout) where its smaller
+    tiles give more programs: C one row of 128-row tiles (a decoding step), or 16-bit, of at most SMALL_C elements, K
+    at most SHORT_K, N and K multiples of 16 (the pointer kernel's loads vectorize only then)."""
+    (m, k), n = a.shape, b.shape[1]
+    sixteen_bit = a.dtype in (torch.float16, torch.bfloat16)
+    small = m <= 128 or (sixteen_bit and m * n <= SMALL_C and k <= SHORT_K and n % 16 == 0 and k % 16 == 0)
+    if (sixteen_bit or input_precision(a.dtype) == "tf32") and not small and persistent_problem(a, b, c) is None:
         launch_persistent(a, b, c, checked=True)
     else:
         launch_tiles(matmul_pointer_kernel, a, b, c)

@@ -12,7 +12,7 @@ VARIANT_NAMES = list(ex.VARIANTS)
 DESCRIPTOR_VARIANTS = ["descriptor", "persistent"]  # need 16-byte aligned rows
 ROW_MAJOR_VARIANTS = [name for name in VARIANT_NAMES if name not in DESCRIPTOR_VARIANTS]  # take any layout
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
-BIG = 256  # matmul runs the persistent kernel only where A has more than 128 rows
+BIG = 256  # more than 128 rows of A: matmul runs the persistent kernel once SMALL_C is 0
 
 
 def descriptor_aligned(n, k, dtype):
@@ -160,18 +160,23 @@ def spy_on_persistent(monkeypatch):
 def test_matmul_takes_the_persistent_kernel_when_it_can(monkeypatch):
     calls = spy_on_persistent(monkeypatch)
     a = torch.randn(BIG, 32, device=common.DEVICE, dtype=torch.float16)
-    ex.matmul(a, torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16))
+    ex.matmul(a, torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16))  # small C, N and K 16s: pointer
+    assert calls == []
+    ex.matmul(a, torch.randn(32, BIG + 8, device=common.DEVICE, dtype=torch.float16))  # N not a multiple of 16
     assert calls == [1]
+    monkeypatch.setattr(ex, "SMALL_C", 0)  # from here on, C counts as large
+    ex.matmul(a, torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16))
+    assert calls == [1, 1]
     ex.matmul(a, torch.randn(BIG, 32, device=common.DEVICE, dtype=torch.float16).T)  # transposed B
     ex.matmul(a, torch.randn(32, BIG + 4, device=common.DEVICE, dtype=torch.float16))  # rows of 8 bytes past 16s
     ex.matmul(a[:128], torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16))  # 128 rows: the pointer kernel
     with ex.float32_matmul_precision("highest"):
         ex.matmul(a.float(), torch.randn(32, BIG, device=common.DEVICE))  # exact float32: the pointer kernel
     ex.matmul(a.double(), torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float64))  # float64: likewise
-    assert calls == [1]
+    assert calls == [1, 1]
     with ex.float32_matmul_precision("high"):  # TF32 reads B^T, so B may have any layout
         ex.matmul(a.float(), torch.randn(BIG, 32, device=common.DEVICE).T)
-    assert calls == [1, 1]
+    assert calls == [1, 1, 1]
 
 
 @pytest.mark.parametrize("transposed_b", [False, True])
@@ -345,8 +350,9 @@ def assert_gradients_match(a, b, grad_c, what):
                                               (torch.float32, "highest"), (torch.float32, "high")])
 @pytest.mark.parametrize("m, n, k, transposed", [(40, 24, 32, False), (33, 17, 65, False), (40, 24, 32, True),
                                                  (BIG, BIG, 32, False)])
-def test_gradients_match_float64(dtype, precision, m, n, k, transposed):
-    # (BIG, BIG, 32): 16-byte rows and M > 128, so 16-bit and TF32 forwards run the persistent kernel.
+def test_gradients_match_float64(monkeypatch, dtype, precision, m, n, k, transposed):
+    # (BIG, BIG, 32): 16-byte rows and M > 128, so with SMALL_C 0 16-bit and TF32 forwards run the persistent kernel.
+    monkeypatch.setattr(ex, "SMALL_C", 0)
     with ex.float32_matmul_precision(precision):
         a, b, grad_c = grad_inputs(m, n, k, dtype, transposed)
         c = ex.matmul(a, b)
@@ -446,8 +452,9 @@ def test_opcheck(case):
 
 @pytest.mark.parametrize("dtype, m, n, k", [(torch.float16, BIG, BIG, 32), (torch.float32, 33, 17, 65)])
 def test_compile_fullgraph_forward_and_backward(monkeypatch, dtype, m, n, k):
-    # float16 with 16-byte rows and M > 128: the compiled forward runs the persistent kernel.
+    # float16 with 16-byte rows, M > 128 and SMALL_C 0: the compiled forward runs the persistent kernel.
     calls = spy_on_persistent(monkeypatch)
+    monkeypatch.setattr(ex, "SMALL_C", 0)
     torch._dynamo.reset()
     compiled = torch.compile(ex.matmul, fullgraph=True)
     a, b, grad_c = grad_inputs(m, n, k, dtype)

@@ -4,7 +4,7 @@ Run on a GPU machine from the repository root: `python tools/host_cost.py`. Smal
 microseconds, so a call's time is mostly Python and launch overhead. "wall us": wall time per call over 2000
 back-to-back calls (the GPU queue absorbs the kernels); "eager us": common.bench (a lone call on an idle GPU, L2
 flushed); "graph us": common.bench_graph (kernels only). "bare launch" is 04's forward kernel launched straight
-through Triton with the config the lesson tuned: the floor for an entry's host cost. Then 04's fwd+bwd taken apart:
+through Triton (kernel[grid]) with the config the lesson tuned; "common.launch" launches it as the lessons do. Then 04's fwd+bwd taken apart:
 autograd.Functions built as weighted_sum builds its own, with PyTorch's ops in place of one launcher or the other, each
 with autograd's device threads and without (the backward on the calling thread). Then the wall time of the first call
 on shapes not seen before, next to the second call. Last, torch.matmul's time over matmul's on the shapes
@@ -54,6 +54,8 @@ config = kernel.best_config.all_kwargs()
 grid = (triton.cdiv(4096, config["ROWS_TILE"]),)
 bare_launch = lambda: kernel.fn[grid](  # noqa: E731
     x, w, y, 4096, 512, ACC_DTYPE=triton.language.float32, **lessons["04"].pointer_args(x), **config)
+launched = lambda: common.launch(  # noqa: E731
+    kernel.fn, grid, x, w, y, 4096, 512, ACC_DTYPE=triton.language.float32, **lessons["04"].pointer_args(x), **config)
 cases = {
     "01 matmul_elementwise 64^3 fp32": lambda: lessons["01"].matmul_elementwise(a32, b32),
     "01 op": lambda: ops.matmul_elementwise(a32, b32),
@@ -64,6 +66,7 @@ cases = {
     "03 op": lambda: ops.blocked_sum(x),
     "03 torch x.sum(0)": lambda: x.sum(0),
     "04 bare launch of its kernel": bare_launch,
+    "04 its kernel via common.launch": launched,
     "04 weighted_sum 4096x512 fp32": lambda: lessons["04"].weighted_sum(x, w),
     "04 op": lambda: ops.weighted_sum(x, w),
     "04 torch x @ w": lambda: x @ w,

@@ -7,7 +7,7 @@ product of an A tile and a B tile (`tl.dot`, on the tensor cores) into a float32
 element of A is loaded N / BLOCK_N times instead of N times. In reading order:
 - "pointer": the tile loop with pointers, masks and any strides, in an L2-friendly program order;
 - "block_ptr", "descriptor": block pointers (gone in Triton 3.9), tensor descriptors (TMA on Hopper);
-- "persistent": one program per SM walking many tiles, which `matmul` runs for 16-bit or TF32 dots of aligned rows, not small C;
+- "persistent": one program per SM walking many tiles, which `matmul` runs for 16-bit or TF32 dots of aligned rows (not small 16-bit ones);
 - `matmul` as a PyTorch op whose gradients are matmuls on strided views: dA = dC @ B^T, dB = A^T @ dC.
 """
 

@@ -102,7 +102,7 @@ def launch_tuned(kernel, grid, bucket, *args, **kwargs):
 
 def argument_class(arg):
     """What Triton compiles a kernel for, per argument, or finer: a tensor's dtype and 16-byte alignment; an int's
-    being 1, a multiple of 16, wider than 32 or 64 bits; any other value itself."""
+    being 1, a multiple of 16, more than 31 or 63 bits long; any other value itself."""
     if isinstance(arg, torch.Tensor):
         return arg.dtype, arg.data_ptr() % 16 == 0
     if type(arg) is int:
@@ -110,18 +110,19 @@ def argument_class(arg):
     return type(arg), arg
 
 def launch(kernel, grid, *args, **named):
-    """kernel[grid](*args, **named) for a @triton.jit kernel; named: constexprs, launch options such as num_warps, any
-    other argument; keyed by value. Triton's launch works out which compiled kernel fits on every call (NOTES item 46);
-    here that happens once per class of arguments: later calls launch the compiled kernel straight."""
+    """kernel[grid](*args, **named) for a @triton.jit kernel; grid: a tuple; named: constexprs, launch options such as
+    num_warps, any other argument, each keyed by type and value. Triton's launch works out which compiled kernel fits
+    on every call (NOTES item 46); here that happens once per class of arguments (with Triton's check of changed
+    globals and its pre-run hooks): later calls launch the compiled kernel straight."""
     if INTERPRETED:
         kernel[grid](*args, **named)
         return
-    key = (kernel, torch.cuda.current_device(), *map(argument_class, args), *named.items())
+    key = (kernel, torch.cuda.current_device(), *map(argument_class, args), *named.items(), *map(type, named.values()))
     if (found := _compiled.get(key)) is None:
         if any(param.is_constexpr for param in kernel.params[:len(args)]):  # a class would not tell their values apart
             raise TypeError(f"common.launch: pass {kernel.__name__}'s constexpr arguments by name")
-        compiled = kernel[grid](*args, **named)  # compiles when Triton has no kernel for these arguments
-        _compiled[key] = compiled, [named[name] for name in kernel.arg_names[len(args):]]
+        ordered = [named[name] for name in kernel.arg_names[len(args):]]  # KeyError before a launch if one is missing
+        _compiled[key] = kernel[grid](*args, **named), ordered  # compiles when Triton has no kernel for these arguments
     else:
         compiled, ordered = found
         compiled[(*grid, 1, 1)[:3]](*args, *ordered)  # every parameter in order, on the current stream; a 3-D grid

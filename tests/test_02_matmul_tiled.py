@@ -351,7 +351,7 @@ def assert_gradients_match(a, b, grad_c, what):
 @pytest.mark.parametrize("m, n, k, transposed", [(40, 24, 32, False), (33, 17, 65, False), (40, 24, 32, True),
                                                  (BIG, BIG, 32, False)])
 def test_gradients_match_float64(monkeypatch, dtype, precision, m, n, k, transposed):
-    # (BIG, BIG, 32): 16-byte rows and M > 128, so with SMALL_C 0 16-bit and TF32 forwards run the persistent kernel.
+    # (BIG, BIG, 32): 16-byte rows and M > 128, so TF32 forwards, and with SMALL_C 0 16-bit ones, run the persistent kernel.
     monkeypatch.setattr(ex, "SMALL_C", 0)
     with ex.float32_matmul_precision(precision):
         a, b, grad_c = grad_inputs(m, n, k, dtype, transposed)

@@ -200,10 +200,10 @@ def test_launch_compiles_once_per_argument_class_then_launches_straight(monkeypa
     for args, constexprs in [((shifted, 48), dict(BLOCK=64, num_warps=4)), ((aligned, 1), dict(BLOCK=64, num_warps=4)),
                              ((aligned, 17), dict(BLOCK=64, num_warps=4)), ((aligned, 2**31), dict(BLOCK=64, num_warps=4)),
                              ((aligned.double(), 48), dict(BLOCK=64, num_warps=4)), ((aligned, 48), dict(BLOCK=32, num_warps=4)),
-                             ((aligned, 48), dict(BLOCK=64, num_warps=8))]:
+                             ((aligned, 48), dict(BLOCK=64, num_warps=8)), ((aligned, 48), dict(BLOCK=64.0, num_warps=4))]:
         common.launch(kernel, (4, 2), *args, **constexprs)  # each differs in one thing Triton compiles for
-    assert len(through_triton) == 8 and len(straight) == 1
+    assert len(through_triton) == 9 and len(straight) == 1
     common.launch(kernel, (4, 2), shifted, 16, BLOCK=64, num_warps=4)
-    assert len(through_triton) == 8 and straight[-1] == ((4, 2, 1), (shifted, 16, 64))
+    assert len(through_triton) == 9 and straight[-1] == ((4, 2, 1), (shifted, 16, 64))
     with pytest.raises(TypeError, match="pass kernel's constexpr arguments by name"):
         common.launch(kernel, (4,), aligned, 32, 64)  # BLOCK by position: its value would not be in the key

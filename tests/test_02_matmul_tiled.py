@@ -58,6 +58,15 @@ def test_dtypes_every_variant(dtype):
     assert sorted(ex.check(100, 40, 72, dtype)) == sorted(VARIANT_NAMES + ["matmul"])
 
 
+@support.gpu_only
+@pytest.mark.parametrize("index", range(support.most_configs(ex)))
+def test_every_config_on_gpu(monkeypatch, index):
+    # The other tests tune between two configs per kernel (support.load): here each kernel runs its config
+    # `index`, on float16 (every config fits its shared memory) with rows 16-byte aligned, so all variants run.
+    with support.pinned_config(monkeypatch, ex, index):
+        assert sorted(ex.check(333, 136, 200, torch.float16)) == sorted(VARIANT_NAMES + ["matmul"])
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_odd_sizes_every_dtype(dtype):
     # Rows of 17 elements: no descriptor; pointer (and block_ptr) and matmul's fallback must run.

@@ -53,6 +53,19 @@ def test_dtypes(name, dtype):
     assert ex.check(300, 40, dtype, variants=[name]) == [name]
 
 
+@support.gpu_only
+@pytest.mark.parametrize("index", range(support.most_configs(ex)))
+def test_every_config_on_gpu(monkeypatch, index):
+    # The other tests tune between two configs per kernel (support.load): here each kernel runs its config
+    # `index`, on a matrix whose rows are split (two passes) and descriptor-aligned.
+    with support.pinned_config(monkeypatch, ex, index) as pinned:
+        tile = pinned["column_sum_descriptor_kernel"].kwargs
+        fits = max(tile["BLOCK_M"], tile["BLOCK_N"]) <= 256  # a TMA copy moves at most 256 elements a side
+        names = [name for name in ALL_NAMES if fits or name != "descriptor"]
+        assert ex.plan_splits(1000, 1100)[0] > 1
+        assert ex.check(1000, 1100, variants=names) == names
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_output_keeps_the_input_dtype_and_shape(dtype):
     x = torch.randn(50, 9, device=common.DEVICE).to(dtype)

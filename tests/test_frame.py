@@ -7,6 +7,8 @@ import torch
 
 import support
 from support import common
+import triton  # noqa: E402  (after common: it may switch on the interpreter)
+import triton.language as tl  # noqa: E402
 
 EXAMPLES = [path.parent.name for path in common.example_paths()]
 VARIANT_STYLES = {"01_matmul_elementwise": set(), "02_matmul_tiled": {"pointer", "block_ptr", "descriptor", "persistent"},
@@ -207,3 +209,24 @@ def test_launch_compiles_once_per_argument_class_then_launches_straight(monkeypa
     assert len(through_triton) == 9 and straight[-1] == ((4, 2, 1), (shifted, 16, 64))
     with pytest.raises(TypeError, match="pass kernel's constexpr arguments by name"):
         common.launch(kernel, (4,), aligned, 32, 64)  # BLOCK by position: its value would not be in the key
+
+
+def test_tests_tune_two_configs_and_check_each_in_turn(monkeypatch):
+    # support.load leaves each autotuned kernel its first config and its smallest tile; pinned_config runs one at a time.
+    configs = [triton.Config({"BLOCK_N": n, "GROUP": g}) for n, g in ((64, 1), (16, 8), (32, 1))]
+    module = types.SimpleNamespace(copy=triton.autotune(configs, key=["n"])(copy_kernel))
+    support.keep_two_configs(module)
+    assert module.copy.configs == configs[:2] and support.ALL_CONFIGS[module.copy] == configs
+    with support.pinned_config(monkeypatch, module, 4) as pinned:  # 4 wraps around to configs[1]
+        assert module.copy.configs == [configs[1]] and pinned == {"copy_kernel": configs[1]}
+    with pytest.raises(AssertionError, match=r"^with \{'copy_kernel': .*\}: wrong"):
+        with support.pinned_config(monkeypatch, module, 2):
+            raise AssertionError("wrong")
+    monkeypatch.undo()
+    assert module.copy.configs == configs[:2]
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK_N: tl.constexpr, GROUP: tl.constexpr):  # y[:n] = x[:n]; GROUP: not a tile side
+    offsets = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)

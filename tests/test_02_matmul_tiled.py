@@ -62,7 +62,7 @@ def test_dtypes_every_variant(dtype):
 @pytest.mark.parametrize("index", range(support.most_configs(ex)))
 def test_every_config_on_gpu(monkeypatch, index):
     # The other tests tune between two configs per kernel (support.load): here each kernel runs its config
-    # `index`, on float16 (every config fits its shared memory) with rows 16-byte aligned, so all variants run.
+    # `index`, on float16 (every config fits a Hopper GPU's shared memory), rows 16-byte aligned: all variants run.
     with support.pinned_config(monkeypatch, ex, index):
         assert sorted(ex.check(333, 136, 200, torch.float16)) == sorted(VARIANT_NAMES + ["matmul"])
 

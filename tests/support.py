@@ -10,7 +10,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import common  # noqa: E402  (switches the interpreter on before any example defines a kernel)
-import triton  # noqa: E402
+import triton  # noqa: E402  (after common, which may switch on the interpreter)
 
 ON_GPU = not common.INTERPRETED
 
@@ -25,13 +25,13 @@ def load(folder):
     """The example module in `folder` (for instance "04_weighted_sum"). On a GPU each of its autotuned kernels
     keeps two configs for the tests: compiling and timing every config of every kernel in each new bucket made a
     plain `make test` take over ten minutes (results/NOTES.md item 50). Kept: the first, and the smallest tile of the
-    rest, which the lessons' prunes fall back to (02's fits float64 in shared memory). Each lesson's
+    rest, which fits wherever the first does not (02: float64 tiles in shared memory). Each lesson's
     test_every_config_on_gpu checks every config through pinned_config. (The interpreter's lists hold one.)"""
     return keep_two_configs(common.load_example(common.REPO_ROOT / folder / "main.py"))
 
 
 def keep_two_configs(module):
-    """module, each of its autotuned kernels left with its first config and its smallest tile (see load)."""
+    """module, each autotuned kernel among its names left with its first config and its smallest tile (see load)."""
     for kernel in autotuned_kernels(module):
         if kernel not in ALL_CONFIGS:
             ALL_CONFIGS[kernel] = configs = kernel.configs
@@ -44,8 +44,12 @@ def autotuned_kernels(module):  # the triton.autotune'd kernels among module's n
     return [value for value in vars(module).values() if isinstance(value, triton.runtime.Autotuner)]
 
 
-def tile_elements(config):  # the product of a config's tile sides (BLOCK_M, BLOCK_N, BLOCK_K, ROWS_TILE, D_TILE)
-    return math.prod(value for name, value in config.kwargs.items() if name.startswith("BLOCK_") or name.endswith("_TILE"))
+def tile_elements(config):
+    """The product of a config's tile sides: its constexprs named BLOCK_* or *_TILE (ValueError if it has none)."""
+    sides = [value for name, value in config.kwargs.items() if name.startswith("BLOCK_") or name.endswith("_TILE")]
+    if not sides:
+        raise ValueError(f"config {config} names no tile side (BLOCK_* or *_TILE): the tests cannot find its smallest")
+    return math.prod(sides)
 
 
 def most_configs(module):  # the longest config list among module's autotuned kernels
@@ -53,20 +57,22 @@ def most_configs(module):  # the longest config list among module's autotuned ke
 
 
 @contextlib.contextmanager
-def pinned_config(monkeypatch, module, index):
-    """Inside, each autotuned kernel of module runs its config `index` (in ALL_CONFIGS; a shorter list wraps
+def pinned_config(module, index):
+    """Inside the block, each autotuned kernel of module runs its config `index` (in ALL_CONFIGS; a shorter list wraps
     around): alone in the list, it runs untimed and unpruned. common.launch_tuned starts with no choices made and
-    forgets these at the test's end. Yields each kernel's config, by kernel name, and names them on a failure."""
-    monkeypatch.setattr(common, "_tuned", {})
+    forgets these after. Yields each kernel's config, by kernel name; an exception inside gets a note naming them."""
     pinned = {}
-    for kernel in autotuned_kernels(module):
-        configs = ALL_CONFIGS.get(kernel, kernel.configs)
-        pinned[kernel.fn.__name__] = config = configs[index % len(configs)]
-        monkeypatch.setattr(kernel, "configs", [config])
-    try:
-        yield pinned
-    except AssertionError as error:
-        raise AssertionError(f"with {pinned}: {error}") from error
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(common, "_tuned", {})
+        for kernel in autotuned_kernels(module):
+            configs = ALL_CONFIGS.get(kernel, kernel.configs)
+            pinned[kernel.fn.__name__] = config = configs[index % len(configs)]
+            patch.setattr(kernel, "configs", [config])
+        try:
+            yield pinned
+        except Exception as error:  # a wrong answer, or a config that does not compile
+            error.add_note(f"pinned configs: {({name: str(config) for name, config in pinned.items()})}")
+            raise
 
 
 def dispatched_ops(fn):

@@ -5,6 +5,7 @@ import torch
 
 import support
 from support import common
+import triton  # after support, whose import of common may switch on the interpreter
 
 ex = support.load("02_matmul_tiled")
 
@@ -60,11 +61,18 @@ def test_dtypes_every_variant(dtype):
 
 @support.gpu_only
 @pytest.mark.parametrize("index", range(support.most_configs(ex)))
-def test_every_config_on_gpu(monkeypatch, index):
+def test_every_config_on_gpu(index):
     # The other tests tune between two configs per kernel (support.load): here each kernel runs its config
     # `index`, on float16 (every config fits a Hopper GPU's shared memory), rows 16-byte aligned: all variants run.
-    with support.pinned_config(monkeypatch, ex, index):
+    with support.pinned_config(ex, index) as pinned:
         assert sorted(ex.check(333, 136, 200, torch.float16)) == sorted(VARIANT_NAMES + ["matmul"])
+        # TF32 takes the persistent kernel down its own path (B^T, float32 tiles): each config that fits, once.
+        config, configs = pinned["matmul_persistent_kernel"], support.ALL_CONFIGS[ex.matmul_persistent_kernel]
+        limit = triton.runtime.driver.active.utils.get_device_properties(torch.cuda.current_device())["max_shared_mem"]
+        if index < len(configs) and ex.persistent_shared_bytes(config, 4) <= limit:
+            a, b = torch.randn(333, 200, device=common.DEVICE), torch.randn(200, 136, device=common.DEVICE)
+            with ex.float32_matmul_precision("high"):
+                assert_matches(ex.matmul_persistent, a, b, "persistent TF32")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -54,10 +54,10 @@ def test_dtypes_and_layouts(dtype, how):
 
 @support.gpu_only
 @pytest.mark.parametrize("index", range(support.most_configs(ws)))
-def test_every_config_on_gpu(monkeypatch, index):
+def test_every_config_on_gpu(index):
     # The other tests tune between two configs per kernel (support.load): here each kernel runs its config
     # `index`, forward and backward, on rows 16-byte aligned (the descriptor runs) and D = 1000 (a masked tile).
-    with support.pinned_config(monkeypatch, ws, index):
+    with support.pinned_config(ws, index):
         assert ws.check(1001, 1000, torch.float32) == list(ws.VARIANTS)
 
 

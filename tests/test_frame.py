@@ -7,8 +7,8 @@ import torch
 
 import support
 from support import common
-import triton  # noqa: E402  (after common: it may switch on the interpreter)
-import triton.language as tl  # noqa: E402
+import triton  # after support, whose import of common may switch on the interpreter
+import triton.language as tl
 
 EXAMPLES = [path.parent.name for path in common.example_paths()]
 VARIANT_STYLES = {"01_matmul_elementwise": set(), "02_matmul_tiled": {"pointer", "block_ptr", "descriptor", "persistent"},
@@ -213,17 +213,21 @@ def test_launch_compiles_once_per_argument_class_then_launches_straight(monkeypa
 
 def test_tests_tune_two_configs_and_check_each_in_turn(monkeypatch):
     # support.load leaves each autotuned kernel its first config and its smallest tile; pinned_config runs one at a time.
+    monkeypatch.setattr(support, "ALL_CONFIGS", {})
     configs = [triton.Config({"BLOCK_N": n, "GROUP": g}) for n, g in ((64, 1), (16, 8), (32, 1))]
     module = types.SimpleNamespace(copy=triton.autotune(configs, key=["n"])(copy_kernel))
     support.keep_two_configs(module)
     assert module.copy.configs == configs[:2] and support.ALL_CONFIGS[module.copy] == configs
-    with support.pinned_config(monkeypatch, module, 4) as pinned:  # 4 wraps around to configs[1]
+    with support.pinned_config(module, 4) as pinned:  # 4 wraps around to configs[1]
         assert module.copy.configs == [configs[1]] and pinned == {"copy_kernel": configs[1]}
-    with pytest.raises(AssertionError, match=r"^with \{'copy_kernel': .*\}: wrong"):
-        with support.pinned_config(monkeypatch, module, 2):
-            raise AssertionError("wrong")
-    monkeypatch.undo()
-    assert module.copy.configs == configs[:2]
+    assert module.copy.configs == configs[:2]  # restored when the block ends
+    with pytest.raises(RuntimeError, match="does not compile") as raised:
+        with support.pinned_config(module, 2):
+            raise RuntimeError("does not compile")
+    assert raised.value.__notes__ == [f"pinned configs: {{'copy_kernel': '{configs[2]}'}}"]
+    untiled = types.SimpleNamespace(copy=triton.autotune([triton.Config({"GROUP": g}) for g in (1, 2)], key=["n"])(copy_kernel))
+    with pytest.raises(ValueError, match="names no tile side"):
+        support.keep_two_configs(untiled)
 
 
 @triton.jit

@@ -1,4 +1,5 @@
-# Two commands a reader needs: `make all` (run every example) and `make test` (run the tests).
+# Two commands a reader needs: `make all` (run every example) and `make test` (run the tests);
+# `make lint` checks the style.
 # Both create .venv first. The venv sees the packages of the Python that creates it, so an
 # installed torch/triton is reused rather than downloaded again.
 #
@@ -22,13 +23,19 @@ BENCH_ARGS ?=
 PY := $(VENV)/bin/python
 EXAMPLES := $(sort $(wildcard [0-9][0-9]_*/main.py))
 
-.PHONY: all test bench env clean
+.PHONY: all test lint bench env clean
 
 all: env
 	@set -e; for example in $(EXAMPLES); do echo "==> $(PY) $$example"; $(PY) $$example; done
 
 test: env
 	$(PY) -m pytest tests $(PYTEST_ARGS)
+
+# ruff's lint and its formatter's check, with the settings in pyproject.toml (100 characters a line).
+lint: env
+	$(PY) -m pip install --disable-pip-version-check -q ruff
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
 # Sweeps of sizes and dtypes on the GPU; writes results/*.csv and results/*.png.
 bench: env

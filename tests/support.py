@@ -1,4 +1,5 @@
-"""What every test file needs: the examples loaded from their paths, and a marker for GPU-only tests."""
+"""What every test file needs: the lessons loaded from their paths, a marker for GPU-only tests,
+and the trimmed config lists that keep a GPU run of the tests short."""
 
 import contextlib
 import math
@@ -22,21 +23,26 @@ ALL_CONFIGS = {}
 
 
 def load(folder):
-    """The example module in `folder` (for instance "04_weighted_sum"). On a GPU each of its autotuned kernels
-    keeps two configs for the tests: compiling and timing every config of every kernel in each new bucket made a
-    plain `make test` take over ten minutes (results/NOTES.md item 50). Kept: the first, and the smallest tile of the
-    rest, which fits wherever the first does not (02: float64 tiles in shared memory). Each lesson's
-    test_every_config_on_gpu checks every config through pinned_config. (The interpreter's lists hold one.)"""
+    """The lesson module in `folder` (for instance "04_weighted_sum"). On a GPU each of its
+    autotuned kernels keeps two configs for the tests: compiling and timing every config of every
+    kernel for each new key made a plain `make test` take over ten minutes (results/NOTES.md item
+    50). Kept: the first, and the smallest tile of the rest, which fits wherever the first does not
+    (02: float64 tiles in shared memory). Each lesson's test_every_config_on_gpu checks every
+    config through pinned_config. (The interpreter's lists hold one.)"""
     return keep_two_configs(common.load_example(common.REPO_ROOT / folder / "main.py"))
 
 
 def keep_two_configs(module):
-    """module, each autotuned kernel among its names left with its first config and its smallest tile (see load)."""
+    """module, each autotuned kernel among its names left with its first config and its smallest
+    tile (see load)."""
     for kernel in autotuned_kernels(module):
         if kernel not in ALL_CONFIGS:
             ALL_CONFIGS[kernel] = configs = kernel.configs
-            # Two, never one: the autotuner runs a lone config unpruned, even where it overflows shared memory.
-            kernel.configs = [configs[0], min(configs[1:], key=tile_elements)] if len(configs) > 1 else configs
+            # Two, never one: the autotuner runs a lone config unpruned, even where it overflows
+            # shared memory.
+            kernel.configs = (
+                [configs[0], min(configs[1:], key=tile_elements)] if len(configs) > 1 else configs
+            )
     return module
 
 
@@ -45,10 +51,18 @@ def autotuned_kernels(module):  # the triton.autotune'd kernels among module's n
 
 
 def tile_elements(config):
-    """The product of a config's tile sides: its constexprs named BLOCK_* or *_TILE (ValueError if it has none)."""
-    sides = [value for name, value in config.kwargs.items() if name.startswith("BLOCK_") or name.endswith("_TILE")]
+    """The product of a config's tile sides: its constexprs named BLOCK_* or *_TILE (ValueError if
+    it has none)."""
+    sides = [
+        value
+        for name, value in config.kwargs.items()
+        if name.startswith("BLOCK_") or name.endswith("_TILE")
+    ]
     if not sides:
-        raise ValueError(f"config {config} names no tile side (BLOCK_* or *_TILE): the tests cannot find its smallest")
+        raise ValueError(
+            f"config {config} names no tile side (BLOCK_* or *_TILE): "
+            "the tests cannot find its smallest"
+        )
     return math.prod(sides)
 
 
@@ -58,9 +72,10 @@ def most_configs(module):  # the longest config list among module's autotuned ke
 
 @contextlib.contextmanager
 def pinned_config(module, index):
-    """Inside the block, each autotuned kernel of module runs its config `index` (in ALL_CONFIGS; a shorter list wraps
-    around): alone in the list, it runs untimed and unpruned. common.launch_tuned starts with no choices made and
-    forgets these after. Yields each kernel's config, by kernel name; an exception inside gets a note naming them."""
+    """Inside the block, each autotuned kernel of module runs its config `index` (in ALL_CONFIGS;
+    a shorter list wraps around): alone in the list, it runs untimed and unpruned.
+    common.launch_tuned starts with no choices made and forgets these after. Yields each kernel's
+    config, by kernel name; an exception inside gets a note naming them."""
     pinned = {}
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(common, "_tuned", {})
@@ -71,12 +86,17 @@ def pinned_config(module, index):
         try:
             yield pinned
         except Exception as error:  # a wrong answer, or a config that does not compile
-            error.add_note(f"pinned configs: {({name: str(config) for name, config in pinned.items()})}")
+            error.add_note(
+                f"pinned configs: { ({name: str(config) for name, config in pinned.items()}) }"
+            )
             raise
 
 
 def dispatched_ops(fn):
-    """The names of this project's torch.library ops that fn() dispatches to (torch.profiler records each one)."""
+    """The names of this project's torch.library ops that fn() dispatches to (torch.profiler
+    records each one)."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         fn()
-    return sorted({event.name for event in prof.events() if event.name.startswith("triton_lessons::")})
+    return sorted(
+        {event.name for event in prof.events() if event.name.startswith("triton_lessons::")}
+    )

@@ -11,17 +11,24 @@ import triton  # after support, whose import of common may switch on the interpr
 import triton.language as tl
 
 EXAMPLES = [path.parent.name for path in common.example_paths()]
-VARIANT_STYLES = {"01_matmul_elementwise": set(), "02_matmul_tiled": {"pointer", "block_ptr", "descriptor", "persistent"},
-                  "03_blocked_sum": {"pointer", "block_ptr", "descriptor"},
-                  "04_weighted_sum": {"pointer", "block_ptr", "descriptor"}}
+VARIANT_STYLES = {
+    "01_matmul_elementwise": set(),
+    "02_matmul_tiled": {"pointer", "block_ptr", "descriptor", "persistent"},
+    "03_blocked_sum": {"pointer", "block_ptr", "descriptor"},
+    "04_weighted_sum": {"simple", "pointer"},
+}
 
 
 def test_all_four_lessons_exist():
     assert EXAMPLES == list(VARIANT_STYLES)
 
 
-ENTRIES = {"01_matmul_elementwise": "matmul_elementwise", "02_matmul_tiled": "matmul",
-           "03_blocked_sum": "blocked_sum", "04_weighted_sum": "weighted_sum"}
+ENTRIES = {
+    "01_matmul_elementwise": "matmul_elementwise",
+    "02_matmul_tiled": "matmul",
+    "03_blocked_sum": "blocked_sum",
+    "04_weighted_sum": "weighted_sum",
+}
 
 
 @pytest.mark.parametrize("folder", EXAMPLES)
@@ -37,14 +44,20 @@ def test_public_surface(folder):
 @pytest.mark.parametrize("folder", EXAMPLES)
 def test_entry_is_a_registered_op(folder):
     support.load(folder)
-    assert hasattr(torch.ops.triton_lessons, ENTRIES[folder]), f"torch.ops.triton_lessons.{ENTRIES[folder]} is missing"
+    assert hasattr(torch.ops.triton_lessons, ENTRIES[folder]), (
+        f"torch.ops.triton_lessons.{ENTRIES[folder]} is missing"
+    )
 
 
 @pytest.mark.parametrize("folder", [f for f in EXAMPLES if VARIANT_STYLES[f]])
+def test_every_style_is_a_variant(folder):
+    assert VARIANT_STYLES[folder] - {"block_ptr"} <= set(support.load(folder).VARIANTS)
+
+
+@pytest.mark.parametrize("folder", [f for f in EXAMPLES if "block_ptr" in VARIANT_STYLES[f]])
 def test_block_ptr_is_listed_exactly_where_it_runs(folder):
     example = support.load(folder)
     available = common.block_pointers_unavailable() is None
-    assert VARIANT_STYLES[folder] - {"block_ptr"} <= set(example.VARIANTS)
     assert ("block_ptr" in example.VARIANTS) == available
     assert ("block_ptr" in example.UNAVAILABLE) == (not available)
     if not available:
@@ -81,14 +94,18 @@ def test_assert_close_rejects_nan_and_wrong_values_and_accepts_rounding():
     magnitude = expected.abs()
     common.assert_close(expected.float(), expected, magnitude, 1, "rounded to float32")
     with pytest.raises(AssertionError, match="1 of 3 elements off; worst at \\(1,\\): got nan"):
-        common.assert_close(torch.tensor([1.0, float("nan"), 3.0]), expected, magnitude, 1, "poisoned")
+        common.assert_close(
+            torch.tensor([1.0, float("nan"), 3.0]), expected, magnitude, 1, "poisoned"
+        )
     with pytest.raises(AssertionError, match="worst at \\(2,\\)"):
         common.assert_close(torch.tensor([1.0, 2.0, 3.001]), expected, magnitude, 1, "wrong")
-    # float16 spaces numbers below 2^-14 (subnormals) 2^-24 apart: one rounding there is not an error.
+    # float16 spaces numbers below 2^-14 (subnormals) 2^-24 apart: a rounding there is no error.
     subnormal = torch.tensor([1.5524e-5], dtype=torch.float64)
     common.assert_close(subnormal.half(), subnormal, subnormal, 1, "float16 subnormal")
     with pytest.raises(AssertionError, match="float16 subnormal, off"):
-        common.assert_close((subnormal * 1.01).half(), subnormal, subnormal, 1, "float16 subnormal, off")
+        common.assert_close(
+            (subnormal * 1.01).half(), subnormal, subnormal, 1, "float16 subnormal, off"
+        )
     with pytest.raises(AssertionError, match="shape \\(2,\\), expected \\(3,\\)"):
         common.assert_close(torch.ones(2), expected, magnitude, 1, "shape")
 
@@ -106,15 +123,25 @@ def test_descriptor_rules():
 def test_print_table_aligns_columns(capsys):
     common.print_table([{"a": 1.23456, "b": None}, {"a": "long text", "b": 2}], ["a", "b"])
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["a", "b"] and lines[2].split() == ["1.235", "-"] and lines[3].split() == ["long", "text", "2"]
+    assert (
+        lines[0].split() == ["a", "b"]
+        and lines[2].split() == ["1.235", "-"]
+        and lines[3].split() == ["long", "text", "2"]
+    )
     b_column = lines[0].index("b")
     assert lines[2][b_column] == "-" and lines[3][b_column] == "2"
 
 
 def test_shares_memory():
     a = torch.randn(70, 70)
-    assert common.shares_memory(a, a) and common.shares_memory(a, a.t()) and common.shares_memory(a[1:], a[:2])
-    assert not common.shares_memory(a[:10], a[10:]) and not common.shares_memory(a, torch.randn(70, 70))
+    assert (
+        common.shares_memory(a, a)
+        and common.shares_memory(a, a.t())
+        and common.shares_memory(a[1:], a[:2])
+    )
+    assert not common.shares_memory(a[:10], a[10:]) and not common.shares_memory(
+        a, torch.randn(70, 70)
+    )
     assert not common.shares_memory(a[:0], a)
 
 
@@ -124,10 +151,17 @@ def test_check_out_names_the_problem():
     assert common.check_out(a, (8, 6), torch.float32, a.device, [a]) is True
     with pytest.raises(TypeError, match="out must be a torch.Tensor, got list"):
         common.check_out([], (8, 6), torch.float32, a.device, [a])
-    with pytest.raises(ValueError, match=r"out is \(6, 8\) torch.float32 on cpu, expected \(8, 6\)"):
+    with pytest.raises(
+        ValueError, match=r"out is \(6, 8\) torch.float32 on cpu, expected \(8, 6\)"
+    ):
         common.check_out(torch.empty(6, 8), (8, 6), torch.float32, a.device, [a])
-    with pytest.raises(ValueError, match="out is \\(8, 6\\) torch.float16 on cpu, expected \\(8, 6\\) torch.float32"):
-        common.check_out(torch.empty(8, 6, dtype=torch.float16), (8, 6), torch.float32, a.device, [a])
+    with pytest.raises(
+        ValueError,
+        match="out is \\(8, 6\\) torch.float16 on cpu, expected \\(8, 6\\) torch.float32",
+    ):
+        common.check_out(
+            torch.empty(8, 6, dtype=torch.float16), (8, 6), torch.float32, a.device, [a]
+        )
     with pytest.raises(ValueError, match=r"strides \(0, 1\).*share one memory location"):
         common.check_out(torch.empty(1, 6).expand(8, 6), (8, 6), torch.float32, a.device, [a])
     with pytest.raises(ValueError, match="not differentiable: an input requires grad"):
@@ -147,7 +181,9 @@ def test_eager_autograd_runs_the_given_backward():
 
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        return 3 * x * grad  # d(x^3)/dx, on purpose not what autograd would derive from forward's code
+        return (
+            3 * x * grad
+        )  # d(x^3)/dx, on purpose not what autograd would derive from forward's code
 
     cube = common.eager_autograd("cube", lambda x: x.detach() ** 3, setup_context, backward)
     x = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -158,26 +194,33 @@ def test_eager_autograd_runs_the_given_backward():
 
 
 def test_launch_tuned_tunes_once_per_bucket_and_stays_right(monkeypatch):
-    ws = support.load("04_weighted_sum")
-    kernel, calls = ws.forward_pointer_kernel, []
+    bs = support.load("03_blocked_sum")
+    kernel, calls = bs.column_sum_kernel, []
     autotuner_run = kernel.run
-    monkeypatch.setattr(kernel, "run", lambda *args, **kwargs: calls.append(1) or autotuner_run(*args, **kwargs))
+    monkeypatch.setattr(
+        kernel, "run", lambda *args, **kwargs: calls.append(1) or autotuner_run(*args, **kwargs)
+    )
     monkeypatch.setattr(common, "_tuned", {})
 
-    def weighted_sum_matches(d):  # D = 20, 24, 32 share a bucket (32, float32, 16-byte alignments); 40 is in 64's
-        x, w = torch.randn(8, d, device=common.DEVICE), torch.randn(d, device=common.DEVICE)
-        expected = (x.double() * w.double()).sum(-1)
-        common.assert_close(ws.weighted_sum(x, w), expected, (x.double().abs() * w.double().abs()).sum(-1), d, f"D={d}")
+    def blocked_sum_matches(
+        n,
+    ):  # N = 20, 24, 32 share a bucket (32, 8 rows, float32); 40 is in 64's
+        x = torch.randn(8, n, device=common.DEVICE, dtype=torch.float32)
+        x64 = x.double()
+        common.assert_close(bs.blocked_sum(x), x64.sum(0), x64.abs().sum(0), 8, f"N={n}")
         return len(calls)
 
-    assert [weighted_sum_matches(d) for d in (20, 24, 32, 40, 40)] == [1, 1, 1, 2, 2]
-    monkeypatch.setattr(common, "TUNE_EVERY_SHAPE", True)  # LESSONS_TUNE_EVERY_SHAPE=1: the autotuner on every call
-    assert weighted_sum_matches(24) == 3
+    assert [blocked_sum_matches(n) for n in (20, 24, 32, 40, 40)] == [1, 1, 1, 2, 2]
+    monkeypatch.setattr(
+        common, "TUNE_EVERY_SHAPE", True
+    )  # LESSONS_TUNE_EVERY_SHAPE=1: the autotuner on every call
+    assert blocked_sum_matches(24) == 3
 
 
 def test_launch_compiles_once_per_argument_class_then_launches_straight(monkeypatch):
-    # On a GPU, common.launch goes through kernel[grid] (Triton's launch, which returns the compiled kernel) once per
-    # class of arguments, then calls the compiled kernel with every parameter in order. Stand-ins for both here.
+    # On a GPU, common.launch goes through kernel[grid] (Triton's launch, which returns the compiled
+    # kernel) once per class of arguments, then calls the compiled kernel with every parameter in
+    # order. Stand-ins for both here.
     monkeypatch.setattr(common, "INTERPRETED", False)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(common, "_compiled", {})
@@ -192,27 +235,42 @@ def test_launch_compiles_once_per_argument_class_then_launches_straight(monkeypa
         params = [types.SimpleNamespace(is_constexpr=name == "BLOCK") for name in arg_names]
 
         def __getitem__(self, grid):
-            return lambda *args, **constexprs: through_triton.append((grid, args, constexprs)) or Compiled()
+            return lambda *args, **constexprs: (
+                through_triton.append((grid, args, constexprs)) or Compiled()
+            )
 
     kernel, storage = Kernel(), torch.zeros(64)
     aligned, shifted = storage[:16], storage[1:17]  # shifted: 4 bytes past a 16-byte boundary
     common.launch(kernel, (4,), aligned, 32, BLOCK=64, num_warps=4)
-    common.launch(kernel, (5,), aligned, 48, BLOCK=64, num_warps=4)  # 48 and 32: both multiples of 16
+    common.launch(
+        kernel, (5,), aligned, 48, BLOCK=64, num_warps=4
+    )  # 48 and 32: both multiples of 16
     assert len(through_triton) == 1 and straight == [((5, 1, 1), (aligned, 48, 64))]
-    for args, constexprs in [((shifted, 48), dict(BLOCK=64, num_warps=4)), ((aligned, 1), dict(BLOCK=64, num_warps=4)),
-                             ((aligned, 17), dict(BLOCK=64, num_warps=4)), ((aligned, 2**31), dict(BLOCK=64, num_warps=4)),
-                             ((aligned.double(), 48), dict(BLOCK=64, num_warps=4)), ((aligned, 48), dict(BLOCK=32, num_warps=4)),
-                             ((aligned, 48), dict(BLOCK=64, num_warps=8)), ((aligned, 48), dict(BLOCK=64.0, num_warps=4))]:
-        common.launch(kernel, (4, 2), *args, **constexprs)  # each differs in one thing Triton compiles for
+    for args, constexprs in [
+        ((shifted, 48), dict(BLOCK=64, num_warps=4)),
+        ((aligned, 1), dict(BLOCK=64, num_warps=4)),
+        ((aligned, 17), dict(BLOCK=64, num_warps=4)),
+        ((aligned, 2**31), dict(BLOCK=64, num_warps=4)),
+        ((aligned.double(), 48), dict(BLOCK=64, num_warps=4)),
+        ((aligned, 48), dict(BLOCK=32, num_warps=4)),
+        ((aligned, 48), dict(BLOCK=64, num_warps=8)),
+        ((aligned, 48), dict(BLOCK=64.0, num_warps=4)),
+    ]:
+        common.launch(
+            kernel, (4, 2), *args, **constexprs
+        )  # each differs in one thing Triton compiles for
     assert len(through_triton) == 9 and len(straight) == 1
     common.launch(kernel, (4, 2), shifted, 16, BLOCK=64, num_warps=4)
     assert len(through_triton) == 9 and straight[-1] == ((4, 2, 1), (shifted, 16, 64))
     with pytest.raises(TypeError, match="pass kernel's constexpr arguments by name"):
-        common.launch(kernel, (4,), aligned, 32, 64)  # BLOCK by position: its value would not be in the key
+        common.launch(
+            kernel, (4,), aligned, 32, 64
+        )  # BLOCK by position: its value would not be in the key
 
 
 def test_tests_tune_two_configs_and_check_each_in_turn(monkeypatch):
-    # support.load leaves each autotuned kernel its first config and its smallest tile; pinned_config runs one at a time.
+    # support.load leaves each autotuned kernel its first config and its smallest tile;
+    # pinned_config runs one at a time.
     monkeypatch.setattr(support, "ALL_CONFIGS", {})
     configs = [triton.Config({"BLOCK_N": n, "GROUP": g}) for n, g in ((64, 1), (16, 8), (32, 1))]
     module = types.SimpleNamespace(copy=triton.autotune(configs, key=["n"])(copy_kernel))
@@ -225,12 +283,16 @@ def test_tests_tune_two_configs_and_check_each_in_turn(monkeypatch):
         with support.pinned_config(module, 2):
             raise RuntimeError("does not compile")
     assert raised.value.__notes__ == [f"pinned configs: {{'copy_kernel': '{configs[2]}'}}"]
-    untiled = types.SimpleNamespace(copy=triton.autotune([triton.Config({"GROUP": g}) for g in (1, 2)], key=["n"])(copy_kernel))
+    untiled = types.SimpleNamespace(
+        copy=triton.autotune([triton.Config({"GROUP": g}) for g in (1, 2)], key=["n"])(copy_kernel)
+    )
     with pytest.raises(ValueError, match="names no tile side"):
         support.keep_two_configs(untiled)
 
 
 @triton.jit
-def copy_kernel(x_ptr, y_ptr, n, BLOCK_N: tl.constexpr, GROUP: tl.constexpr):  # y[:n] = x[:n]; GROUP: not a tile side
+def copy_kernel(
+    x_ptr, y_ptr, n, BLOCK_N: tl.constexpr, GROUP: tl.constexpr
+):  # y[:n] = x[:n]; GROUP: not a tile side
     offsets = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)

@@ -1,248 +1,297 @@
 """Matrix multiplication with one Triton program per output element.
 
-C = A @ B for A (M, K) and B (K, N): C[i, j] = sum over k of A[i, k] * B[k, j], a dot product that
-no other element needs, so we launch M * N programs and give each its own (i, j). The mental model:
+What you learn: how a kernel's work is split into programs (copies of the kernel function that
+run in parallel, each told its number by tl.program_id; the grid says how many to launch), how
+strides turn an index into an address, and why this plan is far slower than torch.matmul.
 
-- a program id is an output coordinate: program p computes C[p // N, p % N];
-- strides map an index to an address: A[i, k] lives at a_ptr + i * A.stride(0) + k * A.stride(1),
-  which is why a transposed view (B = W.T) needs no copy, only other strides;
-- a mask switches off the loads that would run past the end of a row;
-- each program sums into a private accumulator, in float32 (float64 for float64 inputs).
+The maths: C = A @ B for A (M, K) and B (K, N) is C[i, j] = sum over k of A[i, k] * B[k, j].
+No element needs another, so we launch M * N programs; program p computes C[p // N, p % N]. A
+stride is the distance in elements between neighbours along a dimension: A[i, k] lives at a_ptr +
+i * stride_am + k * stride_ak.
 
-The gradient is two more such products, dA = dC @ B^T and dB = A^T @ dC, on views with swapped
-strides: the backward runs the same kernel, copying nothing. "scalar" walks k one element at a time,
-"vector_k" BLOCK_K elements per step. Both are far slower than torch.matmul; explain() counts the bytes
-to show why, and lesson 02 lets one program compute a whole tile of the output instead.
+Worked example: A 2x3 and B 3x2, both row-major (rows stored one after another), so A.stride()
+is (stride_am, stride_ak) = (3, 1) and B.stride() is (stride_bk, stride_bn) = (2, 1).
+
+    A at a_ptr     B at b_ptr     C: program p writes C[p // 2, p % 2]
+    a0 a1 a2       b0 b1          p0 p1
+    a3 a4 a5       b2 b3          p2 p3
+                   b4 b5
+
+Program 3 computes C[1, 1]: step k of its loop loads A[1, k] and B[k, 1], and it stores
+a3*b1 + a4*b3 + a5*b5 at c_ptr + 1*2 + 1*1 = c_ptr + 3.
+
+    k = 0:  a_ptr + 1*3 + 0*1 = a_ptr + 3 (a3)    b_ptr + 0*2 + 1*1 = b_ptr + 1 (b1)
+    k = 1:  a_ptr + 1*3 + 1*1 = a_ptr + 4 (a4)    b_ptr + 1*2 + 1*1 = b_ptr + 3 (b3)
+    k = 2:  a_ptr + 1*3 + 2*1 = a_ptr + 5 (a5)    b_ptr + 2*2 + 1*1 = b_ptr + 5 (b5)
+
+A layer computes H @ W.T for a weight W (N, K). For W 2x3, stored w0 w1 w2 / w3 w4 w5, B = W.T is
+a view of that memory with strides (1, 3): program 3 loads B[k, 1] from b_ptr + k*1 + 1*3, that is
+w3 w4 w5 at b_ptr + 3, 4, 5. The same kernel, other strides, nothing copied.
 """
 
 import argparse
-import functools
 import sys
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import common  # noqa: E402  (switches on the interpreter without CUDA, before any kernel is defined)
-
+ROOT = str(Path(__file__).resolve().parent.parent)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)  # so that `import common` finds the repository's common/
+import common  # noqa: E402  (without CUDA it switches on Triton's interpreter: before any kernel)
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64}
+DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32", "float64")}
 
 
 @triton.jit
 def scalar_kernel(
-    a_ptr,  # pointer to a[0, 0]; a has shape (M, K)
-    b_ptr,  # pointer to b[0, 0]; b has shape (K, N)
-    out_ptr,  # pointer to out[0, 0]; out has shape (M, N)
-    N,  # columns of out: turns a program id into a (row, column) pair
-    K,  # length of every dot product; 0 gives zeros
-    stride_am, stride_ak,  # elements between a[i, k] and a[i + 1, k], and a[i, k + 1]
-    stride_bk, stride_bn, stride_om, stride_on,  # the same for b, and for out
-    ACC_DTYPE: tl.constexpr,  # tl.float32, or tl.float64 for float64 inputs
-):
-    # One program per output element, numbered along the rows of out: a 1-D grid holds 2^31 - 1 of
-    # them where a 2-D grid (M, N) stops at N = 65535 on CUDA. int64: row * stride may pass 2^31.
+    a_ptr, b_ptr, c_ptr,  # addresses of A[0, 0], B[0, 0] and C[0, 0]
+    N, K,  # N: columns of C, to turn a program number into (row, column); K: length of a dot
+    stride_am, stride_ak,  # elements from A[i, k] to A[i + 1, k], and from A[i, k] to A[i, k + 1]
+    stride_bk, stride_bn,  # the same for B
+    stride_cm, stride_cn,  # and for C
+):  # fmt: skip
+    # Sum in float32 (float64 for float64 C): a 16-bit sum would lose each product's low bits.
+    acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
+    # int64, because row * stride_am passes 2^31 in a large A, where int32 arithmetic would wrap.
     pid = tl.program_id(0).to(tl.int64)
-    row, col = pid // N, pid % N  # this program's output element
-    a_ptrs = a_ptr + row * stride_am  # a[row, 0]
-    b_ptrs = b_ptr + col * stride_bn  # b[0, col]
-    acc = tl.zeros((), dtype=ACC_DTYPE)  # this program's own: no other program reads or writes it
+    row, col = pid // N, pid % N  # the element of C this program computes
+    a_ptrs = a_ptr + row * stride_am  # A[row, 0]
+    b_ptrs = b_ptr + col * stride_bn  # B[0, col]
+    acc = tl.zeros((), dtype=acc_dtype)  # this program's own sum: no other program touches it
     for _ in range(K):
-        # fp16 and bf16 products are exact in float32; the sum is where precision would be lost.
-        acc += tl.load(a_ptrs).to(ACC_DTYPE) * tl.load(b_ptrs).to(ACC_DTYPE)
-        a_ptrs += stride_ak  # one step right along the row of a
-        b_ptrs += stride_bk  # one step down the column of b
-    tl.store(out_ptr + row * stride_om + col * stride_on, acc.to(out_ptr.dtype.element_ty))
-
-
-def validate(a, b):
-    """Raise TypeError/ValueError unless a @ b can run here; return (M, N, K)."""
-    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-        raise TypeError(f"a and b must be tensors, got {type(a).__name__} and {type(b).__name__}")
-    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"a and b must be 2-D, a (M, K) and b (K, N), got {tuple(a.shape)} and {tuple(b.shape)}")
-    if a.dtype != b.dtype or a.dtype not in DTYPES.values():
-        raise TypeError(f"a and b must have one dtype of {', '.join(DTYPES)}, got {a.dtype} and {b.dtype}")
-    if a.device != b.device or a.device.type != common.DEVICE.type:
-        raise ValueError(f"a and b must be on one device, {common.DEVICE.type} here, got {a.device} and {b.device}")
-    (m, k), n = a.shape, b.shape[1]
-    if m * n > 2**31 - 1:
-        raise ValueError(f"{m * n:,} outputs is past the 2^31 - 1 programs of a grid")
-    return m, n, k
-
-
-def prepare(a, b, out):
-    """Validate; return (M, N, K), the tensor the kernel writes and the accumulator dtype."""
-    m, n, k = validate(a, b)
-    if out is None and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):  # else check_out says
-        raise ValueError("the variants have no autograd and an input requires grad: call matmul_elementwise")
-    # check_out raises on a bad out and is True when out overlaps a or b, still being read: write elsewhere, copy after.
-    overlaps = out is not None and common.check_out(out, (m, n), a.dtype, a.device, (a, b))
-    c = torch.empty((m, n), dtype=a.dtype, device=a.device) if out is None or overlaps else out
-    return m, n, k, c, (tl.float64 if a.dtype == torch.float64 else tl.float32)
+        acc += tl.load(a_ptrs).to(acc_dtype) * tl.load(b_ptrs).to(acc_dtype)
+        a_ptrs += stride_ak  # one step along the row of A
+        b_ptrs += stride_bk  # one step down the column of B
+    tl.store(c_ptr + row * stride_cm + col * stride_cn, acc.to(c_ptr.dtype.element_ty))
 
 
 def scalar(a, b, out=None):
-    """a @ b, one program per output element, one k per step; out: (M, N), any strides."""
-    m, n, k, c, acc_dtype = prepare(a, b, out)
-    if m * n > 0:  # no output element, no program: a grid of 0 programs is an error
-        # num_warps=1: a program does the work of one thread, so one warp, the smallest launch unit, is enough.
-        scalar_kernel[(m * n,)](a, b, c, n, k, *a.stride(), *b.stride(), *c.stride(), ACC_DTYPE=acc_dtype, num_warps=1)
-    return c if out is None or out is c else out.copy_(c)
+    """a @ b with scalar_kernel: one program per element of C, one k per step."""
+    m, n, k, c = prepare(a, b, out)
+    # A warp, 32 threads in lockstep, is the smallest unit a GPU runs: enough for one number.
+    scalar_kernel[(m * n,)](a, b, c, n, k, *a.stride(), *b.stride(), *c.stride(), num_warps=1)
+    return common.write_out(c, out)  # out, if given, with its version bumped
 
 
-def reference(a, b):
-    """What matmul_elementwise computes, in PyTorch."""
+def reference(a, b):  # what matmul_elementwise computes, in PyTorch
     return torch.matmul(a, b)
 
 
-def random_operand(rows, cols, dtype, transposed=False, step=1):
-    """torch.randn (rows, cols) with column stride step; transposed, the .T of a (cols, rows): row stride step."""
+def random_operand(rows, cols, dtype, transposed=False):
+    """torch.randn (rows, cols); transposed: the .T view of a (cols, rows) tensor."""
     if transposed:
-        return random_operand(cols, rows, dtype, step=step).T
-    return torch.randn(rows, cols * step, dtype=dtype, device=common.DEVICE)[:, ::step]
+        return random_operand(cols, rows, dtype).T
+    return torch.randn(rows, cols, dtype=dtype, device=common.DEVICE)
 
 
-def check(m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False, step=1, variants=None):
-    """Each variant (default: all) against float64 on fresh random (m, k) @ (k, n), out starting as NaN."""
-    a, b = random_operand(m, k, dtype, transpose_a, step), random_operand(k, n, dtype, transpose_b, step)
-    expected, magnitude = reference(a.double(), b.double()), reference(a.double().abs(), b.double().abs())
+def check(m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False, variants=None):
+    """Each variant (default: all) against float64 on random (m, k) @ (k, n), written into an out=
+    full of NaN, so that an element no program writes fails."""
+    a = random_operand(m, k, dtype, transpose_a)
+    b = random_operand(k, n, dtype, transpose_b)
+    expected = reference(a.double(), b.double())
+    magnitude = reference(a.double().abs(), b.double().abs())  # scales the rounding allowed
     for name in variants or VARIANTS:
         out = torch.full((m, n), float("nan"), dtype=dtype, device=common.DEVICE)
-        common.assert_close(VARIANTS[name](a, b, out=out), expected, magnitude, k, f"{name} {m}x{n}x{k} {dtype}")
+        VARIANTS[name](a, b, out=out)
+        common.assert_close(out, expected, magnitude, k, f"{name} {m}x{n}x{k} {dtype}")
 
 
-# ## vector_k: BLOCK_K elements of k per step
-# "scalar" loads one value of the row and one of the column, then waits; this kernel loads BLOCK_K
-# of each at once: many loads in flight, neighbouring threads reading neighbouring addresses. On a GPU
-# the autotuner picks a config per key (N, K, and the k-strides that say whether a row or column
-# is contiguous); one or two warps, since a program computes one number. The interpreter gets one.
-VECTOR_K_CONFIGS = ([triton.Config({"BLOCK_K": 32}, num_warps=1)] if common.INTERPRETED else
-                    [triton.Config({"BLOCK_K": bk}, num_warps=w) for bk in (64, 128, 256) for w in (1, 2)])
+# ## Checking the arguments, and out=
+def validate(a, b):
+    """Raise TypeError or ValueError naming what is wrong unless a @ b can run; return M, N, K."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        raise TypeError(f"a and b must be tensors, got {type(a).__name__} and {type(b).__name__}")
+    if a.dim() != 2 or b.dim() != 2:
+        raise ValueError(f"a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"a is {tuple(a.shape)} and b {tuple(b.shape)}: their K must match")
+    if a.dtype != b.dtype or a.dtype not in DTYPES.values():
+        raise TypeError(f"a and b must share a dtype of {list(DTYPES)}, got {a.dtype}, {b.dtype}")
+    if a.device != b.device or a.device.type != common.DEVICE.type:
+        raise ValueError(f"a and b must be on one {common.DEVICE} device: {a.device}, {b.device}")
+    if a.shape[0] * b.shape[1] >= 2**31:  # a grid holds at most 2^31 - 1 programs along axis 0
+        raise ValueError(f"{a.shape[0] * b.shape[1]:,} outputs: past the 2^31 - 1 of a grid")
+    return a.shape[0], b.shape[1], a.shape[1]
 
 
-@triton.autotune(configs=VECTOR_K_CONFIGS, key=["N", "K", "stride_ak", "stride_bk"], **common.TUNING)
+def prepare(a, b, out):
+    """Validate; return M, N, K and the tensor to write: out, or a new one if out is None or shares
+    memory with a or b (which the kernel still reads while it writes)."""
+    m, n, k = validate(a, b)
+    if out is None and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        raise ValueError("a variant has no autograd and an input requires grad: call the entry")
+    return m, n, k, common.kernel_out(out, (m, n), a.dtype, a.device, (a, b))
+
+
+# ## Faster: BLOCK_K values of k per step (vector_k_kernel)
+# scalar_kernel's loop loads one value of A and one of B, then waits for both. Here a step loads
+# BLOCK_K values of each at once: many loads in flight, neighbouring threads reading neighbouring
+# addresses where a row is contiguous, and a mask (a block of booleans) switching off those past K.
+# BLOCK_K is a constexpr, fixed when the kernel compiles, as the shape of tl.arange must be.
+# @triton.autotune times every config on the first call with a new key and reuses the fastest.
+# The key is what decides the winner: K (the loop's length), N (how programs side by side share A
+# and B in the cache) and the k-strides (whether a step reads contiguous memory). M only sets how
+# many programs run, so it stays out.
+VECTOR_K_CONFIGS = [
+    triton.Config({"BLOCK_K": block_k}, num_warps=warps)
+    for block_k in (64, 128, 256)
+    for warps in (1, 2)
+]
+
+
+@triton.autotune(
+    # Without a GPU, autotuning more than one config fails ("0 active drivers"): keep the first.
+    configs=VECTOR_K_CONFIGS[:1] if common.INTERPRETED else VECTOR_K_CONFIGS,
+    key=["N", "K", "stride_ak", "stride_bk"],
+    cache_results=True,  # keep the timings on disk for the next process
+)
 @triton.jit
 def vector_k_kernel(
-    a_ptr, b_ptr, out_ptr,  # a[0, 0], b[0, 0] and out[0, 0], as in scalar_kernel
-    N, K,  # columns of out (a program id gives (row, column)); length of every dot product
-    stride_am, stride_ak,  # elements between a[i, k] and a[i + 1, k], and a[i, k + 1]
-    stride_bk, stride_bn, stride_om, stride_on,  # the same for b, and for out
-    ACC_DTYPE: tl.constexpr,  # tl.float32, or tl.float64 for float64 inputs
-    BLOCK_K: tl.constexpr,  # elements of the row and of the column loaded per step (a power of 2)
-):
+    a_ptr, b_ptr, c_ptr,  # as in scalar_kernel
+    N, K,
+    stride_am, stride_ak,
+    stride_bk, stride_bn,
+    stride_cm, stride_cn,
+    BLOCK_K: tl.constexpr,  # values of k per step, a power of 2, chosen by the autotuner
+):  # fmt: skip
+    acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
     pid = tl.program_id(0).to(tl.int64)
-    row, col = pid // N, pid % N  # this program's output element
-    offs_k = tl.arange(0, BLOCK_K).to(tl.int64)  # int64: k * stride_ak passes 2^31 in a large transposed a
-    acc = tl.zeros((BLOCK_K,), dtype=ACC_DTYPE)  # BLOCK_K partial sums: one reduction at the end, not per step
+    row, col = pid // N, pid % N
+    offs_k = tl.arange(0, BLOCK_K).to(tl.int64)  # int64: k * stride_ak passes 2^31 in a large A.T
+    acc = tl.zeros((BLOCK_K,), dtype=acc_dtype)  # BLOCK_K partial sums, added up once at the end
     for k0 in range(0, K, BLOCK_K):
         k = k0 + offs_k
-        in_k = k < K  # the last step may reach past K: masked lanes load nothing and add other=0.0
+        in_k = k < K  # the mask: lanes past K load nothing and take other=0.0
         a = tl.load(a_ptr + row * stride_am + k * stride_ak, mask=in_k, other=0.0)
         b = tl.load(b_ptr + k * stride_bk + col * stride_bn, mask=in_k, other=0.0)
-        acc += a.to(ACC_DTYPE) * b.to(ACC_DTYPE)  # widen first: fp16/bf16 would otherwise sum in fp16/bf16
-    tl.store(out_ptr + row * stride_om + col * stride_on, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty))
+        acc += a.to(acc_dtype) * b.to(acc_dtype)
+    total = tl.sum(acc, axis=0)
+    tl.store(c_ptr + row * stride_cm + col * stride_cn, total.to(c_ptr.dtype.element_ty))
 
 
 def vector_k(a, b, out=None):
-    """a @ b, one program per output element, BLOCK_K values of k per step (autotuned on a GPU)."""
-    m, n, k, c, acc_dtype = prepare(a, b, out)
-    if m * n > 0:  # tuned once per bucket: N, K to powers of two, whether k is contiguous, the dtype
-        bucket = (common.next_power_of_2(n), common.next_power_of_2(k), a.stride(1) == 1, b.stride(0) == 1, a.dtype)
-        common.launch_tuned(vector_k_kernel, (m * n,), bucket, a, b, c, n, k, *a.stride(), *b.stride(), *c.stride(),
-                            ACC_DTYPE=acc_dtype)
-    return c if out is None or out is c else out.copy_(c)
+    """a @ b with vector_k_kernel: one program per element of C, BLOCK_K values of k per step."""
+    m, n, k, c = prepare(a, b, out)
+    vector_k_kernel[(m * n,)](a, b, c, n, k, *a.stride(), *b.stride(), *c.stride())
+    return common.write_out(c, out)
 
 
 VARIANTS = {"scalar": scalar, "vector_k": vector_k}
 
 
-# ## A PyTorch op, with gradients
-# custom_op registers vector_k as torch.ops.triton_lessons.matmul_elementwise. Its fake (shape and dtype only) lets
-# torch.compile trace around the kernel; a triton_op would trace the kernel itself, which fails under the CPU
-# interpreter. The backward is the product again on transposed views (no copies), so second derivatives work.
+# ## Gradients
+# For C = A @ B, dA = dC @ B^T and dB = A^T @ dC: the same product on transposed views, nothing
+# copied. The backward calls the entry, which under backward(create_graph=True) records them too.
+class MatmulElementwise(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return vector_k(a, b)
+
+    @staticmethod
+    def backward(ctx, grad_c):
+        return gradients(ctx, grad_c, matmul_elementwise)
+
+
+def gradients(ctx, grad_c, product):
+    """dA = dC @ B^T and dB = A^T @ dC through `product`, each None where not needed."""
+    a, b = ctx.saved_tensors
+    grad_a = product(grad_c, b.T) if ctx.needs_input_grad[0] else None
+    grad_b = product(a.T, grad_c) if ctx.needs_input_grad[1] else None
+    return grad_a, grad_b
+
+
+def matmul_elementwise(a, b, out=None):
+    """a @ b for a (M, K), b (K, N) of one float dtype, any strides: differentiable, or into out."""
+    if torch.compiler.is_compiling():  # torch.compile records the op and never sees the launch
+        return common.write_out(matmul_elementwise_op(a, b), out)
+    wants_grad = getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
+    if out is None and wants_grad and torch.is_grad_enabled():
+        return MatmulElementwise.apply(a, b)
+    return vector_k(a, b, out)
+
+
+# ## The registered op: torch.ops.triton_lessons.matmul_elementwise, for torch.compile
+# custom_op makes vector_k an op that torch.compile keeps as one opaque node (triton_op would
+# trace into the kernel, which fails when interpreted). register_fake gives the output's shape
+# and dtype without a launch, validating like the entry. The backward calls the op, recorded too.
 @torch.library.custom_op("triton_lessons::matmul_elementwise", mutates_args=())
 def matmul_elementwise_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return vector_k(a, b)
 
 
 matmul_elementwise_op.register_fake(lambda a, b: a.new_empty(validate(a, b)[:2]))
+matmul_elementwise_op.register_autograd(
+    lambda ctx, grad_c: gradients(ctx, grad_c, matmul_elementwise_op),
+    setup_context=lambda ctx, inputs, output: ctx.save_for_backward(*inputs),
+)
 
 
-def matmul_elementwise_backward(ctx, grad, mm=None):  # mm: the op in the op's backward, which torch.compile records
-    a, b = ctx.saved_tensors
-    grad_a = (mm or matmul_elementwise)(grad, b.T) if ctx.needs_input_grad[0] else None  # dA = dC @ B^T
-    grad_b = (mm or matmul_elementwise)(a.T, grad) if ctx.needs_input_grad[1] else None  # dB = A^T @ dC
-    return grad_a, grad_b
-
-
-save_inputs = lambda ctx, inputs, output: ctx.save_for_backward(*inputs)  # noqa: E731
-matmul_elementwise_op.register_autograd(functools.partial(matmul_elementwise_backward, mm=matmul_elementwise_op),
-                                        setup_context=save_inputs)
-matmul_elementwise_autograd = common.eager_autograd("matmul_elementwise", vector_k, save_inputs, matmul_elementwise_backward)
-
-def matmul_elementwise(a, b, out=None):
-    """a @ b for a (M, K) and b (K, N) of one float dtype, any strides; returns (M, N) in that dtype. Compiling: the
-    op. Eager with gradients: its backward in an autograd.Function (no dispatcher cost). Else a plain launch, out= too."""
-    wants_grad = torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False))
-    if out is None and (wants_grad or torch.compiler.is_compiling()):
-        validate(a, b)  # so that bad input gets this lesson's errors, not the dispatcher's
-        return matmul_elementwise_op(a, b) if torch.compiler.is_compiling() else matmul_elementwise_autograd(a, b)
-    return vector_k(a, b, out)
-
-
+# ## Timing
 def benchmark(m, n, k, dtype=torch.float32, b_transposed=True):
-    """Result rows for the variants and torch.matmul on (m, k) @ (k, n), b = W.T or row-major (k, n).
-    No memory ceiling applies, since most loads hit caches, as explain() shows."""
+    """Timing rows for (m, k) @ (k, n): each variant, the entry, a bare launch of vector_k_kernel
+    into a preallocated C (the entry's Python costs the difference), torch.matmul."""
     dtype = DTYPES[dtype] if isinstance(dtype, str) else dtype
     a, b = random_operand(m, k, dtype), random_operand(k, n, dtype, transposed=b_transposed)
-    case = f"{m}x{n}x{k} {str(dtype).removeprefix('torch.')} {'b=W.T' if b_transposed else 'b row-major'}"
-    times = {name: (common.bench(lambda fn=fn: fn(a, b)), common.bench_graph(lambda fn=fn: fn(a, b)))
-             for name, fn in [*VARIANTS.items(), ("torch", reference)]}
-    return [common.result_row(case, name, ms, graph_ms, common.tflops(2 * m * n * k, ms), "TFLOP/s", times["torch"][0])
-            for name, (ms, graph_ms) in times.items()]
+    c = torch.empty((m, n), dtype=dtype, device=common.DEVICE)
+    args = (a, b, c, n, k, *a.stride(), *b.stride(), *c.stride())
+    calls = {name: (lambda fn=fn: fn(a, b)) for name, fn in VARIANTS.items()}
+    calls["matmul_elementwise"] = lambda: matmul_elementwise(a, b)
+    calls["vector_k_kernel[grid]"] = lambda: vector_k_kernel[(m * n,)](*args)
+    calls["torch"] = lambda: torch.matmul(a, b)
+    times = {name: common.measure(fn) for name, fn in calls.items()}
+    layout = "b=W.T" if b_transposed else "b row-major"
+    case = f"{m}x{n}x{k} {str(dtype).removeprefix('torch.')} {layout}"
+    flops = 2 * m * n * k
+    return [
+        common.timing_row(case, name, t, times["torch"], common.tflops(flops, t[0]), "TFLOP/s")
+        for name, t in times.items()
+    ]
 
 
-# `make bench` on the GPU. Sizes stay moderate because "scalar" loads one pair of values at a time, then waits.
-SWEEP = [{"m": 512, "n": 512, "k": 512, "dtype": "float32"}, {"m": 1024, "n": 1024, "k": 1024, "dtype": "float32"},
-         {"m": 1024, "n": 1024, "k": 1024, "dtype": "float32", "b_transposed": False},
-         {"m": 2048, "n": 2048, "k": 512, "dtype": "float32"}, {"m": 1024, "n": 1024, "k": 1024, "dtype": "bfloat16"}]
+# `make bench` on a GPU. Sizes stay moderate: scalar_kernel loads one pair of values at a time.
+SWEEP = [dict(m=512, n=512, k=512, dtype="float32"), dict(m=2048, n=2048, k=512, dtype="float32")]
+SWEEP += [dict(m=1024, n=1024, k=1024, dtype=dtype) for dtype in ("float32", "bfloat16")]
+SWEEP += [dict(m=1024, n=1024, k=1024, dtype="float32", b_transposed=False)]
 
 
-def explain(m, n, k, dtype, results):
-    """Print the bytes the programs load against those a and b store, and the best variant's rate."""
-    size = torch.empty((), dtype=dtype).element_size()
-    loaded_bytes, stored_bytes = 2 * m * n * k * size, (m * k + k * n) * size  # each program: a row and a column
-    best = max((r for r in results if r["variant"] != "torch"), key=lambda r: r["throughput"])
-    print(f"\nEach of the {m * n:,} programs loads a row of a and a column of b: {loaded_bytes:,} bytes in all, "
-          f"where a and b hold {stored_bytes:,}, for 2 flops per pair ({1 / size:.2g} flop per byte). Every value of "
-          f"a is loaded N = {n:,} times and every value of b M = {m:,} times. {best['variant']} takes them in at "
-          f"{common.gbps(loaded_bytes, best['eager ms']):.3g} GB/s, {1 / best['x torch']:.3g}x slower than "
-          "torch.matmul; lesson 02 gives each program a tile of outputs.")
+def explain(m, n, k, dtype, rows):
+    """Print the bytes the programs load against the bytes a and b hold."""
+    loaded = 2 * m * n * k * dtype.itemsize  # each program loads a row of a and a column of b
+    ms, speedup = next((r["GPU ms"], r["GPU x torch"]) for r in rows if r["variant"] == "vector_k")
+    print(
+        f"\nThe {m * n:,} programs load {loaded:,} bytes, where a and b hold "
+        f"{(m * k + k * n) * dtype.itemsize:,}: each value of a is loaded N = {n:,} times, each "
+        f"of b M = {m:,} times. vector_k reads at {common.gbps(loaded, ms):.3g} GB/s, mostly "
+        f"from caches, {1 / speedup:.3g}x slower than torch.matmul. In lesson 02 each program "
+        "computes a tile of outputs, so that a loaded value serves many of them."
+    )
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    for flag, text in ("--m", "rows of a and out"), ("--n", "columns of b and out"), ("--k", "columns of a, rows of b"):
-        parser.add_argument(flag, type=int, default=16 if common.INTERPRETED else 1024, help=text)
-    parser.add_argument("--dtype", choices=DTYPES, default="float32", help="element type of a, b and out")
-    parser.add_argument("--b-row-major", action="store_true", help="time a row-major b (K, N) instead of W.T")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    size = 16 if common.INTERPRETED else 1024  # the interpreter runs programs one at a time
+    parser.add_argument("--m", type=int, default=size, help="rows of a and of the output")
+    parser.add_argument("--n", type=int, default=size, help="columns of b and of the output")
+    parser.add_argument("--k", type=int, default=size, help="columns of a, rows of b")
+    parser.add_argument("--dtype", choices=DTYPES, default="float32", help="of a, b and output")
+    parser.add_argument("--b-row-major", action="store_true", help="time a (K, N) b, not W.T")
     args = parser.parse_args(argv)
     if min(args.m, args.n, args.k) < 0:
         parser.error("--m, --n and --k must not be negative")
     dtype, b_transposed = DTYPES[args.dtype], not args.b_row_major
     print(common.describe_run())
-    w, h = (torch.randn(rows, 4, dtype=dtype, device=common.DEVICE) for rows in (2, 3))  # the H @ W.T example
-    print(f"O = H @ W.T, the outputs of a layer with inputs H (3x4) and weights W (2x4), {args.dtype}, is "
-          f"matmul_elementwise(H, W.T), W.T a view with strides {w.T.stride()}:\n{matmul_elementwise(h, w.T).cpu()}")
     check(args.m, args.n, args.k, dtype, transpose_b=b_transposed)
-    print(f"\ncheck passed: {', '.join(VARIANTS)} match float64 at {args.m}x{args.n}x{args.k} {args.dtype}\n")
-    results = benchmark(args.m, args.n, args.k, dtype, b_transposed)
-    common.print_table(results, common.RESULT_COLUMNS)
-    explain(args.m, args.n, args.k, dtype, results)
+    print(f"check passed: {', '.join(VARIANTS)} match float64 at {args.m}x{args.n}x{args.k}\n")
+    rows = benchmark(args.m, args.n, args.k, dtype, b_transposed)
+    common.print_table(rows, common.TIMING_COLUMNS)
+    explain(args.m, args.n, args.k, dtype, rows)
     return 0
 
 

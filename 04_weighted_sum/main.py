@@ -14,12 +14,16 @@ runs as many copies, called programs, as its grid asks for; here one per tile of
 rows, so cdiv(5, 2) = 3 programs. Program 1 owns rows 2 and 3 and walks the columns in steps of
 D_TILE = 4. Its first step reads the elements at offsets
 
-    rows[:, None] * 6 + cols[None, :] = [[2], [3]] * 6 + [[0, 1, 2, 3]] = [[12, 13, 14, 15],
-                                                                            [18, 19, 20, 21]]
+    row_ids[:, None] * stride_row + cols[None, :] * stride_col
+        = [[2], [3]] * 6 + [[0, 1, 2, 3]] * 1 = [[12, 13, 14, 15],
+                                                 [18, 19, 20, 21]]
 
-and its second step columns 4 to 7, where the mask cols < 6 switches off columns 6 and 7:
-[[16, 17, -, -], [22, 23, -, -]]. In program 2, rows < 5 switches off row 5. Each program adds
-its products into a 2 x 4 accumulator and sums each of its rows once, at the end.
+Its second step takes columns 4 to 7, offsets [[16, 17, 18, 19], [22, 23, 24, 25]]. Columns 6
+and 7 are not in the row: 18 and 19 are x[3, 0] and x[3, 1], which would be added into y[2], and
+25 lies past the end of x. The mask cols < D switches those loads off: [[16, 17, -, -], [22, 23,
+-, -]]. In program 2, the mask row_ids < rows switches off row 5. Each program adds its products
+into a 2 x 4 accumulator and sums each of its rows once, at the end. Tile sides are powers of two,
+as tl.arange requires.
 """
 
 import argparse
@@ -50,16 +54,17 @@ def simple_forward_kernel(
     D,  # columns of x
     stride_row,  # elements from x[r, d] to x[r + 1, d]
     stride_col,  # elements from x[r, d] to x[r, d + 1]
-    ACC_DTYPE: tl.constexpr,  # tl.float32, or tl.float64 for float64 input
     ROWS_TILE: tl.constexpr,  # rows per program
     D_TILE: tl.constexpr,  # columns per step
 ):
     # A tl.constexpr is known when the kernel compiles: tile sides must be, as they shape arrays.
+    # Sum in float32 (float64 for float64 x): a 16-bit sum would lose each product's low bits.
+    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
     # int64: past 2^31 elements, row * stride would overflow a 32-bit integer.
     row_starts = row_ids.to(tl.int64) * stride_row
-    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=ACC_DTYPE)
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
         col_mask = cols < D
@@ -68,12 +73,8 @@ def simple_forward_kernel(
         x = tl.load(x_ptr + offsets, mask=row_mask[:, None] & col_mask[None, :], other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         # Widen before multiplying: 16-bit products are exact in float32, not in 16 bits.
-        acc += x.to(ACC_DTYPE) * w.to(ACC_DTYPE)[None, :]
+        acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
     tl.store(y_ptr + row_ids, tl.sum(acc, axis=1).to(y_ptr.dtype.element_ty), mask=row_mask)
-
-
-def accumulator(x):  # the kernels' ACC_DTYPE: float32 for 16-bit and float32 input
-    return tl.float64 if x.dtype == torch.float64 else tl.float32
 
 
 def forward_simple(x2d, weight, y):
@@ -81,9 +82,8 @@ def forward_simple(x2d, weight, y):
     rows, D = x2d.shape
     grid = (triton.cdiv(rows, 16),)  # how many programs: one per 16 rows
     simple_forward_kernel[grid](
-        x2d, weight, y, rows, D, x2d.stride(0), x2d.stride(1),
-        ACC_DTYPE=accumulator(x2d), ROWS_TILE=16, D_TILE=64,
-    )  # fmt: skip
+        x2d, weight, y, rows, D, x2d.stride(0), x2d.stride(1), ROWS_TILE=16, D_TILE=64
+    )
 
 
 def reference(x, weight):  # the plain PyTorch expression
@@ -120,13 +120,13 @@ def check(x):
 
 
 # ## Tuning the tile, and wide loads
-# forward_simple fixed the tile at 16 rows x 64 columns. Which tile is fastest depends on D: wide
-# rows want wide tiles (long reads), narrow rows many rows per tile. @triton.autotune times each
-# config on the first call for each value of the `key` arguments and keeps the fastest. The key
-# is D alone: the row count changes how many programs run, not which tile suits them best, so a
-# new batch size costs no tuning. (ROWS_TILE, D_TILE, num_warps): on each of 12 measured shapes
-# one of these is within 1% of the best of 15 (results/NOTES.md item 41). A warp is 32 threads
-# that run in step; num_warps says how many share one program's tile.
+# forward_simple fixed the tile at 16 rows x 64 columns, but the fastest tile depends on D: wide
+# rows want wide tiles (long reads), narrow rows many rows per tile. @triton.autotune(configs=...,
+# key=["D"]) on a kernel times each triton.Config in the list on the first call for each value of
+# D, and keeps the fastest. The key is D alone: the row count changes how many programs run, not
+# which tile suits them, so a new batch size costs no tuning. A warp is 32 threads that run in
+# step; num_warps says how many share a program's tile. Why these tiles: on each of 12 measured
+# shapes one is within 1% of the best of 15 (results/NOTES.md item 41).
 TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4), (128, 128, 8), (16, 256, 4)]
 TILES += [(8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
 if common.INTERPRETED:
@@ -135,46 +135,48 @@ CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w
 
 
 def tiles_for_d(configs, named_args, **kwargs):
-    """The configs worth timing for this D (all if none is): D tiles from min(W, 128) to max(W, 32),
-    W = D rounded up to a power of two. Narrower reads waste bandwidth; wider load masked lanes."""
+    """Configs worth timing: D tiles from min(W, 128) to max(W, 32), W = D up to a power of two."""
     width = triton.next_power_of_2(named_args["D"])
     fit = [c for c in configs if min(width, 128) <= c.kwargs["D_TILE"] <= max(width, 32)]
     return fit or configs
 
 
-# Timing each config briefly (5 ms of warm-up, 20 of timing) keeps a new D under half a second;
-# cache_results keeps the choice on disk for the next run (Triton 3.4 and later).
+# Tuning a new D then costs about half a second once the kernels have compiled: each config is
+# timed briefly (5 ms of warm-up, 20 of timing); cache_results keeps the choice on disk.
 TUNING = dict(key=["D"], prune_configs_by={"early_config_prune": tiles_for_d}, cache_results=True)
 TUNING["do_bench"] = lambda fn, quantiles: triton.testing.do_bench(fn, 5, 20, quantiles=quantiles)
 
 
 # Wide loads: a GPU moves at most 16 bytes per load instruction (4 float32, 8 bfloat16), and the
 # compiler uses such loads only if it can prove each group of 4 (or 8) columns 16-byte aligned and
-# masked alike. Triton "specializes" a kernel for integer arguments that divide by 16, but at
-# D = 1000 it knows nothing and loads one element at a time. The host knows D_ALIGN = gcd(1000, 4)
-# = 4 divides D; writing the bound as (D // 4) * 4, still 1000, shows the compiler. X_ROW_ALIGN
-# does the same for the row stride. do_not_specialize: `rows` only bounds loops and masks, so a
-# new row count should not compile a new kernel.
+# masked alike. Triton compiles ("specializes") a kernel anew for integer arguments that divide by
+# 16, so it knows that of them, but at D = 1000 it knows nothing and loads one element at a time.
+# The host knows D_ALIGN = gcd(1000, 4) = 4 divides D; the bound written as (D // 4) * 4, still
+# 1000, shows the compiler. X_ROW_ALIGN does the same for the row stride. (tl.multiple_of(D, 4)
+# compiles too, but on a scalar it left the loads one element wide in Triton 3.6 and 3.9.)
+# do_not_specialize=["rows"]: rows only bounds loops and masks, so its divisibility is not worth
+# a kernel of its own.
 @triton.autotune(configs=CONFIGS, **TUNING)
 @triton.jit(do_not_specialize=["rows"])
 def forward_kernel(
     x_ptr, w_ptr, y_ptr, rows, D, stride_row, stride_col,  # as in simple_forward_kernel
     X_ROW_ALIGN: tl.constexpr,  # a power of two that divides stride_row
     D_ALIGN: tl.constexpr,  # a power of two that divides D
-    ACC_DTYPE: tl.constexpr, ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # as there
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # as there
 ):  # fmt: skip
+    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32  # as there
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
     row_starts = row_ids.to(tl.int64) * ((stride_row // X_ROW_ALIGN) * X_ROW_ALIGN)
     D_aligned = (D // D_ALIGN) * D_ALIGN  # equal to D; the compiler now sees D_ALIGN divide it
-    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=ACC_DTYPE)
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
         col_mask = cols < D_aligned
         offsets = row_starts[:, None] + cols[None, :] * stride_col
         x = tl.load(x_ptr + offsets, mask=row_mask[:, None] & col_mask[None, :], other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
-        acc += x.to(ACC_DTYPE) * w.to(ACC_DTYPE)[None, :]
+        acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
     tl.store(y_ptr + row_ids, tl.sum(acc, axis=1).to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
@@ -190,19 +192,17 @@ def row_tiles(rows):  # the grid, a function of the config that the autotuner is
 def forward_pointer(x2d, weight, y):
     rows, D = x2d.shape
     forward_kernel[row_tiles(rows)](
-        x2d, weight, y, rows, D, x2d.stride(0), x2d.stride(1),
-        ACC_DTYPE=accumulator(x2d), **alignment(x2d),
-    )  # fmt: skip
+        x2d, weight, y, rows, D, x2d.stride(0), x2d.stride(1), **alignment(x2d)
+    )
 
 
 # ## The backward pass
-# grad_x = grad_y (outer) w needs no sum. grad_w[d] sums over every row, and many programs share
-# the rows: if each added into grad_w directly, with atomic adds, the order of the additions, and
-# so the rounding, would change from run to run. Instead the grid is (D tiles, P programs per D
-# tile). Program p visits row tiles p, p + P, p + 2P, ...; for each it writes grad_x and adds
-# x * grad_y into its accumulator, then stores the accumulator's column sums in row p of a small
-# (P, D) buffer, the partial sums. sum_partials_kernel then adds the P rows of each column in a
-# fixed order: the same bits on every call. x is read once and grad_x written once.
+# grad_x = grad_y (outer) w needs no sum. grad_w[d] sums over every row, which many programs
+# share: had each added into grad_w with atomic adds, the order of the additions, so the rounding,
+# would change from run to run. Instead the grid is (D tiles, P programs per D tile). Program p
+# visits row tiles p, p + P, p + 2P, ...: it writes their grad_x and adds x * grad_y into its
+# accumulator, whose column sums it stores in row p of a (P, D) buffer of partial sums.
+# sum_partials_kernel adds each column of it in a fixed order: the same bits on every call.
 @triton.autotune(configs=CONFIGS, **TUNING)
 @triton.jit(do_not_specialize=["rows"])
 def backward_kernel(
@@ -213,14 +213,15 @@ def backward_kernel(
     stride_grad_y,  # elements between grad_y[r] and grad_y[r + 1]; 0 when broadcast (y.sum())
     X_ROW_ALIGN: tl.constexpr, D_ALIGN: tl.constexpr,  # as in forward_kernel
     NEED_GRAD_X: tl.constexpr, NEED_GRAD_W: tl.constexpr,  # which gradients autograd asks for
-    ACC_DTYPE: tl.constexpr, ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # as there
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # as there
 ):  # fmt: skip
+    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32  # as there
     d0, p = tl.program_id(0) * D_TILE, tl.program_id(1)
     D_aligned = (D // D_ALIGN) * D_ALIGN  # D, as in forward_kernel
     cols = d0 + tl.arange(0, D_TILE)
     col_mask = cols < D_aligned
-    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(ACC_DTYPE)
-    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=ACC_DTYPE)
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(acc_dtype)
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for tile in range(p, tl.cdiv(rows, ROWS_TILE), tl.num_programs(1)):
         row_ids = (tile * ROWS_TILE + tl.arange(0, ROWS_TILE)).to(tl.int64)
         row_mask = row_ids < rows
@@ -232,12 +233,12 @@ def backward_kernel(
             offsets = x_starts[:, None] + cols[None, :] * stride_col
             x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         grad_y = tl.load(grad_y_ptr + row_ids * stride_grad_y, mask=row_mask, other=0.0)
-        grad_y = grad_y.to(ACC_DTYPE)
+        grad_y = grad_y.to(acc_dtype)
         if NEED_GRAD_X:  # the product rounded once, into grad_x's dtype, as PyTorch rounds it
             grad_x = (grad_y[:, None] * w[None, :]).to(grad_x_ptr.dtype.element_ty)
             tl.store(grad_x_ptr + (row_ids * D_aligned)[:, None] + cols[None, :], grad_x, mask=mask)
         if NEED_GRAD_W:
-            acc += x.to(ACC_DTYPE) * grad_y[:, None]
+            acc += x.to(acc_dtype) * grad_y[:, None]
     if NEED_GRAD_W:  # a program left without a row tile stores zeros: every partial row is set
         tl.store(partial_ptr + p.to(tl.int64) * D + cols, tl.sum(acc, axis=0), mask=col_mask)
 
@@ -258,9 +259,8 @@ def sum_partials_kernel(
     tl.store(grad_w_ptr + cols, tl.sum(acc, axis=0).to(grad_w_ptr.dtype.element_ty), cols < D)
 
 
-# How many programs share the rows (P): about PROGRAMS_PER_SM on each SM (a streaming
-# multiprocessor, one of the GPU's cores) over all D tiles of 128 columns, but at least one per
-# SM; fewer would leave SMs idle, more would make the partial buffer taller (NOTES items 17, 26).
+# P, the programs per D tile: PROGRAMS_PER_SM on each SM (streaming multiprocessor, a GPU core)
+# over all D tiles of 128 columns, at least one per SM (measured: NOTES items 17 and 26).
 PROGRAMS_PER_SM = 8
 
 
@@ -279,7 +279,7 @@ def backward(x2d, weight, grad_y, need_grad_x, need_grad_w):
     backward_kernel[lambda config: (triton.cdiv(D, config["D_TILE"]), P)](
         x2d, weight, grad_y, grad_x, partial, rows, D, x2d.stride(0), x2d.stride(1),
         grad_y.stride(0), NEED_GRAD_X=need_grad_x, NEED_GRAD_W=need_grad_w,
-        ACC_DTYPE=accumulator(x2d), **alignment(x2d),
+        **alignment(x2d),
     )  # fmt: skip
     if need_grad_w:
         sum_partials(partial, grad_w)
@@ -296,18 +296,16 @@ def sum_partials(partial, grad_w):
     sum_partials_kernel[grid](partial, grad_w, P, D, BLOCK_P=block_p, BLOCK_D=block_d)
 
 
-# Older tutorials, this lesson's seeds among them, address tiles through block pointers, which
-# Triton 3.9 removed in favour of tensor descriptors; lessons 02 and 03 show both. This lesson
-# stays with plain pointers, which take any layout. FORWARDS: style -> the function launching it.
+# style -> its launcher. (02 and 03 show block pointers and their successor, tensor descriptors.)
 FORWARDS = {"simple": forward_simple, "pointer": forward_pointer}
 
 
 # ## Autograd: a torch.autograd.Function
 # forward() runs the forward kernel and saves x and w for backward(), which runs backward_kernel.
-# Second derivatives: with create_graph=True (as gradgradcheck and hessian ask) autograd records
-# the backward to differentiate it again, and it cannot look into a kernel. So when grad mode is
-# on inside backward(), the gradients come from differentiable calls instead: grad_x is a
-# product, and grad_w = x^T grad_y is weighted_sum itself, on the transposed view x.T.
+# Second derivatives: with create_graph=True (gradgradcheck, hessian) autograd records the
+# backward to differentiate it again, and it cannot look into a kernel. So with grad mode on in
+# backward(), the gradients come from differentiable calls: grad_x is a product, and grad_w =
+# x^T grad_y is weighted_sum itself, on the transposed view x.T.
 def forward(x, weight, style="pointer"):
     """y = x @ weight for x of shape (..., D), through the forward kernel of `style`."""
     x2d = rearrange(x, "... d -> (...) d")  # a view where the leading dims merge, else a copy
@@ -380,12 +378,11 @@ VARIANTS = {style: lambda x, w, style=style: weighted_sum(x, w, style) for style
 
 
 # ## The registered op, for torch.compile
-# torch.compile cannot trace into a Triton launch made by a Function like the one above, so under
-# torch.compile weighted_sum calls an op registered with torch.library instead. custom_op makes
-# it one opaque node; register_fake tells the compiler the output's shape and dtype without
-# running the kernel; register_autograd gives its gradients, with backward registered as an op
-# too. (torch.library.triton_op would trace the kernel itself, which fails under the CPU
-# interpreter.) Each op validates its inputs as the entry does.
+# Under torch.compile, weighted_sum calls an op registered with torch.library, not the Function:
+# torch.compile would trace into the Function's Triton launch, which fails under the interpreter
+# (as does torch.library.triton_op). custom_op makes the forward one opaque node; register_fake
+# gives the compiler the output's shape and dtype without a launch; register_autograd gives the
+# gradients, through backward_op, which computes both. Each op checks its inputs as the entry.
 @torch.library.custom_op("triton_lessons::weighted_sum", mutates_args=())
 def weighted_sum_op(x: torch.Tensor, weight: torch.Tensor, style: str = "pointer") -> torch.Tensor:
     validate(x, weight, style)
@@ -407,7 +404,9 @@ backward_op.register_fake(lambda x2d, w, grad_y: [x2d.new_empty(x2d.shape), w.ne
 
 
 def op_backward(ctx, grad_y):  # under torch.compile, backward_op runs the kernels
-    fused = lambda x2d, w, grad_y, *needs: backward_op(x2d, w, grad_y)  # noqa: E731
+    def fused(x2d, w, grad_y, need_grad_x, need_grad_w):
+        return backward_op(x2d, w, grad_y)
+
     return (*gradients(*ctx.saved_tensors, grad_y, ctx.needs_input_grad, fused), None)
 
 
@@ -431,22 +430,31 @@ def benchmark(rows, dim, dtype="float32"):
     kw = dict(dtype=DTYPES.get(dtype, dtype), device=common.DEVICE)
     x = torch.randn(rows, dim, **kw)
     weight, grad_y = torch.randn(dim, **kw), torch.randn(rows, **kw)
-    fresh_leaves = lambda: (x.detach().requires_grad_(), weight.detach().requires_grad_())  # noqa: E731
-    leaves = fresh_leaves()
+    leaves = (x.detach().requires_grad_(), weight.detach().requires_grad_())
     fwd = {"torch": lambda: x @ weight}
     fwd.update({name: lambda fn=fn: fn(x, weight) for name, fn in VARIANTS.items()})
     fwd["pointer, inputs need grad"] = lambda: weighted_sum(*leaves)
     bare_args = (x, weight, torch.empty(rows, **kw), rows, dim, *x.stride())
-    bare_named = dict(ACC_DTYPE=accumulator(x), **alignment(x))
+    bare_named = alignment(x)
     grid = row_tiles(rows)
     fwd["forward_kernel[grid] bare"] = lambda: forward_kernel[grid](*bare_args, **bare_named)
     fwd = {name: (call, lambda: None) for name, call in fwd.items()}  # name: (call, its setup)
-    # The backward's setup runs a forward, with new leaves, on the stream that times it: autograd
-    # runs each node of a backward on the stream of its forward (a leaf's: where it was made).
+    # A backward's setup makes new leaves and runs a forward on the stream that times it: autograd
+    # runs each node of a backward on the stream of its forward, a leaf's where the leaf was made.
     last = {}
-    backward = lambda: torch.autograd.grad(last["y"], last["x"], grad_y, retain_graph=True)  # noqa: E731
-    bwd = {name: (backward, lambda fn=fn: last.update(x=(x0 := fresh_leaves()), y=fn(*x0)))
-           for name, fn in (("torch", torch.matmul), ("weighted_sum", weighted_sum))}  # fmt: skip
+
+    def forward_for(fn):
+        def setup():
+            last["x"] = (x.detach().requires_grad_(), weight.detach().requires_grad_())
+            last["y"] = fn(*last["x"])
+
+        return setup
+
+    def run_backward():
+        return torch.autograd.grad(last["y"], last["x"], grad_y, retain_graph=True)
+
+    bwd = {"torch": (run_backward, forward_for(torch.matmul))}
+    bwd["weighted_sum"] = (run_backward, forward_for(weighted_sum))
     # Elements a pass must move: x, w and y; then x, grad_y, w, grad_x and grad_w.
     elements = {"fwd": (rows + 1) * dim + rows, "bwd": 2 * (rows + 1) * dim + rows}
     case, results = f"{rows}x{dim} {str(x.dtype).removeprefix('torch.')}", []
@@ -481,15 +489,10 @@ def main(argv=None):
     print(common.describe_run())
     x = torch.randn(args.rows, args.dim, dtype=DTYPES[args.dtype], device=common.DEVICE)
     checked = check(x)
-    print(
-        f"check passed at {args.rows}x{args.dim} {args.dtype}: y, grad_x and grad_w of "
-        f"{', '.join(checked)} match float64\n"
-    )
+    print(f"check passed: y, grad_x and grad_w of {', '.join(checked)} match float64\n")
     common.print_table(benchmark(args.rows, args.dim, args.dtype), common.TIMING_COLUMNS)
-    print(
-        "\nGPU ms: do_bench's median of the call replayed from a CUDA graph, L2 flushed. host us:"
-    )
-    print("one call's CPU time. x torch: PyTorch's time over ours. % of ceiling: of a GPU copy.")
+    print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed; host us: one call's CPU")
+    print("time; x torch: PyTorch's time over ours; % of ceiling: of a device-to-device copy.")
     return 0
 
 

@@ -248,6 +248,31 @@ def check_out(out, shape, dtype, device, inputs):
     return any(shares_memory(out, t) for t in inputs)
 
 
+def kernel_out(out, shape, dtype, device, inputs):
+    """The tensor a kernel writes: out, or a new one when out is None or shares memory with an
+    input the kernel still reads (write_out then copies it into out). Raises as check_out does,
+    and on an out that requires grad in grad mode, as PyTorch's out= does: a kernel's write into
+    it is not differentiable."""
+    if out is None:
+        return torch.empty(shape, dtype=dtype, device=device)
+    overlaps = check_out(out, shape, dtype, device, inputs)
+    if torch.is_grad_enabled() and out.requires_grad:
+        raise ValueError("out requires grad, and a kernel's write into it is not differentiable")
+    return torch.empty(shape, dtype=dtype, device=device) if overlaps else out
+
+
+def write_out(result, out):
+    """result when out is None; else out holding result (copied unless it is result), its version
+    bumped as by any in-place write in PyTorch, so that a backward that saved out raises rather
+    than run on the new values."""
+    if out is None:
+        return result
+    if out is not result:
+        out.copy_(result)
+    torch.autograd.graph.increment_version(out)
+    return out
+
+
 @functools.cache
 def block_pointers_unavailable():
     """Why this Triton cannot run block pointers, or None. It copies 16 numbers through one rather

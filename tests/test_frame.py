@@ -296,3 +296,28 @@ def copy_kernel(
 ):  # y[:n] = x[:n]; GROUP: not a tile side
     offsets = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+def test_write_out_copies_and_bumps_the_version():
+    result = torch.arange(4.0)
+    assert common.write_out(result, None) is result
+    out = torch.zeros(4)
+    version = out._version
+    assert common.write_out(result, out) is out and torch.equal(out, result)
+    assert out._version > version
+    version = out._version
+    assert common.write_out(out, out) is out and out._version > version  # written in place
+
+
+def test_kernel_out_refuses_an_out_that_requires_grad_and_avoids_overlap():
+    x = torch.zeros(2, 3)
+    assert common.kernel_out(None, (2, 3), torch.float32, x.device, (x,)).shape == (2, 3)
+    out = torch.zeros(2, 3)
+    assert common.kernel_out(out, (2, 3), torch.float32, x.device, (x,)) is out
+    fresh = common.kernel_out(x, (2, 3), torch.float32, x.device, (x,))  # out is an input
+    assert fresh is not x and fresh.shape == (2, 3)
+    out.requires_grad_()
+    with pytest.raises(ValueError, match="out requires grad"):
+        common.kernel_out(out, (2, 3), torch.float32, x.device, (x,))
+    with torch.no_grad():
+        assert common.kernel_out(out, (2, 3), torch.float32, x.device, (x,)) is out

@@ -17,8 +17,9 @@ is (stride_am, stride_ak) = (3, 1) and B.stride() is (stride_bk, stride_bn) = (2
     a3 a4 a5       b2 b3          p2 p3
                    b4 b5
 
-Program 3 computes C[1, 1]: step k of its loop loads A[1, k] and B[k, 1], and it stores
-a3*b1 + a4*b3 + a5*b5 at c_ptr + 1*2 + 1*1 = c_ptr + 3.
+Program 3 computes C[1, 1]. Its pointers start at A[1, 0] and B[0, 1], and each step of its loop
+moves them on by stride_ak = 1 and stride_bk = 2; it stores a3*b1 + a4*b3 + a5*b5 at
+c_ptr + 1*2 + 1*1 = c_ptr + 3.
 
     k = 0:  a_ptr + 1*3 + 0*1 = a_ptr + 3 (a3)    b_ptr + 0*2 + 1*1 = b_ptr + 1 (b1)
     k = 1:  a_ptr + 1*3 + 1*1 = a_ptr + 4 (a4)    b_ptr + 1*2 + 1*1 = b_ptr + 3 (b3)
@@ -45,6 +46,9 @@ import triton.language as tl  # noqa: E402
 DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32", "float64")}
 
 
+# @triton.jit compiles the function for the GPU. A tensor argument arrives as a pointer to its
+# first element (ptr.dtype.element_ty is its dtype), and tl.load and tl.store read and write at a
+# pointer. Each program runs on num_warps warps: groups of 32 threads that run in lockstep.
 @triton.jit
 def scalar_kernel(
     a_ptr, b_ptr, c_ptr,  # addresses of A[0, 0], B[0, 0] and C[0, 0]
@@ -70,8 +74,8 @@ def scalar_kernel(
 
 def scalar(a, b, out=None):
     """a @ b with scalar_kernel: one program per element of C, one k per step."""
-    m, n, k, c = prepare(a, b, out)
-    # A warp, 32 threads in lockstep, is the smallest unit a GPU runs: enough for one number.
+    m, n, k, c = prepare(a, b, out)  # checks the arguments: see "Checking the arguments" below
+    # One warp per program: its 32 threads all compute the same one number.
     scalar_kernel[(m * n,)](a, b, c, n, k, *a.stride(), *b.stride(), *c.stride(), num_warps=1)
     return common.write_out(c, out)  # out, if given, with its version bumped
 
@@ -80,11 +84,9 @@ def reference(a, b):  # what matmul_elementwise computes, in PyTorch
     return torch.matmul(a, b)
 
 
-def random_operand(rows, cols, dtype, transposed=False):
-    """torch.randn (rows, cols); transposed: the .T view of a (cols, rows) tensor."""
-    if transposed:
-        return random_operand(cols, rows, dtype).T
-    return torch.randn(rows, cols, dtype=dtype, device=common.DEVICE)
+def random_operand(rows, cols, dtype, transposed=False):  # transposed: the .T of a (cols, rows)
+    t = torch.randn((cols, rows) if transposed else (rows, cols), dtype=dtype, device=common.DEVICE)
+    return t.T if transposed else t
 
 
 def check(m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False, variants=None):
@@ -100,52 +102,22 @@ def check(m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False, va
         common.assert_close(out, expected, magnitude, k, f"{name} {m}x{n}x{k} {dtype}")
 
 
-# ## Checking the arguments, and out=
-def validate(a, b):
-    """Raise TypeError or ValueError naming what is wrong unless a @ b can run; return M, N, K."""
-    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-        raise TypeError(f"a and b must be tensors, got {type(a).__name__} and {type(b).__name__}")
-    if a.dim() != 2 or b.dim() != 2:
-        raise ValueError(f"a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(f"a is {tuple(a.shape)} and b {tuple(b.shape)}: their K must match")
-    if a.dtype != b.dtype or a.dtype not in DTYPES.values():
-        raise TypeError(f"a and b must share a dtype of {list(DTYPES)}, got {a.dtype}, {b.dtype}")
-    if a.device != b.device or a.device.type != common.DEVICE.type:
-        raise ValueError(f"a and b must be on one {common.DEVICE} device: {a.device}, {b.device}")
-    if a.shape[0] * b.shape[1] >= 2**31:  # a grid holds at most 2^31 - 1 programs along axis 0
-        raise ValueError(f"{a.shape[0] * b.shape[1]:,} outputs: past the 2^31 - 1 of a grid")
-    return a.shape[0], b.shape[1], a.shape[1]
-
-
-def prepare(a, b, out):
-    """Validate; return M, N, K and the tensor to write: out, or a new one if out is None or shares
-    memory with a or b (which the kernel still reads while it writes)."""
-    m, n, k = validate(a, b)
-    if out is None and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
-        raise ValueError("a variant has no autograd and an input requires grad: call the entry")
-    return m, n, k, common.kernel_out(out, (m, n), a.dtype, a.device, (a, b))
-
-
 # ## Faster: BLOCK_K values of k per step (vector_k_kernel)
 # scalar_kernel's loop loads one value of A and one of B, then waits for both. Here a step loads
-# BLOCK_K values of each at once: many loads in flight, neighbouring threads reading neighbouring
-# addresses where a row is contiguous, and a mask (a block of booleans) switching off those past K.
-# BLOCK_K is a constexpr, fixed when the kernel compiles, as the shape of tl.arange must be.
+# BLOCK_K of each at once. tl.arange(0, BLOCK_K) is a block, a small tensor inside the program:
+# [0, 1, ..., BLOCK_K - 1]. Arithmetic on a block is elementwise, as in torch, and the compiler
+# spreads its elements (lanes) over the program's threads, so many loads are in flight; where
+# stride_ak (or stride_bk, as in W.T) is 1, neighbouring lanes read neighbouring addresses. A mask
+# (a block of booleans) switches off lanes past K. BLOCK_K is a constexpr, fixed at compile time.
 # @triton.autotune times every config on the first call with a new key and reuses the fastest.
-# The key is what decides the winner: K (the loop's length), N (how programs side by side share A
-# and B in the cache) and the k-strides (whether a step reads contiguous memory). M only sets how
-# many programs run, so it stays out.
-VECTOR_K_CONFIGS = [
-    triton.Config({"BLOCK_K": block_k}, num_warps=warps)
-    for block_k in (64, 128, 256)
-    for warps in (1, 2)
-]
+# The key holds what decides the winner: K (the loop's length) and the k-strides (whether a step
+# reads contiguous memory); N too, as programs side by side share rows of A in the cache.
+CONFIGS = [triton.Config({"BLOCK_K": b}, num_warps=w) for b in (64, 128, 256) for w in (1, 2)]
 
 
 @triton.autotune(
     # Without a GPU, autotuning more than one config fails ("0 active drivers"): keep the first.
-    configs=VECTOR_K_CONFIGS[:1] if common.INTERPRETED else VECTOR_K_CONFIGS,
+    configs=CONFIGS[:1] if common.INTERPRETED else CONFIGS,
     key=["N", "K", "stride_ak", "stride_bk"],
     cache_results=True,  # keep the timings on disk for the next process
 )
@@ -181,6 +153,33 @@ def vector_k(a, b, out=None):
 
 
 VARIANTS = {"scalar": scalar, "vector_k": vector_k}
+
+
+# ## Checking the arguments, and out=
+def validate(a, b):
+    """Raise TypeError or ValueError naming what is wrong unless a @ b can run; return M, N, K."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        raise TypeError(f"a and b must be tensors, got {type(a).__name__} and {type(b).__name__}")
+    if a.dim() != 2 or b.dim() != 2:
+        raise ValueError(f"a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"a is {tuple(a.shape)} and b {tuple(b.shape)}: their K must match")
+    if a.dtype != b.dtype or a.dtype not in DTYPES.values():
+        raise TypeError(f"a and b must share a dtype of {list(DTYPES)}, got {a.dtype}, {b.dtype}")
+    if a.device != b.device or a.device.type != common.DEVICE.type:
+        raise ValueError(f"a and b must be on one {common.DEVICE} device: {a.device}, {b.device}")
+    if a.shape[0] * b.shape[1] >= 2**31:  # a grid holds at most 2^31 - 1 programs along axis 0
+        raise ValueError(f"{a.shape[0] * b.shape[1]:,} outputs: past the 2^31 - 1 of a grid")
+    return a.shape[0], b.shape[1], a.shape[1]
+
+
+def prepare(a, b, out):
+    """Validate; return M, N, K and the tensor to write: out, or a new one if out is None or shares
+    memory with a or b (which the kernel still reads while it writes)."""
+    m, n, k = validate(a, b)
+    if out is None and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        raise ValueError("a variant has no autograd and an input requires grad: call the entry")
+    return m, n, k, common.kernel_out(out, (m, n), a.dtype, a.device, (a, b))
 
 
 # ## Gradients
@@ -270,6 +269,8 @@ def explain(m, n, k, dtype, rows):
         f"from caches, {1 / speedup:.3g}x slower than torch.matmul. In lesson 02 each program "
         "computes a tile of outputs, so that a loaded value serves many of them."
     )
+    if common.INTERPRETED:
+        print("(Under the interpreter these times are Python's on the CPU, not a GPU's.)")
 
 
 def main(argv=None):

@@ -19,11 +19,11 @@ D_TILE = 4. Its first step reads the elements at offsets
                                                  [18, 19, 20, 21]]
 
 Its second step takes columns 4 to 7, offsets [[16, 17, 18, 19], [22, 23, 24, 25]]. Columns 6
-and 7 are not in the row: 18 and 19 are x[3, 0] and x[3, 1], which would be added into y[2], and
-25 lies past the end of x. The mask cols < D switches those loads off: [[16, 17, -, -], [22, 23,
--, -]]. In program 2, the mask row_ids < rows switches off row 5. Each program adds its products
-into a 2 x 4 accumulator and sums each of its rows once, at the end. Tile sides are powers of two,
-as tl.arange requires.
+and 7 are not in the row: 18, 19 are x[3, 0], x[3, 1] and 24, 25 are x[4, 0], x[4, 1], which would
+be added into y[2] and y[3]; in program 2 the same step reaches 30 and 31, past the end of x. The
+mask cols < D switches those loads off: [[16, 17, -, -], [22, 23, -, -]]. In program 2 the mask
+row_ids < rows switches off row 5. Each program adds its products into a 2 x 4 accumulator and
+sums each of its rows once, at the end. Tile sides are powers of two, as tl.arange requires.
 """
 
 import argparse
@@ -68,7 +68,8 @@ def simple_forward_kernel(
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
         col_mask = cols < D
-        offsets = row_starts[:, None] + cols[None, :] * stride_col  # a (ROWS_TILE, D_TILE) grid
+        # A (ROWS_TILE, D_TILE) grid of offsets, int64 like row_starts (x.T has a large stride_col).
+        offsets = row_starts[:, None] + cols[None, :].to(tl.int64) * stride_col
         # Masked-off lanes load nothing and take `other`: 0 adds nothing to the sum.
         x = tl.load(x_ptr + offsets, mask=row_mask[:, None] & col_mask[None, :], other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
@@ -91,9 +92,8 @@ def reference(x, weight):  # the plain PyTorch expression
 
 
 def check(x):
-    """y, grad_x and grad_w of every variant, for this x (..., D) and a fresh random w and grad_y,
-    against float64. Every output starts as NaN, so an element that no program writes fails.
-    Returns the variants checked."""
+    """y, grad_x and grad_w of every variant for this x (..., D), a fresh random w and grad_y,
+    against float64; every output starts as NaN. Returns the variants checked."""
     weight = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
     x64, w64, g64 = x.double(), weight.double(), grad_y.double()[..., None]
@@ -123,10 +123,10 @@ def check(x):
 # forward_simple fixed the tile at 16 rows x 64 columns, but the fastest tile depends on D: wide
 # rows want wide tiles (long reads), narrow rows many rows per tile. @triton.autotune(configs=...,
 # key=["D"]) on a kernel times each triton.Config in the list on the first call for each value of
-# D, and keeps the fastest. The key is D alone: the row count changes how many programs run, not
-# which tile suits them, so a new batch size costs no tuning. A warp is 32 threads that run in
-# step; num_warps says how many share a program's tile. Why these tiles: on each of 12 measured
-# shapes one is within 1% of the best of 15 (results/NOTES.md item 41).
+# D, and keeps the fastest. The key is D alone: the tile chosen at the first call's row count is
+# kept for later ones, which change how many programs run more than which tile suits them. A warp
+# is 32 threads that run in step; num_warps says how many share a program's tile. Why these tiles:
+# on each of 12 measured shapes one is within 1% of the best of 15 (results/NOTES.md item 41).
 TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4), (128, 128, 8), (16, 256, 4)]
 TILES += [(8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
 if common.INTERPRETED:
@@ -147,15 +147,14 @@ TUNING = dict(key=["D"], prune_configs_by={"early_config_prune": tiles_for_d}, c
 TUNING["do_bench"] = lambda fn, quantiles: triton.testing.do_bench(fn, 5, 20, quantiles=quantiles)
 
 
-# Wide loads: a GPU moves at most 16 bytes per load instruction (4 float32, 8 bfloat16), and the
-# compiler uses such loads only if it can prove each group of 4 (or 8) columns 16-byte aligned and
-# masked alike. Triton compiles ("specializes") a kernel anew for integer arguments that divide by
-# 16, so it knows that of them, but at D = 1000 it knows nothing and loads one element at a time.
-# The host knows D_ALIGN = gcd(1000, 4) = 4 divides D; the bound written as (D // 4) * 4, still
-# 1000, shows the compiler. X_ROW_ALIGN does the same for the row stride. (tl.multiple_of(D, 4)
-# compiles too, but on a scalar it left the loads one element wide in Triton 3.6 and 3.9.)
-# do_not_specialize=["rows"]: rows only bounds loops and masks, so its divisibility is not worth
-# a kernel of its own.
+# Wide loads: a GPU moves at most 16 bytes per load instruction (4 float32, 8 bfloat16). To use
+# such loads the compiler must know, when it compiles, that each group of 4 (or 8) columns starts
+# 16-byte aligned and lies side by side, and that the mask is the same over the group. Triton
+# compiles ("specializes") a kernel for what it sees in the arguments: stride_col == 1, a pointer
+# 16-byte aligned, an integer that divides by 16. At D = 1000 the last fails: each load takes one
+# element. The host knows D_ALIGN = gcd(1000, 4) = 4 divides D, and the bound written as
+# (D // 4) * 4, still 1000, shows the compiler (tl.multiple_of(D, 4) did not); X_ROW_ALIGN does
+# the same for the row stride. do_not_specialize: rows is not worth a kernel of its own.
 @triton.autotune(configs=CONFIGS, **TUNING)
 @triton.jit(do_not_specialize=["rows"])
 def forward_kernel(
@@ -173,7 +172,7 @@ def forward_kernel(
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
         col_mask = cols < D_aligned
-        offsets = row_starts[:, None] + cols[None, :] * stride_col
+        offsets = row_starts[:, None] + cols[None, :].to(tl.int64) * stride_col
         x = tl.load(x_ptr + offsets, mask=row_mask[:, None] & col_mask[None, :], other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
@@ -230,7 +229,7 @@ def backward_kernel(
         # overlap, so a load after the store would wait for it.
         if NEED_GRAD_W:
             x_starts = row_ids * ((stride_row // X_ROW_ALIGN) * X_ROW_ALIGN)
-            offsets = x_starts[:, None] + cols[None, :] * stride_col
+            offsets = x_starts[:, None] + cols[None, :].to(tl.int64) * stride_col
             x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         grad_y = tl.load(grad_y_ptr + row_ids * stride_grad_y, mask=row_mask, other=0.0)
         grad_y = grad_y.to(acc_dtype)
@@ -255,12 +254,13 @@ def sum_partials_kernel(
     for p0 in range(0, P, BLOCK_P):  # always the same order of additions
         p = p0 + tl.arange(0, BLOCK_P)
         mask = (p < P)[:, None] & (cols < D)[None, :]
-        acc += tl.load(partial_ptr + p.to(tl.int64)[:, None] * D + cols[None, :], mask=mask)
+        offsets = p.to(tl.int64)[:, None] * D + cols[None, :]
+        acc += tl.load(partial_ptr + offsets, mask=mask, other=0.0)
     tl.store(grad_w_ptr + cols, tl.sum(acc, axis=0).to(grad_w_ptr.dtype.element_ty), cols < D)
 
 
-# P, the programs per D tile: PROGRAMS_PER_SM on each SM (streaming multiprocessor, a GPU core)
-# over all D tiles of 128 columns, at least one per SM (measured: NOTES items 17 and 26).
+# P, the programs per D tile: about PROGRAMS_PER_SM on each SM (streaming multiprocessor, a GPU
+# core) were the D tiles 128 wide, and at least one per SM (measured: NOTES items 17 and 26).
 PROGRAMS_PER_SM = 8
 
 
@@ -309,11 +309,10 @@ FORWARDS = {"simple": forward_simple, "pointer": forward_pointer}
 def forward(x, weight, style="pointer"):
     """y = x @ weight for x of shape (..., D), through the forward kernel of `style`."""
     x2d = rearrange(x, "... d -> (...) d")  # a view where the leading dims merge, else a copy
+    if x2d.numel() == 0:  # sums of no terms are 0: no launch, nothing for an autotuner to time
+        return x.new_zeros(x.shape[:-1])
     y = x.new_empty(x2d.shape[0])
-    if x2d.numel() == 0:  # nothing to read, and nothing for an autotuner to time
-        y.zero_()  # a sum of no terms is 0
-    else:
-        FORWARDS[style](x2d, weight.contiguous(), y)
+    FORWARDS[style](x2d, weight.contiguous(), y)
     return y.reshape(x.shape[:-1])
 
 
@@ -325,13 +324,11 @@ class WeightedSum(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_y):
-        x, weight = ctx.saved_tensors
-        return (*gradients(x, weight, grad_y, ctx.needs_input_grad, backward), None)
+        return (*gradients(*ctx.saved_tensors, grad_y, ctx.needs_input_grad, backward), None)
 
 
 def gradients(x, weight, grad_y, needs_input_grad, fused_backward):
-    """(grad_x, grad_w) of y = x @ weight, each None where not needed; fused_backward(x2d,
-    weight, grad_y, need_grad_x, need_grad_w) is `backward` or the op that runs it."""
+    """(grad_x, grad_w) of y = x @ weight, None where not needed; fused_backward: as `backward`."""
     need_grad_x, need_grad_w = needs_input_grad[:2]
     x2d, grad_y = rearrange(x, "... d -> (...) d"), grad_y.reshape(-1)
     if torch.is_grad_enabled():  # create_graph=True: differentiable calls only
@@ -491,8 +488,11 @@ def main(argv=None):
     checked = check(x)
     print(f"check passed: y, grad_x and grad_w of {', '.join(checked)} match float64\n")
     common.print_table(benchmark(args.rows, args.dim, args.dtype), common.TIMING_COLUMNS)
-    print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed; host us: one call's CPU")
-    print("time; x torch: PyTorch's time over ours; % of ceiling: of a device-to-device copy.")
+    if common.INTERPRETED:
+        print("\nUnder the interpreter the times are Python's on the CPU, not a GPU's.")
+    else:
+        print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed; host us: a call's")
+        print("CPU time; x torch: PyTorch's time over ours; % of ceiling: of a device copy.")
     return 0
 
 

@@ -21,9 +21,9 @@ D_TILE = 4. Its first step reads the elements at offsets
 Its second step takes columns 4 to 7, offsets [[16, 17, 18, 19], [22, 23, 24, 25]]. Columns 6
 and 7 are not in the row: 18, 19 are x[3, 0], x[3, 1] and 24, 25 are x[4, 0], x[4, 1], which would
 be added into y[2] and y[3]; in program 2 the same step reaches 30 and 31, past the end of x. The
-mask cols < D switches those loads off: [[16, 17, -, -], [22, 23, -, -]]. In program 2 the mask
-row_ids < rows switches off row 5. Each program adds its products into a 2 x 4 accumulator and
-sums each of its rows once, at the end. Tile sides are powers of two, as tl.arange requires.
+mask cols < D switches those loads off: [[16, 17, -, -], [22, 23, -, -]], as row_ids < rows
+switches off row 5 in program 2. Each program sums its products in a 2 x 4 accumulator, then
+each row of it once.
 """
 
 import argparse
@@ -45,21 +45,23 @@ DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float3
 
 
 # ## The simplest kernel: one program per tile of rows, a loop over the columns
+# @triton.jit compiles the function for the GPU. A tensor argument arrives as a pointer to its
+# first element (ptr.dtype.element_ty is its dtype); tl.load and tl.store read and write there.
 @triton.jit
 def simple_forward_kernel(
     x_ptr,  # pointer to x[0, 0]; x has shape (rows, D), any strides
     w_ptr,  # pointer to w[0]; w is contiguous
     y_ptr,  # pointer to y[0]; y is contiguous, one value per row
-    rows,  # rows of x
-    D,  # columns of x
-    stride_row,  # elements from x[r, d] to x[r + 1, d]
-    stride_col,  # elements from x[r, d] to x[r, d + 1]
+    rows, D,  # rows and columns of x
+    stride_row, stride_col,  # elements from x[r, d] to x[r + 1, d], and to x[r, d + 1]
     ROWS_TILE: tl.constexpr,  # rows per program
     D_TILE: tl.constexpr,  # columns per step
-):
-    # A tl.constexpr is known when the kernel compiles: tile sides must be, as they shape arrays.
-    # Sum in float32 (float64 for float64 x): a 16-bit sum would lose each product's low bits.
+):  # fmt: skip
+    # Multiply and add in float32 (float64 for float64 x): 16 bits would lose the low bits.
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
+    # tl.arange(0, ROWS_TILE) is a block, a small tensor inside the program: [0, 1, ..., 15].
+    # Arithmetic on blocks is elementwise and broadcasts as in torch. A block's shape is a power of
+    # two known when the kernel compiles, so ROWS_TILE is a tl.constexpr.
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
     # int64: past 2^31 elements, row * stride would overflow a 32-bit integer.
@@ -70,10 +72,9 @@ def simple_forward_kernel(
         col_mask = cols < D
         # A (ROWS_TILE, D_TILE) grid of offsets, int64 like row_starts (x.T has a large stride_col).
         offsets = row_starts[:, None] + cols[None, :].to(tl.int64) * stride_col
-        # Masked-off lanes load nothing and take `other`: 0 adds nothing to the sum.
+        # Masked-off elements (lanes) load nothing and take `other`: 0 adds nothing to the sum.
         x = tl.load(x_ptr + offsets, mask=row_mask[:, None] & col_mask[None, :], other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
-        # Widen before multiplying: 16-bit products are exact in float32, not in 16 bits.
         acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
     tl.store(y_ptr + row_ids, tl.sum(acc, axis=1).to(y_ptr.dtype.element_ty), mask=row_mask)
 
@@ -421,9 +422,8 @@ SWEEP = [
 
 
 def benchmark(rows, dim, dtype="float32"):
-    """GPU and host time of each variant's forward ("fwd") and of the backward alone ("bwd"),
-    against x @ w and its autograd; also forward_kernel launched bare (every argument ready), the
-    entry with inputs that need gradients, and the forward replayed from a CUDA graph."""
+    """GPU and host time of each variant's forward ("fwd") and the backward alone ("bwd"), against
+    x @ w and its autograd; also a bare forward_kernel launch, and the entry with gradients."""
     kw = dict(dtype=DTYPES.get(dtype, dtype), device=common.DEVICE)
     x = torch.randn(rows, dim, **kw)
     weight, grad_y = torch.randn(dim, **kw), torch.randn(rows, **kw)

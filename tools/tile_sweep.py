@@ -63,31 +63,29 @@ def main():
         report(f"03 {rows}x{cols} {dtype}", times, lambda c: c in lesson_03)
 
     lesson_04 = {(c.kwargs["ROWS_TILE"], c.kwargs["D_TILE"], c.num_warps)
-                 for c in weighted_sum.forward_pointer_kernel.configs}
+                 for c in weighted_sum.forward_kernel.configs}
     candidates_04 = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w in TILES_04]
-    sms = common.multiprocessor_count(dev)
+    sms = torch.cuda.get_device_properties(dev).multi_processor_count
     for rows, dim, dtype in [*((c["rows"], c["dim"], c["dtype"]) for c in weighted_sum.SWEEP), *EXTRA_04]:
         shapes = ((rows, dim), dim, rows)
         x, w, grad_y = (torch.randn(shape, device=dev, dtype=getattr(torch, dtype)) for shape in shapes)
         y, grad_x = torch.empty_like(grad_y), torch.empty_like(x)
-        layout = weighted_sum.pointer_args(x)
-        # the backward's program count, as launch_backward plans it
-        d_tiles = common.cdiv(dim, weighted_sum.PLANNING_D_TILE)
-        programs = max(sms, common.cdiv(weighted_sum.BACKWARD_PROGRAMS_PER_SM * sms, d_tiles))
-        programs = min(programs, common.cdiv(rows, weighted_sum.SMALLEST_ROWS_TILE))
+        layout = weighted_sum.alignment(x)
+        # the backward's program count per D tile, as the lesson's backward() plans it
+        programs = max(sms, triton.cdiv(weighted_sum.PROGRAMS_PER_SM * sms, triton.cdiv(dim, 128)))
+        programs = min(programs, rows)
         partial = torch.empty(programs, dim, device=dev)
         forward, backward = {}, {}
-        # the lesson's own prune (suit_d), which the autotuner holds
-        for config in weighted_sum.forward_pointer_kernel.early_config_prune(candidates_04, {"D": dim}):
+        for config in weighted_sum.tiles_for_d(candidates_04, {"D": dim}):  # the lesson's prune
             kw = config.all_kwargs()
             rows_tile, d_tile, warps = kw["ROWS_TILE"], kw["D_TILE"], kw["num_warps"]
             forward[rows_tile, d_tile, warps] = kernel_ms(
-                lambda: weighted_sum.forward_pointer_kernel.fn[(common.cdiv(rows, rows_tile),)](
-                    x, w, y, rows, dim, ACC_DTYPE=tl.float32, **layout, **kw))
+                lambda: weighted_sum.forward_kernel.fn[(triton.cdiv(rows, rows_tile),)](
+                    x, w, y, rows, dim, *x.stride(), **layout, **kw))
             backward[rows_tile, d_tile, warps] = kernel_ms(
-                lambda: weighted_sum.backward_kernel.fn[(common.cdiv(dim, d_tile), programs)](
-                    x, w, grad_y, grad_x, partial, rows, dim, stride_grad_y=1, NEED_GRAD_X=True, NEED_GRAD_W=True,
-                    ACC_DTYPE=tl.float32, **layout, **kw))
+                lambda: weighted_sum.backward_kernel.fn[(triton.cdiv(dim, d_tile), programs)](
+                    x, w, grad_y, grad_x, partial, rows, dim, *x.stride(), 1, NEED_GRAD_X=True,
+                    NEED_GRAD_W=True, **layout, **kw))
         report(f"04 fwd {rows}x{dim} {dtype}", forward, lambda c: c in lesson_04)
         report(f"04 bwd {rows}x{dim} {dtype}", backward, lambda c: c in lesson_04)
 

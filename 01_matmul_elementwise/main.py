@@ -25,7 +25,7 @@ c_ptr + 1*2 + 1*1 = c_ptr + 3.
     k = 1:  a_ptr + 1*3 + 1*1 = a_ptr + 4 (a4)    b_ptr + 1*2 + 1*1 = b_ptr + 3 (b3)
     k = 2:  a_ptr + 1*3 + 2*1 = a_ptr + 5 (a5)    b_ptr + 2*2 + 1*1 = b_ptr + 5 (b5)
 
-A layer computes H @ W.T for a weight W (N, K). For W 2x3, stored w0 w1 w2 / w3 w4 w5, B = W.T is
+nn.Linear computes H @ W.T for a weight W (N, K). For W 2x3, stored w0 w1 w2 / w3 w4 w5, B = W.T is
 a view of that memory with strides (1, 3): program 3 loads B[k, 1] from b_ptr + k*1 + 1*3, that is
 w3 w4 w5 at b_ptr + 3, 4, 5. The same kernel, other strides, nothing copied.
 """
@@ -75,7 +75,7 @@ def scalar_kernel(
 def scalar(a, b, out=None):
     """a @ b with scalar_kernel: one program per element of C, one k per step."""
     m, n, k, c = prepare(a, b, out)  # checks the arguments: see "Checking the arguments" below
-    # One warp per program: its 32 threads all compute the same one number.
+    # kernel[grid](...) launches grid[0] = m * n programs; num_warps=1: one warp (32 threads) each.
     scalar_kernel[(m * n,)](a, b, c, n, k, *a.stride(), *b.stride(), *c.stride(), num_warps=1)
     return common.write_out(c, out)  # out, if given, with its version bumped
 
@@ -90,8 +90,7 @@ def random_operand(rows, cols, dtype, transposed=False):  # transposed: the .T o
 
 
 def check(m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False, variants=None):
-    """Each variant (default: all) against float64 on random (m, k) @ (k, n), written into an out=
-    full of NaN, so that an element no program writes fails."""
+    """Each variant vs float64 on (m, k) @ (k, n), into an out= of NaN: unwritten ones fail."""
     a = random_operand(m, k, dtype, transpose_a)
     b = random_operand(k, n, dtype, transpose_b)
     expected = reference(a.double(), b.double())
@@ -108,10 +107,11 @@ def check(m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False, va
 # [0, 1, ..., BLOCK_K - 1]. Arithmetic on a block is elementwise, as in torch, and the compiler
 # spreads its elements (lanes) over the program's threads, so many loads are in flight; where
 # stride_ak (or stride_bk, as in W.T) is 1, neighbouring lanes read neighbouring addresses. A mask
-# (a block of booleans) switches off lanes past K. BLOCK_K is a constexpr, fixed at compile time.
+# (a block of booleans) switches off lanes past K. BLOCK_K is a constexpr, fixed at compile time:
+# tl.arange needs a size known when compiling, so each BLOCK_K value compiles a kernel of its own.
 # @triton.autotune times every config on the first call with a new key and reuses the fastest.
 # The key holds what decides the winner: K (the loop's length) and the k-strides (whether a step
-# reads contiguous memory); N too, as programs side by side share rows of A in the cache.
+# reads contiguous memory); N too: it is how many programs in a row reuse one row of A.
 CONFIGS = [triton.Config({"BLOCK_K": b}, num_warps=w) for b in (64, 128, 256) for w in (1, 2)]
 
 
@@ -136,6 +136,7 @@ def vector_k_kernel(
     offs_k = tl.arange(0, BLOCK_K).to(tl.int64)  # int64: k * stride_ak passes 2^31 in a large A.T
     acc = tl.zeros((BLOCK_K,), dtype=acc_dtype)  # BLOCK_K partial sums, added up once at the end
     for k0 in range(0, K, BLOCK_K):
+        # pointer + block of offsets = block of pointers; tl.load of it = block of BLOCK_K values
         k = k0 + offs_k
         in_k = k < K  # the mask: lanes past K load nothing and take other=0.0
         a = tl.load(a_ptr + row * stride_am + k * stride_ak, mask=in_k, other=0.0)
@@ -178,13 +179,13 @@ def prepare(a, b, out):
     memory with a or b (which the kernel still reads while it writes)."""
     m, n, k = validate(a, b)
     if out is None and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
-        raise ValueError("a variant has no autograd and an input requires grad: call the entry")
+        raise ValueError("no autograd here and an input requires grad: use matmul_elementwise")
     return m, n, k, common.kernel_out(out, (m, n), a.dtype, a.device, (a, b))
 
 
 # ## Gradients
 # For C = A @ B, dA = dC @ B^T and dB = A^T @ dC: the same product on transposed views, nothing
-# copied. The backward calls the entry, which under backward(create_graph=True) records them too.
+# copied. The backward calls matmul_elementwise, so create_graph=True records them too.
 class MatmulElementwise(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -232,8 +233,7 @@ matmul_elementwise_op.register_autograd(
 
 # ## Timing
 def benchmark(m, n, k, dtype=torch.float32, b_transposed=True):
-    """Timing rows for (m, k) @ (k, n): each variant, the entry, a bare launch of vector_k_kernel
-    into a preallocated C (the entry's Python costs the difference), torch.matmul."""
+    """Rows for (m, k) @ (k, n): variants, entry, bare vector_k_kernel launch, torch.matmul."""
     dtype = DTYPES[dtype] if isinstance(dtype, str) else dtype
     a, b = random_operand(m, k, dtype), random_operand(k, n, dtype, transposed=b_transposed)
     c = torch.empty((m, n), dtype=dtype, device=common.DEVICE)
@@ -267,7 +267,7 @@ def explain(m, n, k, dtype, rows):
         f"{(m * k + k * n) * dtype.itemsize:,}: each value of a is loaded N = {n:,} times, each "
         f"of b M = {m:,} times. vector_k reads at {common.gbps(loaded, ms):.3g} GB/s, mostly "
         f"from caches, {1 / speedup:.3g}x slower than torch.matmul. In lesson 02 each program "
-        "computes a tile of outputs, so that a loaded value serves many of them."
+        "computes a tile with tl.dot, so that a loaded value serves many outputs."
     )
     if common.INTERPRETED:
         print("(Under the interpreter these times are Python's on the CPU, not a GPU's.)")

@@ -22,8 +22,8 @@ Its second step takes columns 4 to 7, offsets [[16, 17, 18, 19], [22, 23, 24, 25
 and 7 are not in the row: 18, 19 are x[3, 0], x[3, 1] and 24, 25 are x[4, 0], x[4, 1], which would
 be added into y[2] and y[3]; in program 2 the same step reaches 30 and 31, past the end of x. The
 mask cols < D switches those loads off: [[16, 17, -, -], [22, 23, -, -]], as row_ids < rows
-switches off row 5 in program 2. Each program sums its products in a 2 x 4 accumulator, then
-each row of it once.
+switches off row 5 in program 2. Each program adds its products into a 2 x 4 accumulator, step
+after step, and at the end sums each row of it into y[r] (tl.sum(acc, axis=1)).
 """
 
 import argparse
@@ -57,15 +57,15 @@ def simple_forward_kernel(
     ROWS_TILE: tl.constexpr,  # rows per program
     D_TILE: tl.constexpr,  # columns per step
 ):  # fmt: skip
+    # An `if` on a dtype or constexpr runs once, at compile time; the `for` over D runs on the GPU.
     # Multiply and add in float32 (float64 for float64 x): 16 bits would lose the low bits.
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
-    # tl.arange(0, ROWS_TILE) is a block, a small tensor inside the program: [0, 1, ..., 15].
-    # Arithmetic on blocks is elementwise and broadcasts as in torch. A block's shape is a power of
-    # two known when the kernel compiles, so ROWS_TILE is a tl.constexpr.
+    # tl.arange(0, ROWS_TILE) is a block, a small tensor inside the program: 0, 1, ..., ROWS_TILE
+    # - 1. Arithmetic on blocks is elementwise and broadcasts as in torch. A block's shape is a
+    # power of two known when the kernel compiles, so ROWS_TILE is a tl.constexpr.
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
-    # int64: past 2^31 elements, row * stride would overflow a 32-bit integer.
-    row_starts = row_ids.to(tl.int64) * stride_row
+    row_starts = row_ids.to(tl.int64) * stride_row  # int64: row * stride can pass 2^31
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
@@ -93,14 +93,14 @@ def reference(x, weight):  # the plain PyTorch expression
 
 
 def check(x):
-    """y, grad_x and grad_w of every variant for this x (..., D), a fresh random w and grad_y,
-    against float64; every output starts as NaN. Returns the variants checked."""
+    """y, grad_x and grad_w of every variant in VARIANTS (at the end: the entry, autograd included)
+    for this x, a fresh random w and grad_y, against float64; outputs start as NaN."""
     weight = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
     x64, w64, g64 = x.double(), weight.double(), grad_y.double()[..., None]
     leading = tuple(range(x.dim() - 1))
     exact_grad_x = g64 * w64  # one product, rounded once: compare with its rounding
-    expected = {  # name: (float64 value, the same on absolute values, terms summed)
+    expected = {  # name: (float64 value, the same on |x|, |w| to scale the tolerance, terms)
         "y": ((x64 * w64).sum(-1), (x64.abs() * w64.abs()).sum(-1), x.shape[-1]),
         "grad_x": (exact_grad_x.to(x.dtype).double(), exact_grad_x.abs(), 1),
         "grad_w": ((x64 * g64).sum(leading), (x64.abs() * g64.abs()).sum(leading), g64.numel()),
@@ -123,11 +123,10 @@ def check(x):
 # ## Tuning the tile, and wide loads
 # forward_simple fixed the tile at 16 rows x 64 columns, but the fastest tile depends on D: wide
 # rows want wide tiles (long reads), narrow rows many rows per tile. @triton.autotune(configs=...,
-# key=["D"]) on a kernel times each triton.Config in the list on the first call for each value of
-# D, and keeps the fastest. The key is D alone: the tile chosen at the first call's row count is
-# kept for later ones, which change how many programs run more than which tile suits them. A warp
-# is 32 threads that run in step; num_warps says how many share a program's tile. Why these tiles:
-# on each of 12 measured shapes one is within 1% of the best of 15 (results/NOTES.md item 41).
+# key=["D"]) on a kernel times each triton.Config in the list on the first call with a new D, and
+# keeps the fastest for every later call with that D, whatever its row count. A warp is 32 threads
+# that run in step; num_warps says how many share a program's tile. Why these tiles: on each of 12
+# measured shapes one is within 1% of the best of 15 (results/NOTES.md item 41).
 TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4), (128, 128, 8), (16, 256, 4)]
 TILES += [(8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
 if common.INTERPRETED:
@@ -148,14 +147,14 @@ TUNING = dict(key=["D"], prune_configs_by={"early_config_prune": tiles_for_d}, c
 TUNING["do_bench"] = lambda fn, quantiles: triton.testing.do_bench(fn, 5, 20, quantiles=quantiles)
 
 
-# Wide loads: a GPU moves at most 16 bytes per load instruction (4 float32, 8 bfloat16). To use
-# such loads the compiler must know, when it compiles, that each group of 4 (or 8) columns starts
-# 16-byte aligned and lies side by side, and that the mask is the same over the group. Triton
-# compiles ("specializes") a kernel for what it sees in the arguments: stride_col == 1, a pointer
-# 16-byte aligned, an integer that divides by 16. At D = 1000 the last fails: each load takes one
-# element. The host knows D_ALIGN = gcd(1000, 4) = 4 divides D, and the bound written as
-# (D // 4) * 4, still 1000, shows the compiler (tl.multiple_of(D, 4) did not); X_ROW_ALIGN does
-# the same for the row stride. do_not_specialize: rows is not worth a kernel of its own.
+# Wide loads: a thread moves at most 16 bytes per load instruction (4 float32, 8 bfloat16), and the
+# compiler uses such loads only if it knows, as it compiles, that each group of 4 (or 8) columns
+# starts 16-byte aligned, lies side by side and is masked alike. Triton compiles a kernel for each
+# set of facts it sees in the arguments ("specializes"): a pointer 16-byte aligned, stride_col ==
+# 1, an integer that divides by 16. D = 1000 does not, so each load takes one element. The host
+# knows D_ALIGN = gcd(1000, 4) = 4 divides D: the mask bound (D // D_ALIGN) * D_ALIGN is still 1000
+# but visibly a multiple of 4. X_ROW_ALIGN does the same for the row stride. do_not_specialize:
+# no new kernel each time rows divides by 16 or not.
 @triton.autotune(configs=CONFIGS, **TUNING)
 @triton.jit(do_not_specialize=["rows"])
 def forward_kernel(
@@ -376,11 +375,11 @@ VARIANTS = {style: lambda x, w, style=style: weighted_sum(x, w, style) for style
 
 
 # ## The registered op, for torch.compile
-# Under torch.compile, weighted_sum calls an op registered with torch.library, not the Function:
-# torch.compile would trace into the Function's Triton launch, which fails under the interpreter
-# (as does torch.library.triton_op). custom_op makes the forward one opaque node; register_fake
-# gives the compiler the output's shape and dtype without a launch; register_autograd gives the
-# gradients, through backward_op, which computes both. Each op checks its inputs as the entry.
+# Under torch.compile, weighted_sum calls an op registered with torch.library, not the Function.
+# On a GPU torch.compile can trace a Triton launch (torch.library.triton_op is made for that), but
+# not under the CPU interpreter. custom_op makes the forward one opaque node; register_fake gives
+# the compiler the output's shape and dtype without a launch; register_autograd gives gradients,
+# through backward_op, which computes both. Each op checks its inputs as the entry does.
 @torch.library.custom_op("triton_lessons::weighted_sum", mutates_args=())
 def weighted_sum_op(x: torch.Tensor, weight: torch.Tensor, style: str = "pointer") -> torch.Tensor:
     validate(x, weight, style)

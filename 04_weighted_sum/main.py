@@ -311,9 +311,9 @@ def forward(x, weight, style="pointer"):
     x2d = rearrange(x, "... d -> (...) d")  # a view where the leading dims merge, else a copy
     if x2d.numel() == 0:  # sums of no terms are 0: no launch, nothing for an autotuner to time
         return x.new_zeros(x.shape[:-1])
-    y = x.new_empty(x2d.shape[0])
+    y = x.new_empty(x.shape[:-1])  # contiguous, so y for row r lies r elements after y's start
     FORWARDS[style](x2d, weight.contiguous(), y)
-    return y.reshape(x.shape[:-1])
+    return y
 
 
 class WeightedSum(torch.autograd.Function):

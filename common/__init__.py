@@ -340,8 +340,8 @@ def example_paths():  # every example's main.py, in reading order
     return sorted(REPO_ROOT.glob("[0-9][0-9]_*/main.py"))
 
 
-# ## Until lessons 02 and 03 are rebuilt in the standard form (issue 25): their launch cache,
-# tuning per bucket, eager and graph timing, and autograd helper. 01 and 04 use none of these.
+# ## Until lesson 02 is rebuilt in the standard form (issue 25): its launch cache, tuning per
+# bucket, eager and graph timing, and autograd helper. 01, 03 and 04 use none of these.
 RESULT_COLUMNS = (
     "case", "variant", "eager ms", "graph ms", "throughput", "unit", "% of ceiling", "x torch",
 )  # fmt: skip

@@ -14,7 +14,7 @@ EXAMPLES = [path.parent.name for path in common.example_paths()]
 VARIANT_STYLES = {
     "01_matmul_elementwise": set(),
     "02_matmul_tiled": {"pointer", "block_ptr", "descriptor", "persistent"},
-    "03_blocked_sum": {"pointer", "block_ptr", "descriptor"},
+    "03_blocked_sum": {"simple", "pointer", "block_ptr", "descriptor"},
     "04_weighted_sum": {"simple", "pointer"},
 }
 
@@ -194,27 +194,26 @@ def test_eager_autograd_runs_the_given_backward():
 
 
 def test_launch_tuned_tunes_once_per_bucket_and_stays_right(monkeypatch):
-    bs = support.load("03_blocked_sum")
-    kernel, calls = bs.column_sum_kernel, []
+    # 02's matmul launches its pointer kernel through common.launch_tuned when M <= 128.
+    mt = support.load("02_matmul_tiled")
+    kernel, calls = mt.matmul_pointer_kernel, []
     autotuner_run = kernel.run
     monkeypatch.setattr(
         kernel, "run", lambda *args, **kwargs: calls.append(1) or autotuner_run(*args, **kwargs)
     )
     monkeypatch.setattr(common, "_tuned", {})
 
-    def blocked_sum_matches(
-        n,
-    ):  # N = 20, 24, 32 share a bucket (32, 8 rows, float32); 40 is in 64's
-        x = torch.randn(8, n, device=common.DEVICE, dtype=torch.float32)
-        x64 = x.double()
-        common.assert_close(bs.blocked_sum(x), x64.sum(0), x64.abs().sum(0), 8, f"N={n}")
+    def matmul_matches(n):  # N = 20, 24, 32 share a bucket (8, 32, 8, float32); 40 is in 64's
+        a = torch.randn(8, 8, device=common.DEVICE)
+        b = torch.randn(8, n, device=common.DEVICE)
+        a64, b64 = a.double(), b.double()
+        common.assert_close(mt.matmul(a, b), a64 @ b64, a64.abs() @ b64.abs(), 8, f"N={n}")
         return len(calls)
 
-    assert [blocked_sum_matches(n) for n in (20, 24, 32, 40, 40)] == [1, 1, 1, 2, 2]
-    monkeypatch.setattr(
-        common, "TUNE_EVERY_SHAPE", True
-    )  # LESSONS_TUNE_EVERY_SHAPE=1: the autotuner on every call
-    assert blocked_sum_matches(24) == 3
+    assert [matmul_matches(n) for n in (20, 24, 32, 40, 40)] == [1, 1, 1, 2, 2]
+    # LESSONS_TUNE_EVERY_SHAPE=1: the autotuner on every call
+    monkeypatch.setattr(common, "TUNE_EVERY_SHAPE", True)
+    assert matmul_matches(24) == 3
 
 
 def test_launch_compiles_once_per_argument_class_then_launches_straight(monkeypatch):

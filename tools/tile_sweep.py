@@ -15,7 +15,6 @@ import common  # noqa: E402
 
 import torch  # noqa: E402
 import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
 
 blocked_sum = common.load_example(common.REPO_ROOT / "03_blocked_sum/main.py")
 weighted_sum = common.load_example(common.REPO_ROOT / "04_weighted_sum/main.py")
@@ -52,14 +51,15 @@ def main():
     print(common.describe_run())
     for rows, cols, dtype in [*((c["rows"], c["cols"], c["dtype"]) for c in blocked_sum.SWEEP), *EXTRA_03]:
         x = torch.randn(rows, cols, device=dev, dtype=getattr(torch, dtype))
-        splits, rows_per_split, _ = blocked_sum.plan_splits(rows, cols, x.device)
-        partials = torch.empty(splits, cols, device=dev) if splits > 1 else torch.empty(cols, device=dev, dtype=x.dtype)
+        splits, rows_per_split = blocked_sum.plan_splits(rows, cols, x.device)
+        # the first pass writes float32 partial sums if the rows are split, else the sums in x's dtype
+        partials = torch.empty(splits, cols, device=dev, dtype=torch.float32 if splits > 1 else x.dtype)
         times = {}
         for config in blocked_sum.prune_configs(candidates_03, {"N": cols, "rows_per_split": rows_per_split}):
             kw = config.all_kwargs()
             times[(kw["BLOCK_M"], kw["BLOCK_N"], kw["num_warps"], kw["STAGES"])] = kernel_ms(
-                lambda: blocked_sum.column_sum_kernel.fn[(common.cdiv(cols, kw["BLOCK_N"]), splits)](
-                    x, partials, rows, cols, *x.stride(), rows_per_split, ACC_DTYPE=tl.float32, **kw))
+                lambda: blocked_sum.column_sum_kernel.fn[(triton.cdiv(cols, kw["BLOCK_N"]), splits)](
+                    x, partials, rows, cols, *x.stride(), rows_per_split, **kw))
         report(f"03 {rows}x{cols} {dtype}", times, lambda c: c in lesson_03)
 
     lesson_04 = {(c.kwargs["ROWS_TILE"], c.kwargs["D_TILE"], c.num_warps)

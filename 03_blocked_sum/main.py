@@ -57,6 +57,7 @@ def simple_column_sum_kernel(
     # tl.arange(0, BLOCK_N) is a block, a small tensor inside the program: 0, 1, ..., BLOCK_N - 1.
     # Arithmetic on blocks is elementwise and broadcasts as in torch. A block's shape is a power of
     # two known when the kernel compiles, so BLOCK_N is a tl.constexpr (a compile-time constant).
+    # tl.program_id(0): which program this is, 0 to grid[0] - 1 (the docstring's program 1).
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     col_offsets = cols.to(tl.int64) * stride_n  # int64: i * stride_m, j * stride_n can pass 2^31
@@ -99,11 +100,11 @@ def check(x, variants=None):
 
 # ## Tuning the tile, and pipelining
 # column_sums_simple fixes the tile at 16 x 64, but the best tile depends on the shape: narrow x
-# wants narrow tiles (wider ones load padding), and a program that walks few rows one-row tiles,
-# where each column's sum stays in one thread. @triton.autotune(configs=..., key=...) times each
-# triton.Config on the first call with new values of the key's arguments and reuses the fastest
-# while they stay. A warp is 32 threads that run in step; num_warps: how many share a program's
-# tile. Why these seven: on each of 12 shapes one is within 1% of the best of 32 (NOTES item 41).
+# wants narrow tiles (wider ones load padding); a program that walks few rows wants one-row tiles.
+# A program runs on num_warps warps of 32 threads; Triton spreads the tile's elements over them.
+# @triton.autotune(configs=..., key=...) times each triton.Config on the first call with new key
+# values, then reuses the fastest. Why these seven: each of 12 shapes has one within 1% of the
+# best of 32 (NOTES item 41).
 TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2), (32, 128, 4, 2)]
 TILES += [(128, 128, 8, 1), (1, 1024, 8, 1)]  # (BLOCK_M, BLOCK_N, num_warps, STAGES)
 if common.INTERPRETED:
@@ -128,26 +129,27 @@ def prune_configs(configs, named_args, **kwargs):
 # config is timed 5 + 20 ms), and cache_results keeps the choice on disk for the next process.
 TUNING = dict(prune_configs_by={"early_config_prune": prune_configs}, cache_results=True)
 TUNING["do_bench"] = lambda fn, quantiles: triton.testing.do_bench(fn, 5, 20, quantiles=quantiles)
-# Pipelining: a step of the loop asks for a tile, waits, then adds it. With STAGES > 1 the next
-# STAGES - 1 tiles' loads are issued before this one is added, so the memory always has work;
-# Triton does that itself only where a loop feeds tl.dot, and tl.range(..., num_stages=STAGES)
-# asks for it. 2 made the 16-bit wide shapes 1 to 2% faster and changed nothing else (NOTES 33).
+# Pipelining: with STAGES > 1 a step issues the loads of the next STAGES - 1 tiles before it adds
+# its own, so the memory always has work. Triton does that itself only for loops that feed tl.dot;
+# tl.range(..., num_stages=STAGES) asks for it here (2: 16-bit wide shapes 1-2% faster, NOTES 33).
 
 # ## Splitting the rows of a tall, skinny x
-# One program per BLOCK_N columns gives 1048576 x 64 one program, and one SM (streaming
-# multiprocessor, a core of the GPU: 132 on an H100) cannot draw all the memory bandwidth. Where
-# blocks of 128 columns give under half the programs wanted (PROGRAMS_PER_SM per SM; narrower
-# tiles make up the rest), the rows are split: program (c, s) of a 2-D grid sums chunk s of column
-# block c into row s of a float32 (splits, N) buffer, and a second pass adds each column of it in
-# a fixed order: the same bits every call, which atomic adds (in any order) would not give.
+# With one program per BLOCK_N (>= 32) columns, a 1048576 x 64 x gets at most two programs, and
+# one SM (streaming multiprocessor, a core of the GPU: 132 on an H100 SXM) cannot draw all the
+# memory bandwidth. If blocks of 128 columns give at least half the programs wanted
+# (PROGRAMS_PER_SM per SM), narrower tiles give enough; otherwise the rows are split: program
+# (c, s) of a 2-D grid sums chunk s of column block c into row s of a float32 (splits, N) buffer,
+# and a second pass adds each column of it in a fixed order: the same bits every call, which
+# atomic adds (in any order) would not give. E.g. 1048576 x 64 on an H100: 528 programs wanted,
+# 1986 rows each, rounded up to 2048 (a multiple of the tallest tile): 512 splits.
 PROGRAMS_PER_SM = 4  # more gave shorter chunks and a larger second pass (NOTES item 29)
 ROW_ALIGN = max(config.kwargs["BLOCK_M"] for config in CONFIGS)  # the tallest tile
 
 
 @functools.lru_cache(maxsize=1024)  # asked on every call; the answer never changes
 def plan_splits(M, N, device=common.DEVICE):
-    """(splits, rows_per_split). Chunks are multiples of ROW_ALIGN rows, so that no tile straddles
-    two and the only row boundary is M (block pointers and descriptors check only the shape)."""
+    """(splits, rows_per_split), chunks a multiple of ROW_ALIGN rows: block pointers and descriptors
+    mask rows only at M, so no tile may reach into the next chunk and add its rows twice."""
     on_gpu = device.type == "cuda"
     sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 1
     wanted = PROGRAMS_PER_SM * sms  # on the CPU 4, so that the tests split small matrices
@@ -159,10 +161,9 @@ def plan_splits(M, N, device=common.DEVICE):
     return triton.cdiv(M, rows_per_split), rows_per_split
 
 
-# The simple kernel with the three changes: the autotuner picks the tile, STAGES and num_warps;
-# tl.range pipelines the loop; program_id(1) picks a chunk of rows, and a row of out. Triton
-# compiles a kernel for each set of facts it sees in integer arguments (equal to 1, a multiple of
-# 16), but M only bounds the loop: do_not_specialize, so that one compile serves every M.
+# The simple kernel with three changes: the autotuner picks the tile, STAGES and num_warps;
+# tl.range pipelines the loop; program_id(1) picks a chunk of rows and a row of out. Triton compiles
+# a kernel per fact it sees in an integer (1, a multiple of 16); do_not_specialize: not for M.
 @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"], **TUNING)
 @triton.jit(do_not_specialize=["M"])
 def column_sum_kernel(
@@ -197,6 +198,7 @@ def split_sums(kernel, x, out, *strides):
     """out = x.sum(0) through `kernel` (which takes these strides of x), then the second pass."""
     M, N = x.shape
     splits, rows_per_split = plan_splits(M, N, x.device)
+    # Autotuned: Triton fills in BLOCK_M, BLOCK_N and STAGES, and calls grid with the config.
     grid = lambda config: (triton.cdiv(N, config["BLOCK_N"]), splits)  # noqa: E731
     if splits == 1:  # one chunk writes its sums straight into out, in x's dtype
         return kernel[grid](x, out, M, N, *strides, rows_per_split)
@@ -391,8 +393,6 @@ def main(argv=None):
         print(f"variant 'descriptor' left out: it cannot take this x: {problem}")
     print(f"check passed: {', '.join(check(x))} match float64\n")
     common.print_table(benchmark(args.rows, args.cols, args.dtype), common.TIMING_COLUMNS)
-    if not common.INTERPRETED:  # describe_run said so for the interpreter
-        print("\nGPU ms: do_bench's median of a CUDA-graph replay; host us: a call's CPU time.")
     return 0
 
 

@@ -102,16 +102,13 @@ def check(m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False, va
 
 
 # ## Faster: BLOCK_K values of k per step (vector_k_kernel)
-# scalar_kernel's loop loads one value of A and one of B, then waits for both. Here a step loads
-# BLOCK_K of each at once. tl.arange(0, BLOCK_K) is a block, a small tensor inside the program:
-# [0, 1, ..., BLOCK_K - 1]. Arithmetic on a block is elementwise, as in torch, and the compiler
-# spreads its elements (lanes) over the program's threads, so many loads are in flight; where
-# stride_ak (or stride_bk, as in W.T) is 1, neighbouring lanes read neighbouring addresses. A mask
-# (a block of booleans) switches off lanes past K. BLOCK_K is a constexpr, fixed at compile time:
-# tl.arange needs a size known when compiling, so each BLOCK_K value compiles a kernel of its own.
-# @triton.autotune times every config on the first call with a new key and reuses the fastest.
-# The key holds what decides the winner: K (the loop's length) and the k-strides (whether a step
-# reads contiguous memory); N too: it is how many programs in a row reuse one row of A.
+# scalar_kernel's loop loads one value of A and one of B, then waits for both. Here each step
+# loads BLOCK_K of each at once, so many loads are in flight, and where stride_ak (or stride_bk, as
+# in W.T) is 1, neighbouring threads read neighbouring addresses.
+# Which BLOCK_K and num_warps are fastest depends on the sizes: @triton.autotune times every config
+# on the first call with a new key and reuses the fastest. The key holds what decides the winner:
+# K (the loop's length), the k-strides (whether a step reads contiguous memory) and N (how many
+# programs in a row reuse one row of A).
 CONFIGS = [triton.Config({"BLOCK_K": b}, num_warps=w) for b in (64, 128, 256) for w in (1, 2)]
 
 
@@ -133,12 +130,15 @@ def vector_k_kernel(
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
     pid = tl.program_id(0).to(tl.int64)
     row, col = pid // N, pid % N
+    # tl.arange(0, BLOCK_K) is a block, a small tensor inside the program: 0, 1, ..., BLOCK_K - 1.
+    # Arithmetic on a block is elementwise, as in torch; its elements (lanes) are spread over the
+    # program's threads. Its size must be known at compile time, so BLOCK_K is a constexpr.
     offs_k = tl.arange(0, BLOCK_K).to(tl.int64)  # int64: k * stride_ak passes 2^31 in a large A.T
     acc = tl.zeros((BLOCK_K,), dtype=acc_dtype)  # BLOCK_K partial sums, added up once at the end
     for k0 in range(0, K, BLOCK_K):
         # pointer + block of offsets = block of pointers; tl.load of it = block of BLOCK_K values
         k = k0 + offs_k
-        in_k = k < K  # the mask: lanes past K load nothing and take other=0.0
+        in_k = k < K  # a mask, a block of booleans: lanes past K load nothing, take other=0.0
         a = tl.load(a_ptr + row * stride_am + k * stride_ak, mask=in_k, other=0.0)
         b = tl.load(b_ptr + k * stride_bk + col * stride_bn, mask=in_k, other=0.0)
         acc += a.to(acc_dtype) * b.to(acc_dtype)

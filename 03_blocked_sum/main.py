@@ -163,7 +163,8 @@ def plan_splits(M, N, device=common.DEVICE):
 
 # The simple kernel with three changes: the autotuner picks the tile, STAGES and num_warps;
 # tl.range pipelines the loop; program_id(1) picks a chunk of rows and a row of out. Triton compiles
-# a kernel per fact it sees in an integer (1, a multiple of 16); do_not_specialize: not for M.
+# ("specializes") a kernel anew for what it sees in integer arguments (equal to 1, a multiple of
+# 16), to use those facts; M only bounds the loop, so do_not_specialize keeps one kernel for all M.
 @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"], **TUNING)
 @triton.jit(do_not_specialize=["M"])
 def column_sum_kernel(
@@ -357,7 +358,6 @@ def benchmark(rows, cols, dtype="float32"):
     skip = {"descriptor"} if common.descriptor_problem(x) else set()
     calls |= {name: lambda fn=fn: fn(x) for name, fn in VARIANTS.items() if name not in skip}
     calls["blocked_sum"] = lambda: blocked_sum(x)
-    # The entry's first kernel, launched as kernel[grid](...) with everything planned beforehand.
     splits, rows_per_split = plan_splits(rows, cols, x.device)
     dtype = x.dtype if splits == 1 else torch.promote_types(x.dtype, torch.float32)
     out = x.new_empty((splits, cols), dtype=dtype)  # the sums, or partial sums

@@ -75,7 +75,7 @@ def scalar_kernel(
 def scalar(a, b, out=None):
     """a @ b with scalar_kernel: one program per element of C, one k per step."""
     m, n, k, c = prepare(a, b, out)  # checks the arguments: see "Checking the arguments" below
-    # kernel[grid](...) launches grid[0] = m * n programs; num_warps=1: one warp (32 threads) each.
+    # kernel[grid]: grid (m * n,) launches m * n programs; num_warps=1: 32 threads, one number.
     scalar_kernel[(m * n,)](a, b, c, n, k, *a.stride(), *b.stride(), *c.stride(), num_warps=1)
     return common.write_out(c, out)  # out, if given, with its version bumped
 

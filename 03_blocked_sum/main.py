@@ -148,8 +148,8 @@ ROW_ALIGN = max(config.kwargs["BLOCK_M"] for config in CONFIGS)  # the tallest t
 
 @functools.lru_cache(maxsize=1024)  # asked on every call; the answer never changes
 def plan_splits(M, N, device=common.DEVICE):
-    """(splits, rows_per_split), chunks a multiple of ROW_ALIGN rows: block pointers and descriptors
-    mask rows only at M, so no tile may reach into the next chunk and add its rows twice."""
+    """(splits, rows_per_split). Chunks are a multiple of the tallest tile: the kernel below masks
+    at its chunk's end, but the block-pointer and descriptor kernels (further on) only at M."""
     on_gpu = device.type == "cuda"
     sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 1
     wanted = PROGRAMS_PER_SM * sms  # on the CPU 4, so that the tests split small matrices

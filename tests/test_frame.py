@@ -320,3 +320,19 @@ def test_kernel_out_refuses_an_out_that_requires_grad_and_avoids_overlap():
         common.kernel_out(out, (2, 3), torch.float32, x.device, (x,))
     with torch.no_grad():
         assert common.kernel_out(out, (2, 3), torch.float32, x.device, (x,)) is out
+
+
+def test_timing_row():
+    row = common.timing_row("case", "v", (2.0, 10.0), (4.0, 5.0), 50.0, "GB/s", ceiling=100.0)
+    assert set(row) == set(common.TIMING_COLUMNS)
+    assert row["GPU x torch"] == 2.0 and row["host x torch"] == 0.5 and row["% of ceiling"] == 50.0
+    interpreted = common.timing_row("c", "v", (1.0, None), (2.0, None), 1.0, "TFLOP/s")
+    assert interpreted["host x torch"] is None and interpreted["% of ceiling"] is None
+
+
+@pytest.mark.skipif(support.ON_GPU, reason="what the interpreter reports; a GPU times for real")
+def test_the_interpreter_has_no_host_time_and_times_wall_clock():
+    calls = []
+    assert common.host_us(lambda: calls.append(1)) is None and calls == []
+    assert common.gpu_ms(lambda: calls.append(1), setup=lambda: calls.append(0)) >= 0
+    assert calls[0] == 0 and len(calls) == 5  # setup, a first call, then three timed calls

@@ -27,7 +27,6 @@ tl.sum(acc, axis=0) adds acc's two rows, and program 1 stores out[4] and out[5].
 import argparse
 import functools
 import sys
-import warnings
 from pathlib import Path
 
 import torch
@@ -235,8 +234,7 @@ def column_sum_block_ptr_kernel(
 
 
 def column_sums_block_ptr(x, out):
-    with warnings.catch_warnings():  # Triton 3.7 and 3.8 warn as they compile it: said above
-        warnings.simplefilter("ignore", DeprecationWarning)
+    with common.quiet_block_pointer_warnings():  # Triton 3.7 and 3.8 warn: said above
         split_sums(column_sum_block_ptr_kernel, x, out, *x.stride())
 
 

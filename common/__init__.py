@@ -273,6 +273,16 @@ def write_out(result, out):
     return out
 
 
+@contextlib.contextmanager
+def quiet_block_pointer_warnings():
+    """Inside the block, Triton's warnings that block pointers are deprecated are not shown: a
+    DeprecationWarning in 3.7, a UserWarning on every tl.make_block_ptr in 3.8's interpreter."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", ".*make_block_ptr is deprecated")
+        yield
+
+
 @functools.cache
 def block_pointers_unavailable():
     """Why this Triton cannot run block pointers, or None. It copies 16 numbers through one rather
@@ -282,8 +292,7 @@ def block_pointers_unavailable():
     try:
         src = torch.arange(16, dtype=torch.float32, device=DEVICE)
         dst = torch.full_like(src, float("nan"))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
+        with quiet_block_pointer_warnings():
             _block_ptr_probe_kernel[(1,)](src, dst)
         if not torch.equal(src, dst):
             return "a block-pointer copy returned wrong values"

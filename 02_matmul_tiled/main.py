@@ -230,7 +230,8 @@ def matmul_block_ptr_kernel(
 def matmul_block_ptr(a, b, out=None):
     """a @ b with block pointers: any strides, any sizes, where this Triton still has them."""
     launch = functools.partial(launch_tiles, matmul_block_ptr_kernel)
-    return launch_into(launch, a, b, out, validate(a, b, "matmul_block_ptr", differentiable=False))
+    with common.quiet_block_pointer_warnings():  # Triton 3.7 and 3.8 warn that they are deprecated
+        return launch_into(launch, a, b, out, validate(a, b, "matmul_block_ptr", differentiable=False))
 
 # ## Tensor descriptors
 # tl.make_tensor_descriptor replaced block pointers. It describes a matrix by base, shape, strides and a block shape, but

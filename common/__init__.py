@@ -358,10 +358,10 @@ RESULT_COLUMNS = (
 
 def bench(fn, warmup_ms=25, rep_ms=100):
     """Median ms of a lone eager call of fn(), L2 flushed, CUDA events around it (the host's work
-    before the kernels counts). Under the interpreter: a wall clock, the median of three calls."""
-    fn()
+    before the kernels counts). Under the interpreter: gpu_ms's wall clock."""
     if INTERPRETED:
-        return statistics.median(timeit.repeat(fn, number=1, repeat=3)) * 1e3
+        return gpu_ms(fn)
+    fn()
     flush = torch.empty(256 << 20, dtype=torch.int8, device=DEVICE)  # more than any L2
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
@@ -382,12 +382,9 @@ def bench(fn, warmup_ms=25, rep_ms=100):
     return statistics.median(timed_call() for _ in range(reps))
 
 
-def bench_graph(fn, setup=lambda: None, warmup_ms=25):
-    """Median ms of fn()'s kernels replayed from a CUDA graph; None under the interpreter."""
-    if INTERPRETED:
-        return None
-    replay = capture_graph(fn, setup).replay
-    return triton.testing.do_bench(replay, warmup=warmup_ms, rep=100, return_mode="median")
+def bench_graph(fn):
+    """gpu_ms: fn()'s kernels replayed from a CUDA graph; None under the interpreter."""
+    return None if INTERPRETED else gpu_ms(fn)
 
 
 def result_row(case, variant, eager_ms, graph_ms, throughput, unit, torch_ms, ceiling=None):

@@ -1,177 +1,125 @@
-"""Tiled matrix multiplication C = A @ B with tl.dot, from one tile per program to a persistent kernel.
+"""Tiled matrix multiplication C = A @ B with tl.dot, from one tile per program to a persistent one.
 
-    C[i, j] = sum over k of A[i, k] * B[k, j]        A: (M, K), B: (K, N), C: (M, N)
+You learn how a program computes a whole tile of C with tl.dot (a product of two small matrices on
+the tensor cores, the GPU's matrix-multiply units), how to tune and order those programs, how to
+load tiles through tensor descriptors (03 shows block pointers too), a persistent kernel, and how
+the kernels join autograd and torch.compile. For A (M, K), B (K, N) and C (M, N):
 
-Each program computes one BLOCK_M x BLOCK_N tile of C, walking along K in steps of BLOCK_K: it adds the
-product of an A tile and a B tile (`tl.dot`, on the tensor cores) into a float32 accumulator, so each
-element of A is loaded N / BLOCK_N times instead of N times. In reading order:
-- "pointer": the tile loop with pointers, masks and any strides, in an L2-friendly program order;
-- "block_ptr", "descriptor": block pointers (gone in Triton 3.9), tensor descriptors (TMA on Hopper);
-- "persistent": one program per SM walking many tiles, which `matmul` runs for 16-bit or TF32 dots of aligned rows (not small 16-bit ones);
-- `matmul` as a PyTorch op whose gradients are matmuls on strided views: dA = dC @ B^T, dB = A^T @ dC.
+    C[i, j] = sum over k of A[i, k] * B[k, j]        dA = dC @ B^T,  dB = A^T @ dC
+
+C is cut into BLOCK_M x BLOCK_N tiles, one per program, and each program walks K in steps of
+BLOCK_K, adding A[its rows, the step's ks] @ B[the step's ks, its columns] into an accumulator. A
+loaded A tile serves BLOCK_N columns of C at once, so A is read N / BLOCK_N times, not N times.
+
+A worked example with tiles of 2 (tl.dot wants 16 or more): A (3, 4) and B (4, 5), row-major, so
+their strides (elements to the next row, column) are (4, 1) and (5, 1). C has 2 x 3 tiles, one
+program each; program pid computes tile (pid // 3, pid % 3), program 4 rows [2, 3], columns [2, 3]:
+
+    step   ks       A offsets rows[:, None] * 4 + ks[None, :]    B offsets ks[:, None] * 5 + cols
+    0      [0, 1]   [[ 8,  9], [ -,  -]]                          [[ 2,  3], [ 7,  8]]
+    1      [2, 3]   [[10, 11], [ -,  -]]                          [[12, 13], [17, 18]]
+
+Row 3 is past M = 3: the mask rows < M switches its loads off (they read 0, which adds nothing)
+and its store. The program stores C[2, 2] and C[2, 3] at offsets 2 * 5 + [2, 3] = [12, 13].
 """
 
 import argparse
 import contextlib
 import functools
-import statistics
 import sys
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import common  # noqa: E402  (before any kernel is defined: it switches on the interpreter when there is no GPU)
+ROOT = str(Path(__file__).resolve().parent.parent)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)  # so that `import common` finds the repository's common/
+import common  # noqa: E402  (before any kernel: without CUDA it switches on Triton's interpreter)
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-# ## One program per C tile, in grouped order
-# The GPU starts programs roughly in the order of their ids, a wave at a time, and a tile that a wave
-# reads twice comes from the L2 cache the second time. In row-major order (tile row = pid // tiles_n) a
-# wave computes a few whole rows of C: few rows of A, but all of B. Grouped order walks GROUP_M tile rows
-# down before it moves one tile column right, so a wave covers a squarer patch of C. Below, a wave of 4
-# programs reads 1 strip of A tiles and 4 of B in row-major order, 2 and 2 grouped; the gap grows with N.
-#
-#     row-major:   0  1  2  3         grouped, GROUP_M = 2:   0  2  4  6
-#                  4  5  6  7                                 1  3  5  7
-#                  8  9 10 11                                 8 10 12 14
-#                 12 13 14 15                                 9 11 13 15
-@triton.jit
-def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    """The (tile row, tile column) of C that program `pid` computes; the last group may be short."""
-    tiles_per_group = GROUP_M * tl.cdiv(N, BLOCK_N)
-    group, in_group = pid // tiles_per_group, pid % tiles_per_group  # which group; the place within it
-    rows_in_group = min(tl.cdiv(M, BLOCK_M) - group * GROUP_M, GROUP_M)
-    return group * GROUP_M + in_group % rows_in_group, in_group // rows_in_group
+DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32", "float64")}
+INTERPRETED = tl.constexpr(common.INTERPRETED)  # a global a kernel reads must be a tl.constexpr
 
-# Triton's interpreter holds bfloat16 in uint16 arrays (NumPy has no bfloat16) and tl.dot multiplies those
-# integers, so there tile_dot widens them to float32 first (exact); on a GPU the branch is not compiled.
-WIDEN_BFLOAT16_DOT = tl.constexpr(common.INTERPRETED)
 
+# The interpreter keeps bfloat16 as 16-bit integers and its tl.dot multiplies those: widen them.
 @triton.jit
-def tile_dot(a, b, acc, INPUT_PRECISION: tl.constexpr):
-    """acc + a @ b on the tensor cores."""
-    if WIDEN_BFLOAT16_DOT and a.dtype == tl.bfloat16:
+def interpretable(a, b):  # on a GPU the `if` is False at compile time: it does nothing
+    if INTERPRETED and a.dtype == tl.bfloat16:
         a, b = a.to(tl.float32), b.to(tl.float32)
-    return tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
+    return a, b
 
-# Tiles for the autotuner (timed on the first call in a new bucket): 128 x 256 feeds the tensor cores with few
-# loads per FLOP; num_stages tiles load while others multiply; BLOCK_K = 32: float32 tiles take twice the shared memory.
-# The last two, for C of few tiles (BLOCK_M 16 only for M <= 16, a decoding step): more programs, longer K steps.
-TILE_CONFIGS = [
-    triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m}, num_stages=stages, num_warps=warps)
-    for bm, bn, bk, group_m, stages, warps in ([(64, 64, 32, 4, 1, 4)] if common.INTERPRETED else [
-        (128, 256, 64, 8, 3, 8), (128, 256, 64, 4, 3, 8), (256, 128, 64, 8, 3, 8), (128, 256, 32, 8, 4, 8),
-        (256, 128, 32, 8, 3, 8), (128, 128, 64, 8, 4, 4), (128, 128, 32, 8, 4, 4), (128, 64, 32, 8, 4, 4),
-        (64, 256, 32, 8, 4, 4), (64, 64, 32, 8, 3, 4), (64, 64, 128, 1, 4, 4), (16, 64, 256, 1, 3, 4),
-    ])
-]  # fmt: skip  # interpreted: one config, as the interpreter cannot time configs
 
-def tile_shared_bytes(config, element_size):
-    """Shared memory a config needs: num_stages copies of an A tile and a B tile."""
-    kw = config.kwargs
-    return config.num_stages * (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"] * element_size
-
-def autotuned(configs, shared_bytes):
-    """triton.autotune (it adds dtypes to the key), timing configs that fit in shared memory and suit C's size."""
-    def fitting(configs, named_args, **kwargs):  # kwargs: the other arguments the autotuner passes
-        a = named_args["a_ptr"]
-        limit = triton.runtime.driver.active.utils.get_device_properties(a.device.index)["max_shared_mem"]
-        m, n = (common.next_power_of_2(named_args[size]) for size in ("M", "N"))
-        kept = [c for c in configs if shared_bytes(c, a.element_size()) <= limit
-                and min(64, m) <= c.kwargs["BLOCK_M"] <= max(64, m) and c.kwargs["BLOCK_N"] <= max(64, n)]
-        return kept or [min(configs, key=lambda c: shared_bytes(c, a.element_size()))]
-    return triton.autotune(configs=configs, key=["M", "N", "K", "INPUT_PRECISION"],
-                           prune_configs_by={"early_config_prune": fitting}, **common.TUNING)
-
-@autotuned(TILE_CONFIGS, tile_shared_bytes)
-@triton.jit(do_not_specialize=["M"])  # M only masks rows: no compile per row count (N and K: multiples of 16 vectorize)
-def matmul_pointer_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K,  # A (M, K), B (K, N) and C (M, N, written here), any strides
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,  # elements between rows, columns of A, B, C
-    ACC_DTYPE: tl.constexpr, INPUT_PRECISION: tl.constexpr,  # accumulator float32 (float64 for float64); "tf32"/"ieee"
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # the C tile; the step along K
-    GROUP_M: tl.constexpr,  # tile rows per group in the program order
-):
-    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    rows, cols = pid_m * BLOCK_M + tl.arange(0, BLOCK_M), pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+# ## The simplest tiled kernel: one program per C tile, tiles in row-major order
+@triton.jit
+def simple_matmul_kernel(
+    a_ptr, b_ptr, c_ptr,  # pointers to A[0, 0], B[0, 0] and C[0, 0]; any strides
+    M, N, K,  # C is (M, N); K is the length of each dot product
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,  # to the next row, column
+    INPUT_PRECISION: tl.constexpr,  # "tf32" or "ieee": see input_precision()
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # the C tile, the K step
+):  # fmt: skip
+    # Add in float32 (float64 for float64): a 16-bit running sum would round small products away.
+    acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = tl.program_id(0) // tiles_n, tl.program_id(0) % tiles_n  # row-major order
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # a block: a small tensor of row indices
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     ks = tl.arange(0, BLOCK_K)
-    # 64-bit offsets: past 2**31 elements, 32-bit row * stride would wrap around silently.
+    # int64: row * stride_am passes 2^31 in a large A, where int32 arithmetic would wrap around.
     a_ptrs = a_ptr + rows.to(tl.int64)[:, None] * stride_am + ks.to(tl.int64)[None, :] * stride_ak
     b_ptrs = b_ptr + ks.to(tl.int64)[:, None] * stride_bk + cols.to(tl.int64)[None, :] * stride_bn
-    # A float32 accumulator for 16-bit input too: a long 16-bit running sum rounds small products away.
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_DTYPE)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
     for k in range(0, K, BLOCK_K):
-        # Rows past M, columns past N and the last partial step along K read as 0, which adds nothing.
+        # Lanes past M, past N, or past K in the last step load 0 instead (the masks).
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
         b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
-        acc = tile_dot(a, b, acc, INPUT_PRECISION)
-        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # int64: BLOCK_K * stride in int32 could wrap
+        a, b = interpretable(a, b)  # the interpreter's bfloat16 fix, nothing on a GPU
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
+        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # the next K step
         b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
     c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * stride_cm + cols.to(tl.int64)[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
-def validate(a, b, name="matmul", differentiable=True):
-    """(M, N, K), or TypeError/ValueError naming what is wrong; differentiable=False: refuse inputs that require grad."""
-    for arg, t in (("a", a), ("b", b)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name}: {arg} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
-            raise TypeError(f"{name}: {arg} has dtype {t.dtype}; supported: float16, bfloat16, float32, float64")
-        if t.dim() != 2:
-            raise ValueError(f"{name}: {arg} must be 2-D, got shape {tuple(t.shape)}")
-        if t.device.type != common.DEVICE.type:
-            raise ValueError(f"{name}: {arg} is on {t.device}, expected a {common.DEVICE.type} tensor")
-    if a.dtype != b.dtype:
-        raise TypeError(f"{name}: a and b must have one dtype, got {a.dtype} and {b.dtype}")
-    if a.device != b.device:
-        raise ValueError(f"{name}: a is on {a.device} and b on {b.device}")
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(f"{name}: a {tuple(a.shape)} and b {tuple(b.shape)} do not chain: {a.shape[1]} != {b.shape[0]}")
-    if not differentiable and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
-        raise ValueError(f"{name} records no gradients and an input requires grad: call matmul")
-    return a.shape[0], b.shape[1], a.shape[1]
 
-def input_precision(dtype):
-    """As torch.matmul: float32 under set_float32_matmul_precision("high"/"medium") takes TF32 (10-bit mantissas)."""
-    return "tf32" if dtype == torch.float32 and torch.get_float32_matmul_precision() != "highest" else "ieee"
-
-def launch_args(dtype):  # the constexpr arguments every matmul kernel takes besides its tiles
-    return dict(ACC_DTYPE=tl.float64 if dtype == torch.float64 else tl.float32, INPUT_PRECISION=input_precision(dtype))
-
-def bucket(a, b, precision):  # the autotuner runs once per bucket (common.launch_tuned): sizes to powers of 2, dtype
-    return (*map(common.next_power_of_2, (a.shape[0], b.shape[1], a.shape[1])), a.dtype, precision)
-
-def launch_tiles(kernel, a, b, c, strides=None):
-    """One program per C tile, in a 1-D grid that grouped_tile maps to (row, column); strides: those the kernel takes."""
+def matmul_simple(a, b, c):
+    """c = a @ b through simple_matmul_kernel: 64 x 64 tiles of C, 32 values of k a step."""
     (m, k), n = a.shape, b.shape[1]
-    strides = strides or (*a.stride(), *b.stride(), *c.stride())
-    grid, args = lambda meta: (common.cdiv(m, meta["BLOCK_M"]) * common.cdiv(n, meta["BLOCK_N"]),), launch_args(a.dtype)
-    common.launch_tuned(kernel, grid, bucket(a, b, args["INPUT_PRECISION"]), a, b, c, m, n, k, *strides, **args)
+    grid = (triton.cdiv(m, 64) * triton.cdiv(n, 64),)  # one program per C tile
+    simple_matmul_kernel[grid](
+        a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(),
+        INPUT_PRECISION=input_precision(a.dtype), BLOCK_M=64, BLOCK_N=64, BLOCK_K=32,
+    )  # fmt: skip
 
-def launch_into(launch, a, b, out, sizes):
-    """launch(a, b, c) into out, or a fresh C (copied into out if out overlaps a or b, which programs still read)."""
-    m, n, k = sizes
-    copy_back = out is not None and common.check_out(out, (m, n), a.dtype, a.device, (a, b))
-    c = out if out is not None and not copy_back else torch.empty((m, n), dtype=a.dtype, device=a.device)
-    if k == 0:
-        c.zero_()  # empty sums
-    elif c.numel():
-        launch(a, b, c)
-    return out.copy_(c) if copy_back else c
 
-def matmul_pointer(a, b, out=None):
-    """a @ b with pointer arithmetic and masks: any strides, any sizes."""
-    launch = functools.partial(launch_tiles, matmul_pointer_kernel)
-    return launch_into(launch, a, b, out, validate(a, b, "matmul_pointer", differentiable=False))
+def input_precision(dtype):  # as torch.matmul: float32 in TF32 (10-bit mantissas) unless "highest"
+    tf32 = dtype == torch.float32 and torch.get_float32_matmul_precision() != "highest"
+    return "tf32" if tf32 else "ieee"
 
-def reference(a, b):
-    """What matmul computes, in PyTorch: check() takes it in float64, benchmark() times it."""
+
+def reference(a, b):  # what matmul computes, in PyTorch
     return torch.matmul(a, b)
 
+
+def check(m, n, k, dtype=torch.float32, precision=None, transpose_a=False, transpose_b=False):
+    """Each variant that takes the layout, then matmul, into an out= of NaN, against float64 under
+    torch's float32 `precision` (None: as set); returns the names checked."""
+    with float32_matmul_precision(precision):
+        a, b = random_matrix(m, k, dtype, transpose_a), random_matrix(k, n, dtype, transpose_b)
+        expected = reference(a.double(), b.double())
+        magnitude = reference(a.double().abs(), b.double().abs())  # scales the rounding allowed
+        roundoff = 2.0**-9 if input_precision(dtype) == "tf32" else 0.0  # one TF32 product's
+        names = [name for name in VARIANTS if name not in refusals(a, b)] + ["matmul"]
+        for name in names:
+            out = torch.full((m, n), float("nan"), dtype=dtype, device=common.DEVICE)
+            (matmul if name == "matmul" else VARIANTS[name])(a, b, out=out)
+            what = f"{name} {m}x{n}x{k} {dtype} {input_precision(dtype)}"
+            common.assert_close(out, expected, magnitude, k, what, roundoff)
+    return names
+
+
 @contextlib.contextmanager
-def float32_matmul_precision(precision):
-    """Set torch's float32 matmul precision for a while ("highest", "high", "medium"; None: leave it)."""
+def float32_matmul_precision(precision):  # "highest", "high", "medium", or None: unchanged
     before = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision(precision or before)
     try:
@@ -179,323 +127,473 @@ def float32_matmul_precision(precision):
     finally:
         torch.set_float32_matmul_precision(before)
 
-def product_roundoff(dtype):  # error of one product: none in float32 but for TF32's inputs (10 mantissa bits)
-    return 2.0**-9 if input_precision(dtype) == "tf32" else 0.0
 
-def random_matrix(rows, cols, dtype, transposed=False):  # torch.randn (rows, cols), or a view of (cols, rows) as .T
+def random_matrix(rows, cols, dtype, transposed=False):  # transposed: the .T of a (cols, rows)
     t = torch.randn((cols, rows) if transposed else (rows, cols), device=common.DEVICE).to(dtype)
     return t.T if transposed else t
 
-def check(m, n, k, dtype=torch.float32, precision=None, transpose_a=False, transpose_b=False):
-    """Each variant taking the layout, and matmul, into NaN-filled out= against float64; returns their names.
-    (VARIANTS, refusals and matmul come further down, after the faster forms.)"""
-    with float32_matmul_precision(precision):
-        a, b = random_matrix(m, k, dtype, transpose_a), random_matrix(k, n, dtype, transpose_b)
-        expected, magnitude = reference(a.double(), b.double()), reference(a.double().abs(), b.double().abs())
-        checked = [name for name in VARIANTS if name not in refusals(a, b)] + ["matmul"]
-        for name in checked:
-            out = torch.full((m, n), float("nan"), dtype=dtype, device=common.DEVICE)
-            (matmul if name == "matmul" else VARIANTS[name])(a, b, out=out)
-            what = f"{name} {m}x{n}x{k} {dtype} precision={torch.get_float32_matmul_precision()}"
-            common.assert_close(out, expected, magnitude, k, what, product_roundoff(dtype))
-    return checked
 
-# ## Block pointers
-# tl.make_block_ptr(base, shape, strides, offsets, block_shape, order) is a cursor over a matrix of any
-# strides: tl.load reads the block at the offsets (boundary_check: the dimensions to mask), tl.advance
-# moves it; `order` (fastest dimension first) is a layout hint. Triton 3.9 removed block pointers.
-@autotuned(TILE_CONFIGS, tile_shared_bytes)
-@triton.jit
-def matmul_block_ptr_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K,  # A (M, K), B (K, N) and C (M, N, written here), any strides
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,  # elements between rows, columns of A, B, C
-    ACC_DTYPE: tl.constexpr, INPUT_PRECISION: tl.constexpr,  # accumulator float32 (float64 for float64); "tf32"/"ieee"
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # the C tile; the step along K
-    GROUP_M: tl.constexpr,  # tile rows per group in the program order
-):
-    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    a_block = tl.make_block_ptr(a_ptr, (M, K), (stride_am, stride_ak), (pid_m * BLOCK_M, 0), (BLOCK_M, BLOCK_K), (1, 0))
-    b_block = tl.make_block_ptr(b_ptr, (K, N), (stride_bk, stride_bn), (0, pid_n * BLOCK_N), (BLOCK_K, BLOCK_N), (1, 0))
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_DTYPE)
-    for _ in range(0, K, BLOCK_K):
-        a = tl.load(a_block, boundary_check=(0, 1), padding_option="zero")
-        b = tl.load(b_block, boundary_check=(0, 1), padding_option="zero")
-        acc = tile_dot(a, b, acc, INPUT_PRECISION)
-        a_block = tl.advance(a_block, (0, BLOCK_K))  # a new cursor, moved along K
-        b_block = tl.advance(b_block, (BLOCK_K, 0))
-    c_block = tl.make_block_ptr(c_ptr, (M, N), (stride_cm, stride_cn), (pid_m * BLOCK_M, pid_n * BLOCK_N),
-                                (BLOCK_M, BLOCK_N), (1, 0))
-    tl.store(c_block, acc.to(c_ptr.dtype.element_ty), boundary_check=(0, 1))
-
-def matmul_block_ptr(a, b, out=None):
-    """a @ b with block pointers: any strides, any sizes, where this Triton still has them."""
-    launch = functools.partial(launch_tiles, matmul_block_ptr_kernel)
-    with common.quiet_block_pointer_warnings():  # Triton 3.7 and 3.8 warn that they are deprecated
-        return launch_into(launch, a, b, out, validate(a, b, "matmul_block_ptr", differentiable=False))
-
-# ## Tensor descriptors
-# tl.make_tensor_descriptor replaced block pointers. It describes a matrix by base, shape, strides and a block shape, but
-# holds no position: each desc.load([row, col]) names the block's first element, so the K loop keeps a plain coordinate.
-# Every dimension is checked against the shape (reads outside give 0, writes outside are dropped): no masks. The price is
-# alignment: a 16-byte aligned base, a last stride of 1 (hence strides=[stride, 1]), other strides multiples of 16 bytes.
-# A descriptor that breaks them can give wrong numbers on a GPU and no error, so descriptor_problem checks them first. On
-# Hopper a descriptor load is one TMA instruction: the copy engine computes addresses and bounds, not registers. The
-# descriptor is built at run time in scratch memory: common.set_descriptor_allocator() provides it.
-@autotuned(TILE_CONFIGS, tile_shared_bytes)
-@triton.jit(do_not_specialize=["M", "N", "K", "stride_am", "stride_bk", "stride_cm"])  # the descriptors check bounds
-def matmul_descriptor_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K,  # A (M, K), B (K, N), C (M, N, written here): rows contiguous, 16-byte aligned
-    stride_am, stride_bk, stride_cm,  # elements between rows of A, B and C: multiples of 16 bytes
-    ACC_DTYPE: tl.constexpr, INPUT_PRECISION: tl.constexpr,  # accumulator float32 (float64 for float64); "tf32"/"ieee"
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # the C tile; the step along K
-    GROUP_M: tl.constexpr,  # tile rows per group in the program order
-):
-    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N])
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_DTYPE)
-    for k in range(0, K, BLOCK_K):
-        a = a_desc.load([pid_m * BLOCK_M, k])
-        b = b_desc.load([k, pid_n * BLOCK_N])
-        acc = tile_dot(a, b, acc, INPUT_PRECISION)
-    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
-
-def descriptor_problem(a, b, c, variant="matmul_descriptor"):
-    """Why a descriptor cannot take a, b (None: skip it) or c, or None: common.descriptor_problem for each, and no
-    stride 0 (expand()): it passes the 16-byte rule, but a descriptor's shape and strides describe distinct rows."""
-    for name, t in (("a", a), ("b", b), ("the output", c)):
-        reason = t is not None and (common.descriptor_problem(t) or ("a stride is 0" if 0 in t.stride() else None))
-        if reason:
-            return f"{variant}: a tensor descriptor cannot describe {name} {tuple(t.shape)} strides {t.stride()}: {reason}"
-
-def launch_descriptor(a, b, c):
-    if problem := descriptor_problem(a, b, c):
-        raise ValueError(problem)
-    common.set_descriptor_allocator()
-    launch_tiles(matmul_descriptor_kernel, a, b, c, (a.stride(0), b.stride(0), c.stride(0)))
-
-def matmul_descriptor(a, b, out=None):
-    """a @ b with tensor descriptors; ValueError where descriptor_problem finds one."""
-    return launch_into(launch_descriptor, a, b, out, validate(a, b, "matmul_descriptor", differentiable=False))
-
-# ## A persistent kernel
-# The kernels above run one program per C tile, in waves; between waves an SM idles while a finished tile
-# drains and the next program's first tiles arrive. A persistent kernel runs one program per SM, which
-# walks tiles start, start + PROGRAMS, ... in grouped order; tl.range(..., flatten=True) makes the tile
-# and K loops one software pipeline (Triton's tutorial 09-persistent-matmul). With EPILOGUE_SUBTILE the C
-# tile is staged for the TMA store in two halves, so that big float32 tiles fit in shared memory. TF32
-# tensor cores read float32 tiles only K-contiguous, and the compiler would re-layout each tile of a
-# row-major B on every K step: so the wrapper writes B^T first, and the kernel multiplies by boxes' `.T`.
-PERSISTENT_CONFIGS = [
-    triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, "EPILOGUE_SUBTILE": subtile},
-                  num_stages=stages, num_warps=warps)
-    for bm, bn, bk, group_m, subtile, stages, warps in ([(64, 64, 32, 4, True, 1, 4)] if common.INTERPRETED else [
-        (128, 256, 64, 8, False, 3, 8),  # 16-bit inputs
-        (128, 256, 32, 8, True, 3, 8),  # float32: the C tile is stored in halves to fit
-        (128, 128, 64, 8, False, 4, 8), (128, 128, 32, 8, False, 4, 8),
-        (64, 64, 32, 8, False, 3, 4),  # small matrices, and float64
-    ])
+# ## Autotuning the tile
+# matmul_simple fixed the tile at 64 x 64 x 32, but the best tile depends on the sizes and dtype:
+# a large C wants 128 x 256 tiles (fewer loads per multiply-add), a small one smaller tiles, so
+# that every SM (streaming multiprocessor, one of the GPU's 132 cores) gets a program. num_stages
+# says how many K steps of tiles load ahead while the tensor cores multiply (Triton pipelines loops
+# that feed tl.dot itself); they wait in shared memory, the SM's small fast memory. The list comes
+# from measurement: BLOCK_K 32 where float32 tiles take twice the bytes; the last two serve C of
+# few tiles (NOTES item 43: BLOCK_M 16 for a decoding step, M <= 16).
+TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M (see grouped order), num_stages, num_warps
+    (128, 256, 64, 8, 3, 8), (128, 256, 64, 4, 3, 8), (256, 128, 64, 8, 3, 8),
+    (128, 256, 32, 8, 4, 8), (256, 128, 32, 8, 3, 8), (128, 128, 64, 8, 4, 4),
+    (128, 128, 32, 8, 4, 4), (128, 64, 32, 8, 4, 4), (64, 256, 32, 8, 4, 4),
+    (64, 64, 32, 8, 3, 4), (64, 64, 128, 1, 4, 4), (16, 64, 256, 1, 3, 4),
 ]  # fmt: skip
+if common.INTERPRETED:
+    TILES = [(64, 64, 32, 4, 1, 4)]  # the interpreter cannot time configs: it gets one
+CONFIGS = [
+    triton.Config(
+        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g}, num_stages=s, num_warps=w
+    )
+    for bm, bn, bk, g, s, w in TILES
+]
 
-def persistent_shared_bytes(config, element_size):
-    """The pipeline's A and B tiles, plus the C tile (or its half) staged for the TMA store."""
-    c_tile = config.kwargs["BLOCK_M"] * config.kwargs["BLOCK_N"] * element_size
-    return tile_shared_bytes(config, element_size) + c_tile // (1 + config.kwargs["EPILOGUE_SUBTILE"])
 
-@autotuned(PERSISTENT_CONFIGS, persistent_shared_bytes)
-@triton.jit(do_not_specialize=["M", "N", "K", "stride_am", "stride_b", "stride_cm"])  # as the descriptor kernel
+def prune(configs, named_args, **kwargs):
+    """The tiles worth timing for this C: BLOCK_N at most N and BLOCK_M at most M (both rounded up
+    to a power of two, at least 64); 16-row tiles only for M <= 16."""
+    m, n = triton.next_power_of_2(named_args["M"]), triton.next_power_of_2(named_args["N"])
+    fit = [
+        c for c in configs
+        if min(64, m) <= c.kwargs["BLOCK_M"] <= max(64, m) and c.kwargs["BLOCK_N"] <= max(64, n)
+    ]  # fmt: skip
+    return fit or configs
+
+
+# @triton.autotune(configs=..., key=...) times each config on the first call with new key values
+# and reuses the fastest. The key is what picks the tile: M, N, K and INPUT_PRECISION (TF32 tiles
+# run at another rate); Triton adds the dtypes. A new shape costs one round of timing, 5 + 20 ms
+# for each config left after prune, about 0.3 s (plus a compile the first time N or K changes
+# divisibility by 16); cache_results=True keeps the choice on disk for the next process. A config
+# that needs more shared memory than the SM has (float32 and float64 tiles are 2 and 4 times the
+# bytes) fails to launch, and the autotuner times it as infinitely slow.
+TUNING = dict(key=["M", "N", "K", "INPUT_PRECISION"], cache_results=True)
+TUNING["prune_configs_by"] = {"early_config_prune": prune}
+TUNING["do_bench"] = lambda fn, quantiles: triton.testing.do_bench(fn, 5, 20, quantiles=quantiles)
+
+
+# ## Grouped program order
+# The GPU starts programs roughly in the order of their ids, a wave at a time, and a tile that a
+# wave reads twice comes from the L2 cache the second time. In row-major order a wave computes a
+# few whole rows of C tiles: few row strips of A but all of B. Grouped order walks GROUP_M tile
+# rows down before it moves a column right, so a wave covers a squarer patch of C. Below, a wave of
+# 4 programs reads 1 strip of A and 4 of B in row-major order, 2 and 2 grouped:
+#
+#     row-major:   0  1  2  3         grouped, GROUP_M = 2:   0  2  4  6
+#                  4  5  6  7                                 1  3  5  7
+#                  8  9 10 11                                 8 10 12 14
+#                 12 13 14 15                                 9 11 13 15
+@triton.jit
+def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(tile row, tile column) of program pid in grouped order; the last group may be short."""
+    tiles_per_group = GROUP_M * tl.cdiv(N, BLOCK_N)
+    group, in_group = pid // tiles_per_group, pid % tiles_per_group
+    rows_in_group = min(tl.cdiv(M, BLOCK_M) - group * GROUP_M, GROUP_M)
+    return group * GROUP_M + in_group % rows_in_group, in_group // rows_in_group
+
+
+# The pointer kernel is simple_matmul_kernel with two changes: @triton.autotune picks the tile, and
+# grouped_tile replaces the row-major line. Triton compiles a kernel anew for what it sees in
+# integer arguments (equal to 1, divisible by 16) to use those facts ("specializes"); M only masks
+# rows, so do_not_specialize keeps one kernel for every M. N and K stay: their masks then show 16
+# equal lanes, so loads are wide (unspecialized they ran 3 to 4x slower, NOTES item 47).
+@triton.autotune(configs=CONFIGS, **TUNING)
+@triton.jit(do_not_specialize=["M"])
+def matmul_pointer_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K,  # as in simple_matmul_kernel
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    INPUT_PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,  # tile rows per group
+):  # fmt: skip
+    acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)  # the change
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rows.to(tl.int64)[:, None] * stride_am + ks.to(tl.int64)[None, :] * stride_ak
+    b_ptrs = b_ptr + ks.to(tl.int64)[:, None] * stride_bk + cols.to(tl.int64)[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
+        b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
+        a, b = interpretable(a, b)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
+        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak
+        b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
+    c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * stride_cm + cols.to(tl.int64)[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def tile_grid(m, n):  # one program per C tile of the config the autotuner is running
+    return lambda config: (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
+
+
+def launch_pointer(a, b, c):
+    (m, k), n = a.shape, b.shape[1]
+    matmul_pointer_kernel[tile_grid(m, n)](
+        a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(),
+        INPUT_PRECISION=input_precision(a.dtype),
+    )  # fmt: skip
+
+
+# ## Tensor descriptors and a persistent kernel
+# A tensor descriptor, tl.make_tensor_descriptor(base, shape, strides, block shape), describes a
+# whole matrix once; desc.load([row, col]) then reads the tile whose first element is there, so
+# the K loop keeps a plain coordinate and no pointer tiles. Reads past the shape give 0 and writes
+# there are dropped: no masks. On Hopper GPUs a load is one TMA copy (the Tensor Memory
+# Accelerator moves the tile into shared memory while the threads compute). The rules: base
+# 16-byte aligned, last stride 1, other strides multiples of 16 bytes. Broken, they gave wrong
+# numbers without an error on an H200, so descriptor_problem checks them first.
+#
+# A persistent kernel: above, one program per C tile runs in waves, and between waves an SM idles
+# while a finished tile is stored and the next program's first tiles arrive. Here one program per
+# SM walks tiles start, start + PROGRAMS, ... in grouped order, and tl.range(..., flatten=True)
+# makes the tile and K loops one pipeline (as Triton's tutorial 09-persistent-matmul; 95 to 102%
+# of cuBLAS in 16 bits, NOTES item 14). EPILOGUE_SUBTILE stores the C tile in two halves, so big
+# float32 tiles fit in shared memory. TF32 tensor cores read float32 tiles only K-contiguous, and
+# the compiler would re-layout each tile of a row-major B on every step: so the wrapper hands over
+# B^T (N, K), and the kernel multiplies by the loaded box's `.T`. M, N, K and the row strides are
+# not specialized: descriptors check bounds themselves, and each new specialization would compile
+# anew (1 to 2 s) for no gain (within 1.3%, NOTES item 47).
+def persistent_problem(a, b, c):
+    """Why descriptors cannot take c = a @ b, or None. Under TF32 the kernel reads k_major_b(b)
+    (below), which takes any b. A stride of 0 (an expand()ed view) passes the 16-byte rule, but a
+    descriptor's rows must be distinct."""
+    tf32 = input_precision(a.dtype) == "tf32"
+    for name, t in (("a", a), ("b", None if tf32 else b), ("the output", c)):
+        if t is not None and (reason := common.descriptor_problem(t) or 0 in t.stride()):
+            reason = "a stride is 0" if reason is True else reason
+            where = f"{name} {tuple(t.shape)} strides {t.stride()}"
+            return f"matmul_persistent: a tensor descriptor cannot describe {where}: {reason}"
+
+
+PERSISTENT_TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EPILOGUE_SUBTILE, num_stages, num_warps
+    (128, 256, 64, 8, False, 3, 8),  # 16-bit inputs
+    (128, 256, 32, 8, True, 3, 8),  # float32: the C tile is stored in halves to fit
+    (128, 128, 64, 8, False, 4, 8), (128, 128, 32, 8, False, 4, 8),
+    (64, 64, 32, 8, False, 3, 4),  # small matrices, and float64
+]  # fmt: skip
+if common.INTERPRETED:
+    PERSISTENT_TILES = [(64, 64, 32, 4, True, 1, 4)]
+PERSISTENT_CONFIGS = [
+    triton.Config(
+        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g, "EPILOGUE_SUBTILE": sub},
+        num_stages=s,
+        num_warps=w,
+    )
+    for bm, bn, bk, g, sub, s, w in PERSISTENT_TILES
+]
+
+
+@triton.autotune(configs=PERSISTENT_CONFIGS, **TUNING)
+@triton.jit(do_not_specialize=["M", "N", "K", "stride_am", "stride_b", "stride_cm"])  # as there
 def matmul_persistent_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K,  # A (M, K), B (K, N) or B^T (N, K), C (M, N, written here): as for descriptors
-    stride_am, stride_b, stride_cm,  # elements between rows of A, of b_ptr's matrix, of C: multiples of 16 bytes
-    PROGRAMS: tl.constexpr, B_TRANSPOSED: tl.constexpr,  # programs (one per SM); b_ptr holds B^T (set under TF32 only)
-    ACC_DTYPE: tl.constexpr, INPUT_PRECISION: tl.constexpr,  # accumulator float32 (float64 for float64); "tf32"/"ieee"
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # the C tile; the step along K
-    GROUP_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,  # tile rows per group; store C in two halves
-):
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
+    a_ptr, b_ptr, c_ptr, M, N, K,  # as in matmul_pointer_kernel; b_ptr: B, or B^T (N, K)
+    stride_am, stride_b, stride_cm,  # elements between rows of A, of b_ptr's matrix, of C
+    PROGRAMS: tl.constexpr, B_TRANSPOSED: tl.constexpr,  # programs (one per SM); b_ptr holds B^T
+    INPUT_PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EPILOGUE_SUBTILE: tl.constexpr,  # store C in two halves
+):  # fmt: skip
+    acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_am, 1], [BLOCK_M, BLOCK_K])
     if B_TRANSPOSED:
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_b, 1], block_shape=[BLOCK_N, BLOCK_K])
+        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_b, 1], [BLOCK_N, BLOCK_K])
     else:
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_b, 1], block_shape=[BLOCK_K, BLOCK_N])
-    C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # the columns of each store
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, C_COLUMNS])
+        b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
+    C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # columns of each store
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     # The store keeps its own tile counter, as in Triton's tutorial: the pipeliner moves the next
     # tile's loads ahead of this tile's store, and one shared counter would tie them together.
     store_tile = tl.program_id(0) - PROGRAMS
-    for tile in tl.range(tl.program_id(0), tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N), PROGRAMS, flatten=True):
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_DTYPE)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
         for k in range(0, K, BLOCK_K):
             a = a_desc.load([pid_m * BLOCK_M, k])
             if B_TRANSPOSED:
-                b = b_desc.load([pid_n * BLOCK_N, k]).T  # a (BLOCK_K, BLOCK_N) view of a K-contiguous box
+                b = b_desc.load([pid_n * BLOCK_N, k]).T  # a (BLOCK_K, BLOCK_N) view of the box
             else:
                 b = b_desc.load([k, pid_n * BLOCK_N])
-            acc = tile_dot(a, b, acc, INPUT_PRECISION)
+            a, b = interpretable(a, b)
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
         store_tile += PROGRAMS
         pid_m, pid_n = grouped_tile(store_tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        if EPILOGUE_SUBTILE:  # columns viewed as (2, BLOCK_N // 2), the 2 moved last, split: left and right halves
-            left, right = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+        if EPILOGUE_SUBTILE:  # columns as (2, BLOCK_N // 2), the 2 moved last, split in halves
+            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+            left, right = tl.split(halves)
             c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_desc.dtype))
             c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + C_COLUMNS], right.to(c_desc.dtype))
         else:
             c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
 
+
 @triton.jit
 def transpose_kernel(
     src_ptr, dst_ptr,  # B (K, N), any strides; B^T (N, K), rows contiguous, written here
-    K, N, stride_src_k, stride_src_n,  # B's shape; elements between its rows, between its columns
-    stride_dst_n,  # elements between rows of B^T (K, or more when rows are padded)
+    K, N, stride_src_k, stride_src_n, stride_dst_n,  # B's shape and strides; B^T's row stride
     BLOCK: tl.constexpr,  # side of the square tile each program moves
-):
-    tiles_n = tl.cdiv(N, BLOCK)  # a 1-D grid: axis 1 of a CUDA grid stops at 65535 programs
+):  # fmt: skip
+    tiles_n = tl.cdiv(N, BLOCK)
     ks = (tl.program_id(0) // tiles_n) * BLOCK + tl.arange(0, BLOCK)
     ns = (tl.program_id(0) % tiles_n) * BLOCK + tl.arange(0, BLOCK)
-    src = src_ptr + ks.to(tl.int64)[:, None] * stride_src_k + ns.to(tl.int64)[None, :] * stride_src_n
+    src = (
+        src_ptr + ks.to(tl.int64)[:, None] * stride_src_k + ns.to(tl.int64)[None, :] * stride_src_n
+    )
     tile = tl.load(src, mask=(ks[:, None] < K) & (ns[None, :] < N))
     # tl.trans moves the tile between threads, so that loads and stores both run along rows.
     dst = dst_ptr + ns.to(tl.int64)[:, None] * stride_dst_n + ks[None, :]
     tl.store(dst, tl.trans(tile), mask=(ns[:, None] < N) & (ks[None, :] < K))
 
+
 def k_major_b(b, block=64):
-    """B^T (N, K), rows contiguous: as it lies for b = w.T, else a copy (block-square tiles, rows padded to 16 B)."""
+    """B^T (N, K) with rows contiguous: b.T itself where it is laid out so (b = w.T), else a copy
+    whose rows are padded to a multiple of 16 bytes (the descriptor's rule)."""
     k, n = b.shape
     if common.descriptor_problem(b.T) is None:
         return b.T
-    row_align = 16 // b.element_size()  # elements per 16 bytes: a descriptor's row stride is a multiple of 16 B
-    bt = torch.empty((n, common.cdiv(k, row_align) * row_align), dtype=b.dtype, device=b.device)[:, :k]
-    grid = (common.cdiv(k, block) * common.cdiv(n, block),)
-    common.launch(transpose_kernel, grid, b, bt, k, n, *b.stride(), bt.stride(0), BLOCK=block)
+    row = triton.cdiv(k * b.element_size(), 16) * 16 // b.element_size()  # padded row length
+    bt = torch.empty((n, row), dtype=b.dtype, device=b.device)[:, :k]
+    grid = (triton.cdiv(k, block) * triton.cdiv(n, block),)
+    transpose_kernel[grid](b, bt, k, n, *b.stride(), bt.stride(0), BLOCK=block)
     return bt
 
-def persistent_problem(a, b, c):
-    """As descriptor_problem, but under TF32 b may have any layout: the kernel reads B^T (see k_major_b)."""
-    return descriptor_problem(a, None if input_precision(a.dtype) == "tf32" else b, c, "matmul_persistent")
 
-def launch_persistent(a, b, c, checked=False):
-    """Run the persistent kernel; checked=True: the caller found no persistent_problem."""
-    if not checked and (problem := persistent_problem(a, b, c)):
+@functools.cache
+def sm_count(device):  # SMs of a CUDA device; 3 under the interpreter, to walk several tiles
+    if common.INTERPRETED:
+        return 3
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def launch_persistent(a, b, c):
+    if problem := persistent_problem(a, b, c):
         raise ValueError(problem)
-    (m, k), n, args = a.shape, b.shape[1], launch_args(a.dtype)
-    tf32 = args["INPUT_PRECISION"] == "tf32"
-    b_arg = k_major_b(b) if tf32 else b
-    programs = 3 if common.INTERPRETED else common.multiprocessor_count(common.DEVICE)  # 3: walk several tiles
+    (m, k), n, precision = a.shape, b.shape[1], input_precision(a.dtype)
+    b_arg = k_major_b(b) if precision == "tf32" else b
+    programs = sm_count(a.device)
     common.set_descriptor_allocator()
-    common.launch_tuned(matmul_persistent_kernel, (programs,), bucket(a, b, args["INPUT_PRECISION"]), a, b_arg, c,
-                        m, n, k, a.stride(0), b_arg.stride(0), c.stride(0), PROGRAMS=programs, B_TRANSPOSED=tf32, **args)
+    matmul_persistent_kernel[(programs,)](
+        a, b_arg, c, m, n, k, a.stride(0), b_arg.stride(0), c.stride(0),
+        PROGRAMS=programs, B_TRANSPOSED=precision == "tf32", INPUT_PRECISION=precision,
+    )  # fmt: skip
 
-def matmul_persistent(a, b, out=None):
-    """a @ b with the persistent kernel; ValueError where persistent_problem finds one."""
-    return launch_into(launch_persistent, a, b, out, validate(a, b, "matmul_persistent", differentiable=False))
 
-UNAVAILABLE = {name: reason for name, reason in [("block_ptr", common.block_pointers_unavailable())] if reason}
-VARIANTS = {name: fn for name, fn in [("pointer", matmul_pointer), ("block_ptr", matmul_block_ptr),
-                                      ("descriptor", matmul_descriptor), ("persistent", matmul_persistent)]
-            if name not in UNAVAILABLE}
+# ## Which kernel matmul runs (measured on an H100, NOTES items 43 and 47)
+# The persistent kernel for 16-bit and TF32 dots where descriptors take the layout; the pointer
+# kernel otherwise, and where its smaller tiles give more programs: C of at most one 128-row tile
+# row (a decoding step), or 16-bit C of at most SMALL_C elements with K at most SHORT_K and N, K
+# multiples of 16 (the pointer kernel's loads are wide only then).
+SMALL_C, SHORT_K = 1 << 20, 1024
 
-def refusals(a, b):
-    """Variant -> why it cannot take a @ b into a fresh C, at the current float32 precision."""
-    c = a.new_empty((a.shape[0], b.shape[1]))
-    found = {"descriptor": descriptor_problem(a, b, c), "persistent": persistent_problem(a, b, c)}
-    return {name: reason for name, reason in found.items() if reason}
 
-# ## matmul: the best kernel for the input, as a PyTorch op with gradients
-# For C = A @ B and a loss L, dL/dA = dC @ B^T and dL/dB = A^T @ dC: matmuls of views with swapped strides, which the
-# kernels take as they are. torch.library.custom_op registers matmul as an op; its fake (shape and dtype only) lets
-# torch.compile trace around the kernels and the host-side planning (SM count, autotuner); a triton_op would trace the
-# kernels themselves, which fails on fake tensors under the CPU interpreter. The backward calls matmul (or the op), so
-# matmul has gradients too. Dispatch through an op costs host time per call: matmul goes through it only when compiled.
-SMALL_C, SHORT_K = 1 << 20, 1024  # C of up to 64 tiles of 128 x 128 and K up to this: the pointer kernel does better
-def launch_best(a, b, c):
-    """The persistent kernel for 16-bit and TF32 dots where it can; the pointer kernel (any layout) where its smaller
-    tiles give more programs: C one row of 128-row tiles (a decoding step), or 16-bit, of at most SMALL_C elements, K
-    at most SHORT_K, N and K multiples of 16 (the pointer kernel's loads vectorize only then)."""
+def pick(a, b, c):
+    """ "persistent" or "pointer": the kernel matmul runs for c = a @ b."""
     (m, k), n = a.shape, b.shape[1]
     sixteen_bit = a.dtype in (torch.float16, torch.bfloat16)
-    small = m <= 128 or (sixteen_bit and m * n <= SMALL_C and k <= SHORT_K and n % 16 == 0 and k % 16 == 0)
-    if (sixteen_bit or input_precision(a.dtype) == "tf32") and not small and persistent_problem(a, b, c) is None:
-        launch_persistent(a, b, c, checked=True)
-    else:
-        launch_tiles(matmul_pointer_kernel, a, b, c)
+    aligned = n % 16 == 0 and k % 16 == 0
+    small = m <= 128 or (sixteen_bit and m * n <= SMALL_C and k <= SHORT_K and aligned)
+    fast_dot = sixteen_bit or input_precision(a.dtype) == "tf32"
+    return "persistent" if fast_dot and not small and not persistent_problem(a, b, c) else "pointer"
 
-def matmul_forward(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return launch_into(launch_best, a, b, None, validate(a, b))
 
-def matmul_backward(ctx, grad_c, mm=None):  # mm: matmul_op in the op's backward, which torch.compile records
+def launch_best(a, b, c):
+    (launch_persistent if pick(a, b, c) == "persistent" else launch_pointer)(a, b, c)
+
+
+def run(launch, a, b, out=None, name="matmul"):
+    """a @ b through launch(a, b, c), into out or a new C; the variants refuse gradients."""
+    m, n, k = validate(a, b, name)
+    if name != "matmul" and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        raise ValueError(f"{name} records no gradients and an input requires grad: call matmul")
+    c = common.kernel_out(out, (m, n), a.dtype, a.device, (a, b))  # new if out overlaps a or b
+    if k == 0:
+        c.zero_()  # sums of no products
+    elif c.numel():
+        launch(a, b, c)
+    return common.write_out(c, out)  # out, if given, with its version bumped
+
+
+LAUNCHES = {"simple": matmul_simple, "pointer": launch_pointer, "persistent": launch_persistent}
+VARIANTS = {name: functools.partial(run, f, name=f"matmul_{name}") for name, f in LAUNCHES.items()}
+
+
+def refusals(a, b):
+    """Variant -> why it cannot take a @ b into a new C, at the current float32 precision."""
+    c = a.new_empty((a.shape[0], b.shape[1]))
+    why = persistent_problem(a, b, c)
+    return {"persistent": why} if why else {}
+
+
+def validate(a, b, name="matmul"):
+    """(M, N, K), or TypeError / ValueError naming what is wrong."""
+    for arg, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name}: {arg} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dtype not in DTYPES.values():
+            raise TypeError(f"{name}: {arg} has dtype {t.dtype}; supported: {', '.join(DTYPES)}")
+        if t.dim() != 2:
+            raise ValueError(f"{name}: {arg} must be 2-D, got shape {tuple(t.shape)}")
+    if a.dtype != b.dtype:
+        raise TypeError(f"{name}: a and b must have one dtype, got {a.dtype} and {b.dtype}")
+    if a.device != b.device or a.device.type != common.DEVICE.type:
+        raise ValueError(
+            f"{name}: a is on {a.device}, b is on {b.device}; expected one {common.DEVICE.type}"
+        )
+    if a.shape[1] != b.shape[0]:
+        shapes = f"a {tuple(a.shape)} and b {tuple(b.shape)}"
+        raise ValueError(f"{name}: {shapes} do not chain: {a.shape[1]} != {b.shape[0]}")
+    return a.shape[0], b.shape[1], a.shape[1]
+
+
+# ## Autograd: a torch.autograd.Function
+# For a loss L, dL/dA = dC @ B^T and dL/dB = A^T @ dC: the same product on transposed views (swapped
+# strides, nothing copied), which the kernels take as they are. The backward calls matmul, so with
+# create_graph=True (second derivatives) autograd records those products too.
+class Matmul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return run(launch_best, a, b)
+
+    @staticmethod
+    def backward(ctx, grad_c):
+        return gradients(ctx, grad_c, matmul)
+
+
+def gradients(ctx, grad_c, product):
+    """dA = dC @ B^T and dB = A^T @ dC through `product`, each None where not needed."""
     a, b = ctx.saved_tensors
-    grad_a = (mm or matmul)(grad_c, b.T) if ctx.needs_input_grad[0] else None
-    grad_b = (mm or matmul)(a.T, grad_c) if ctx.needs_input_grad[1] else None
+    grad_a = product(grad_c, b.T) if ctx.needs_input_grad[0] else None
+    grad_b = product(a.T, grad_c) if ctx.needs_input_grad[1] else None
     return grad_a, grad_b
 
-save_inputs = lambda ctx, inputs, output: ctx.save_for_backward(*inputs)  # noqa: E731
-matmul_op = torch.library.custom_op("triton_lessons::matmul", matmul_forward, mutates_args=())
-matmul_op.register_fake(lambda a, b: a.new_empty((a.shape[0], b.shape[1])))
-matmul_op.register_autograd(functools.partial(matmul_backward, mm=matmul_op), setup_context=save_inputs)
-matmul_autograd = common.eager_autograd("matmul", matmul_forward, save_inputs, matmul_backward)  # eager: no dispatch
 
 def matmul(a, b, out=None):
-    """C = a @ b for a (M, K), b (K, N) of one floating dtype, any strides; float32 follows torch's TF32 setting.
-    The op when compiling; its backward in an autograd.Function for eager gradients; else a plain launch, out= too."""
-    sizes = validate(a, b)
-    wants_grad = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
-    if out is None and (wants_grad or torch.compiler.is_compiling()):
-        return matmul_op(a, b) if torch.compiler.is_compiling() else matmul_autograd(a, b)
-    return launch_into(launch_best, a, b, out, sizes)
+    """a @ b for a (M, K), b (K, N) of one float dtype, any strides (float32 follows torch's TF32
+    setting): differentiable and compilable, or written into out."""
+    if torch.compiler.is_compiling():  # torch.compile records the op and never sees the launch
+        return common.write_out(matmul_op(a, b), out)
+    wants_grad = getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
+    if out is None and wants_grad and torch.is_grad_enabled():
+        return Matmul.apply(a, b)
+    return run(launch_best, a, b, out)  # no gradients wanted: skip autograd's bookkeeping
 
-# ## Benchmark and main
-POWER_SETTLE_MS, BENCH_ROUNDS = 1000, 1 if common.INTERPRETED else 3  # each round, torch warms up the clocks first
 
-def benchmark(m, n, k, dtype=torch.float16, precision="highest"):
-    """torch.matmul and each variant that takes row-major inputs of this size: eager, then from a CUDA graph."""
-    dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+# ## The registered op: torch.ops.triton_lessons.matmul, for torch.compile
+# custom_op makes the forward one opaque node for torch.compile (triton_op would trace into the
+# kernels, which fails when interpreted, and the host's planning: SM count, autotuner). Its fake
+# gives the output's shape and dtype without a launch, validating as the entry does; the backward
+# calls the op, so the compiled graph records it too.
+@torch.library.custom_op("triton_lessons::matmul", mutates_args=())
+def matmul_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return run(launch_best, a, b)
+
+
+matmul_op.register_fake(lambda a, b: a.new_empty(validate(a, b)[:2]))
+matmul_op.register_autograd(
+    lambda ctx, grad_c: gradients(ctx, grad_c, matmul_op),
+    setup_context=lambda ctx, inputs, output: ctx.save_for_backward(*inputs),
+)
+
+
+# ## Benchmark and command line
+# Under sustained matmuls the GPU runs at its power limit and lowers its clock: torch warms it up
+# for a second before the first timing, else whoever is timed first looks fast (NOTES item 28).
+POWER_SETTLE_MS = 1000
+
+
+def benchmark(m, n, k, dtype="float16", precision="highest"):
+    """GPU and host time of a @ b through each variant that takes row-major inputs, matmul, a bare
+    launch of the kernel matmul picks (inputs and output ready), and torch.matmul; TFLOP/s."""
+    dtype = DTYPES.get(dtype, dtype)
     with float32_matmul_precision(precision):
         a, b = random_matrix(m, k, dtype), random_matrix(k, n, dtype)
-        case = f"{m}x{n}x{k} {str(dtype).removeprefix('torch.')}"
-        case += f" {input_precision(dtype)}" if dtype == torch.float32 else ""
-        runs = {"torch": lambda: reference(a, b), "matmul": lambda: matmul(a, b)}
-        runs.update({name: (lambda fn=fn: fn(a, b)) for name, fn in VARIANTS.items() if name not in refusals(a, b)})
-        rounds = [{name: (common.bench(run, warmup_ms=POWER_SETTLE_MS if name == "torch" else 25), common.bench_graph(run))
-                   for name, run in runs.items()} for _ in range(BENCH_ROUNDS)]
-    flops = 2 * m * n * k  # one multiply and one add per term of each dot product
-    median = {name: [None if None in times else statistics.median(times) for times in zip(*(r[name] for r in rounds))]
-              for name in runs}
-    return [common.result_row(case, name, eager, graph, common.tflops(flops, eager), "TFLOP/s", median["torch"][0])
-            for name, (eager, graph) in median.items()]
+        c, refused, precision = a.new_empty((m, n)), refusals(a, b), input_precision(dtype)
+        calls = {name: lambda f=f: f(a, b) for name, f in VARIANTS.items() if name not in refused}
+        calls["matmul"] = lambda: matmul(a, b)
+        # The kernel matmul picks, launched with its arguments made ahead: no Python around it.
+        if min(m, n, k) > 0 and pick(a, b, c) == "persistent":
+            bt, programs = k_major_b(b) if precision == "tf32" else b, sm_count(a.device)
+            kernel, grid = matmul_persistent_kernel, (programs,)
+            strides = (a.stride(0), bt.stride(0), c.stride(0))
+            args = (a, bt, c, m, n, k, *strides, programs, bt is not b)
+            common.set_descriptor_allocator()
+        else:
+            kernel, grid = matmul_pointer_kernel, tile_grid(m, n)
+            args = (a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride())
+        if min(m, n, k) > 0:
+            calls[f"{kernel.fn.__name__}[grid] bare"] = lambda: kernel[grid](*args, precision)
+        calls["torch"] = lambda: reference(a, b)
+        if not common.INTERPRETED:
+            triton.testing.do_bench(calls["torch"], warmup=POWER_SETTLE_MS, rep=1)
+        times = {name: common.measure(call) for name, call in calls.items()}
+    case = f"{m}x{n}x{k} {str(dtype).removeprefix('torch.')}"
+    case += f" {precision}" if dtype == torch.float32 else ""
+    flops = 2 * m * n * k  # a multiply and an add for each term of each dot product
+    return [
+        common.timing_row(case, name, t, times["torch"], common.tflops(flops, t[0]), "TFLOP/s")
+        for name, t in times.items()
+    ]
 
-SWEEP = [{"m": size, "n": size, "k": size, "dtype": dtype, "precision": "high"}
-         for size in (4096, 8192) for dtype in ("float16", "bfloat16", "float32")]
-SWEEP += [{"m": m, "n": n, "k": k, "dtype": dtype} for dtype in ("float16", "bfloat16")  # beyond large cubes
-          for m, n, k in ((4000, 4000, 4000), (8192, 8192, 512), (128, 4096, 4096), (16, 8192, 8192), (1000, 1001, 999))]
+
+# `make bench` on a GPU: large cubes, then the shapes that taught the dispatch rule.
+CUBES = [(size, size, size) for size in (4096, 8192)]
+SHAPES = [(4000, 4000, 4000), (8192, 8192, 512), (128, 4096, 4096), (16, 8192, 8192)]
+SHAPES += [(1000, 1001, 999)]
+SWEEP = [
+    dict(m=m, n=n, k=k, dtype=dtype, precision="high")
+    for m, n, k in CUBES
+    for dtype in ("float16", "bfloat16", "float32")
+]
+SWEEP += [dict(m=m, n=n, k=k, dtype=d) for d in ("float16", "bfloat16") for m, n, k in SHAPES]
+
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    for flag, meaning in (("--m", "rows of A and C"), ("--n", "columns of B and C"), ("--k", "columns of A, rows of B")):
-        parser.add_argument(flag, type=int, default=256 if common.INTERPRETED else 4096, help=meaning)
-    parser.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32", "float64"],
-                        help="dtype of A, B and C")
-    parser.add_argument("--precision", default=torch.get_float32_matmul_precision(), help="torch.set_float32_matmul_"
-                        "precision for torch.matmul and the kernels (float32: highest = exact, high/medium = TF32)",
-                        choices=["highest", "high", "medium"])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    size = 256 if common.INTERPRETED else 4096  # the interpreter runs programs one at a time
+    parser.add_argument("--m", type=int, default=size, help="rows of A and C")
+    parser.add_argument("--n", type=int, default=size, help="columns of B and C")
+    parser.add_argument("--k", type=int, default=size, help="columns of A, rows of B")
+    parser.add_argument("--dtype", choices=list(DTYPES), default="float16", help="of A, B and C")
+    parser.add_argument(
+        "--precision", choices=["highest", "high", "medium"],
+        default=torch.get_float32_matmul_precision(),
+        help="torch.set_float32_matmul_precision for float32 (highest: exact, else TF32)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if min(args.m, args.n, args.k) < 0:
         parser.error(f"sizes must be 0 or more, got --m {args.m} --n {args.n} --k {args.k}")
-    dtype = getattr(torch, args.dtype)
+    dtype, shape = DTYPES[args.dtype], f"{args.m}x{args.n}x{args.k}"
     print(common.describe_run())
     with float32_matmul_precision(args.precision):
-        a, b = (torch.empty(shape, dtype=dtype, device=common.DEVICE) for shape in ((args.m, args.k), (args.k, args.n)))
-        for name, reason in {**UNAVAILABLE, **refusals(a, b)}.items():
+        a = torch.empty((args.m, args.k), dtype=dtype, device=common.DEVICE)
+        b = torch.empty((args.k, args.n), dtype=dtype, device=common.DEVICE)
+        for name, reason in refusals(a, b).items():
             print(f"variant {name!r} left out: {reason}")
     checked = check(args.m, args.n, args.k, dtype, args.precision)
-    print(f"check {args.m}x{args.n}x{args.k} {args.dtype}: {', '.join(checked)} match a float64 reference\n")
+    print(f"check {shape} {args.dtype}: {', '.join(checked)} match float64\n")
     rows = benchmark(args.m, args.n, args.k, dtype, args.precision)
-    common.print_table(rows, common.RESULT_COLUMNS)
-    print("\nTFLOP/s = 2*M*N*K / eager time; 'x torch' = torch.matmul's eager time over ours (1.0: parity); 'graph ms'"
-          " replays the launches from a CUDA graph, without Python. matmul runs one of the variants below it; pointer,"
-          " block_ptr and descriptor differ only in how tiles reach the tensor cores. Under the interpreter the times"
-          " show the CPU's emulation only.")
+    common.print_table(rows, common.TIMING_COLUMNS)
+    if common.INTERPRETED:
+        print("\nUnder the interpreter the times are Python's on the CPU, not a GPU's.")
+    else:
+        print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed; host us: a call's")
+        print("CPU time; x torch: PyTorch's time over ours. matmul runs one of the variants.")
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

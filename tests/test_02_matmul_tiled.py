@@ -5,13 +5,14 @@ import torch
 
 import support
 from support import common
-import triton  # after support, whose import of common may switch on the interpreter
 
 ex = support.load("02_matmul_tiled")
 
 VARIANT_NAMES = list(ex.VARIANTS)
-DESCRIPTOR_VARIANTS = ["descriptor", "persistent"]  # need 16-byte aligned rows
-ROW_MAJOR_VARIANTS = [name for name in VARIANT_NAMES if name not in DESCRIPTOR_VARIANTS]  # take any layout
+DESCRIPTOR_VARIANTS = ["persistent"]  # needs 16-byte aligned rows
+ROW_MAJOR_VARIANTS = [
+    name for name in VARIANT_NAMES if name not in DESCRIPTOR_VARIANTS
+]  # take any layout
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 BIG = 256  # more than 128 rows of A: matmul runs the persistent kernel once SMALL_C is 0
 
@@ -22,13 +23,26 @@ def descriptor_aligned(n, k, dtype):
     return (k * size) % 16 == 0 and (n * size) % 16 == 0
 
 
+def shared_bytes(config, element_size):
+    """Shared memory a persistent config needs: num_stages A and B tiles and the C tile (halved
+    with EPILOGUE_SUBTILE)."""
+    kw = config.kwargs
+    elements = config.num_stages * (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"]
+    elements += kw["BLOCK_M"] * kw["BLOCK_N"] // (1 + kw["EPILOGUE_SUBTILE"])
+    return elements * element_size
+
+
+def roundoff(dtype):  # one product's error: TF32's 10-bit mantissas, or none
+    return 2.0**-9 if ex.input_precision(dtype) == "tf32" else 0.0
+
+
 def assert_matches(fn, a, b, what):
-    """fn(a, b) into a NaN-poisoned output against the float64 reference (for views check() does not make)."""
+    """fn(a, b) into an out= of NaN against the float64 reference (views check() does not make)."""
     out = torch.full((a.shape[0], b.shape[1]), float("nan"), dtype=a.dtype, device=common.DEVICE)
     assert fn(a, b, out=out) is out
     expected = a.double() @ b.double()
     magnitude = a.double().abs() @ b.double().abs()
-    common.assert_close(out, expected, magnitude, a.shape[1], what, ex.product_roundoff(a.dtype))
+    common.assert_close(out, expected, magnitude, a.shape[1], what, roundoff(a.dtype))
 
 
 @pytest.mark.parametrize(
@@ -48,7 +62,11 @@ def assert_matches(fn, a, b, what):
 )
 def test_shapes(m, n, k):
     checked = ex.check(m, n, k, torch.float32)
-    expected = ROW_MAJOR_VARIANTS + (DESCRIPTOR_VARIANTS if descriptor_aligned(n, k, torch.float32) else []) + ["matmul"]
+    expected = (
+        ROW_MAJOR_VARIANTS
+        + (DESCRIPTOR_VARIANTS if descriptor_aligned(n, k, torch.float32) else [])
+        + ["matmul"]
+    )
     assert sorted(checked) == sorted(expected)
 
 
@@ -62,22 +80,28 @@ def test_dtypes_every_variant(dtype):
 @support.gpu_only
 @pytest.mark.parametrize("index", range(support.most_configs(ex)))
 def test_every_config_on_gpu(index):
-    # The other tests tune between two configs per kernel (support.load): here each kernel runs its config
-    # `index`, on float16 (every config fits a Hopper GPU's shared memory), rows 16-byte aligned: all variants run.
+    # The other tests tune between two configs per kernel (support.load): here each kernel runs
+    # its config `index`, on float16 (every config fits a Hopper GPU's shared memory), rows
+    # 16-byte aligned: all variants run.
     with support.pinned_config(ex, index) as pinned:
         assert sorted(ex.check(333, 136, 200, torch.float16)) == sorted(VARIANT_NAMES + ["matmul"])
-        # TF32 takes the persistent kernel down its own path (B^T, float32 tiles): each config that fits, once.
-        config, configs = pinned["matmul_persistent_kernel"], support.ALL_CONFIGS[ex.matmul_persistent_kernel]
-        limit = triton.runtime.driver.active.utils.get_device_properties(torch.cuda.current_device())["max_shared_mem"]
-        if index < len(configs) and ex.persistent_shared_bytes(config, 4) <= limit:
-            a, b = torch.randn(333, 200, device=common.DEVICE), torch.randn(200, 136, device=common.DEVICE)
+        # TF32 takes the persistent kernel down its own path (B^T, float32 tiles): each config
+        # that fits, once.
+        config = pinned["matmul_persistent_kernel"]
+        configs = support.ALL_CONFIGS[ex.matmul_persistent_kernel]
+        props = torch.cuda.get_device_properties(common.DEVICE)
+        if index < len(configs) and shared_bytes(config, 4) <= props.shared_memory_per_block_optin:
+            a, b = (
+                torch.randn(333, 200, device=common.DEVICE),
+                torch.randn(200, 136, device=common.DEVICE),
+            )
             with ex.float32_matmul_precision("high"):
-                assert_matches(ex.matmul_persistent, a, b, "persistent TF32")
+                assert_matches(ex.VARIANTS["persistent"], a, b, "persistent TF32")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_odd_sizes_every_dtype(dtype):
-    # Rows of 17 elements: no descriptor; pointer (and block_ptr) and matmul's fallback must run.
+    # Rows of 17 elements: no descriptor; simple, pointer and matmul's fallback must run.
     assert sorted(ex.check(33, 17, 333, dtype)) == sorted(ROW_MAJOR_VARIANTS + ["matmul"])
 
 
@@ -89,7 +113,7 @@ def test_output_has_input_dtype_and_shape(dtype):
         try:
             c = fn(a, b)
         except ValueError:  # descriptors: rows of 3 elements are not 16-byte multiples
-            assert fn in (ex.matmul_descriptor, ex.matmul_persistent)
+            assert fn in (ex.VARIANTS["persistent"], ex.VARIANTS["persistent"])
             continue
         assert c.dtype == dtype and c.shape == (5, 3)
 
@@ -101,7 +125,6 @@ def test_float32_precision_follows_torch_setting():
         with ex.float32_matmul_precision(setting):
             assert ex.input_precision(torch.float32) == "tf32"
             assert ex.input_precision(torch.float16) == "ieee"  # 16-bit inputs are unaffected
-    assert ex.product_roundoff(torch.float32) == 0.0 or torch.get_float32_matmul_precision() != "highest"
 
 
 @pytest.mark.parametrize("precision", ["highest", "high"])
@@ -145,31 +168,33 @@ def test_empty(name, m, n, k):
     b = torch.randn(k, n, device=common.DEVICE)
     c = fn(a, b)
     assert c.shape == (m, n)
-    assert torch.equal(c, torch.zeros(m, n, device=common.DEVICE))  # K = 0: empty sums are 0, as in torch
+    assert torch.equal(
+        c, torch.zeros(m, n, device=common.DEVICE)
+    )  # K = 0: empty sums are 0, as in torch
 
 
-def test_descriptor_refuses_what_it_cannot_describe():
+def test_persistent_refuses_what_a_descriptor_cannot_describe():
     a = torch.randn(32, 17, device=common.DEVICE, dtype=torch.float16)  # rows of 34 bytes
     b = torch.randn(17, 32, device=common.DEVICE, dtype=torch.float16)
     with pytest.raises(ValueError, match=r"a \(32, 17\).*not a multiple of 16"):
-        ex.matmul_descriptor(a, b)
+        ex.VARIANTS["persistent"](a, b)
     a = torch.randn(32, 16, device=common.DEVICE)
     with pytest.raises(ValueError, match=r"b \(16, 32\) .* last stride is 16, not 1"):
-        ex.matmul_descriptor(a, torch.randn(32, 16, device=common.DEVICE).T)
+        ex.VARIANTS["persistent"](a, torch.randn(32, 16, device=common.DEVICE).T)
     storage = torch.randn(32 * 16 + 1, device=common.DEVICE)
     shifted = storage[1:].view(32, 16)  # base 4 bytes past an aligned address
     with pytest.raises(ValueError, match="not 16-byte aligned"):
-        ex.matmul_descriptor(a, shifted[:16])
+        ex.VARIANTS["persistent"](a, shifted[:16])
     out = torch.empty(32, 6, device=common.DEVICE)[:, :4]  # rows 24 bytes apart
     with pytest.raises(ValueError, match=r"the output \(32, 4\) .* 24 bytes"):
-        ex.matmul_descriptor(a, torch.randn(16, 4, device=common.DEVICE), out=out)
+        ex.VARIANTS["persistent"](a, torch.randn(16, 4, device=common.DEVICE), out=out)
 
 
 def spy_on_persistent(monkeypatch):
     """A list that grows by one each time matmul's dispatch launches the persistent kernel."""
     calls = []
     persistent = ex.launch_persistent
-    spy = lambda a, b, c, checked=False: calls.append(1) or persistent(a, b, c, checked)  # noqa: E731
+    spy = lambda a, b, c: calls.append(1) or persistent(a, b, c)  # noqa: E731
     monkeypatch.setattr(ex, "launch_persistent", spy)
     return calls
 
@@ -177,19 +202,31 @@ def spy_on_persistent(monkeypatch):
 def test_matmul_takes_the_persistent_kernel_when_it_can(monkeypatch):
     calls = spy_on_persistent(monkeypatch)
     a = torch.randn(BIG, 32, device=common.DEVICE, dtype=torch.float16)
-    ex.matmul(a, torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16))  # small C, N and K 16s: pointer
+    ex.matmul(
+        a, torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16)
+    )  # small C, N and K 16s: pointer
     assert calls == []
-    ex.matmul(a, torch.randn(32, BIG + 8, device=common.DEVICE, dtype=torch.float16))  # N not a multiple of 16
+    ex.matmul(
+        a, torch.randn(32, BIG + 8, device=common.DEVICE, dtype=torch.float16)
+    )  # N not a multiple of 16
     assert calls == [1]
     monkeypatch.setattr(ex, "SMALL_C", 0)  # from here on, C counts as large
     ex.matmul(a, torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16))
     assert calls == [1, 1]
     ex.matmul(a, torch.randn(BIG, 32, device=common.DEVICE, dtype=torch.float16).T)  # transposed B
-    ex.matmul(a, torch.randn(32, BIG + 4, device=common.DEVICE, dtype=torch.float16))  # rows of 8 bytes past 16s
-    ex.matmul(a[:128], torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16))  # 128 rows: the pointer kernel
+    ex.matmul(
+        a, torch.randn(32, BIG + 4, device=common.DEVICE, dtype=torch.float16)
+    )  # rows of 8 bytes past 16s
+    ex.matmul(
+        a[:128], torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16)
+    )  # 128 rows: the pointer kernel
     with ex.float32_matmul_precision("highest"):
-        ex.matmul(a.float(), torch.randn(32, BIG, device=common.DEVICE))  # exact float32: the pointer kernel
-    ex.matmul(a.double(), torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float64))  # float64: likewise
+        ex.matmul(
+            a.float(), torch.randn(32, BIG, device=common.DEVICE)
+        )  # exact float32: the pointer kernel
+    ex.matmul(
+        a.double(), torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float64)
+    )  # float64: likewise
     assert calls == [1, 1]
     with ex.float32_matmul_precision("high"):  # TF32 reads B^T, so B may have any layout
         ex.matmul(a.float(), torch.randn(BIG, 32, device=common.DEVICE).T)
@@ -201,18 +238,40 @@ def test_matmul_takes_the_persistent_kernel_when_it_can(monkeypatch):
 def test_persistent_tf32_reads_b_transposed(transposed_b, k):
     # Under TF32 the persistent kernel reads B^T: a transposed view is used as it lies, any other
     # B is copied by transpose_kernel, into rows padded to 16 bytes when K * 4 is not a multiple.
-    a = torch.randn(30, 8, device=common.DEVICE)[:, :k] if k < 8 else torch.randn(30, k, device=common.DEVICE)
-    b = torch.randn(12, k, device=common.DEVICE).T if transposed_b else torch.randn(k, 12, device=common.DEVICE)
+    a = (
+        torch.randn(30, 8, device=common.DEVICE)[:, :k]
+        if k < 8
+        else torch.randn(30, k, device=common.DEVICE)
+    )
+    b = (
+        torch.randn(12, k, device=common.DEVICE).T
+        if transposed_b
+        else torch.randn(k, 12, device=common.DEVICE)
+    )
     with ex.float32_matmul_precision("high"):
-        assert_matches(ex.matmul_persistent, a, b, f"persistent TF32, K = {k}, transposed b: {transposed_b}")
+        assert_matches(
+            ex.VARIANTS["persistent"],
+            a,
+            b,
+            f"persistent TF32, K = {k}, transposed b: {transposed_b}",
+        )
 
 
 def test_persistent_refuses_what_it_cannot_describe():
     a = torch.randn(32, 16, device=common.DEVICE, dtype=torch.bfloat16)
-    with pytest.raises(ValueError, match=r"matmul_persistent: .*b \(16, 32\) .* last stride is 16, not 1"):
-        ex.matmul_persistent(a, torch.randn(32, 16, device=common.DEVICE, dtype=torch.bfloat16).T)
-    with pytest.raises(ValueError, match=r"matmul_persistent: .*a \(32, 5\)"), ex.float32_matmul_precision("high"):
-        ex.matmul_persistent(torch.randn(32, 5, device=common.DEVICE), torch.randn(5, 8, device=common.DEVICE))
+    with pytest.raises(
+        ValueError, match=r"matmul_persistent: .*b \(16, 32\) .* last stride is 16, not 1"
+    ):
+        ex.VARIANTS["persistent"](
+            a, torch.randn(32, 16, device=common.DEVICE, dtype=torch.bfloat16).T
+        )
+    with (
+        pytest.raises(ValueError, match=r"matmul_persistent: .*a \(32, 5\)"),
+        ex.float32_matmul_precision("high"),
+    ):
+        ex.VARIANTS["persistent"](
+            torch.randn(32, 5, device=common.DEVICE), torch.randn(5, 8, device=common.DEVICE)
+        )
 
 
 def test_bad_input():
@@ -246,8 +305,8 @@ def test_bad_input():
 def test_main_runs(capsys):
     assert ex.main(["--m", "20", "--n", "24", "--k", "40", "--dtype", "float32"]) == 0
     printed = capsys.readouterr().out
-    assert "match a float64 reference" in printed
-    for name in ["torch", "matmul", *VARIANT_NAMES]:
+    assert "match float64" in printed
+    for name in ["torch", "matmul", "matmul_pointer_kernel[grid] bare", *VARIANT_NAMES]:
         assert f" {name} " in printed
 
 
@@ -255,10 +314,10 @@ def test_main_says_why_a_variant_is_left_out(capsys):
     assert ex.main(["--m", "33", "--n", "65", "--k", "17", "--dtype", "float32"]) == 0
     printed = capsys.readouterr().out
     for name in DESCRIPTOR_VARIANTS:
-        assert re.search(rf"variant '{name}' left out: .*a \(33, 17\) .*68 bytes, not a multiple of 16", printed)
+        assert re.search(
+            rf"variant '{name}' left out: .*a \(33, 17\) .*68 bytes, not a multiple of 16", printed
+        )
         assert not re.search(rf"^33x65x17 .*  {name}  ", printed, re.M)  # no row in the table
-    for name, reason in ex.UNAVAILABLE.items():
-        assert f"variant '{name}' left out: {reason}" in printed
 
 
 @pytest.mark.parametrize("argv", [["--m", "-3"], ["--n", "-1"], ["--k", "-5"]])
@@ -273,29 +332,48 @@ def test_help_shows_defaults(capsys):
     with pytest.raises(SystemExit):
         ex.main(["--help"])
     printed = " ".join(capsys.readouterr().out.split())
-    size = 256 if common.INTERPRETED else 4096  # main()'s default: small where the interpreter runs the kernels
+    size = (
+        256 if common.INTERPRETED else 4096
+    )  # main()'s default: small where the interpreter runs the kernels
     for meaning in ("rows of A and C", "columns of B and C", "columns of A, rows of B"):
         assert f"{meaning} (default: {size})" in printed
-    assert "dtype of A, B and C (default: float16)" in printed
+    assert "of A, B and C (default: float16)" in printed
 
 
 def test_sweep_covers_the_issue_sizes():
     cases = {(c["m"], c["n"], c["k"], c["dtype"], c.get("precision")) for c in ex.SWEEP}
     cubes = {(s, s, s, d, "high") for s in (4096, 8192) for d in ("float16", "bfloat16", "float32")}
-    beyond_cubes = [(4000, 4000, 4000), (8192, 8192, 512), (128, 4096, 4096), (16, 8192, 8192), (1000, 1001, 999)]
-    assert cases == cubes | {(*shape, d, None) for shape in beyond_cubes for d in ("float16", "bfloat16")}
+    beyond_cubes = [
+        (4000, 4000, 4000),
+        (8192, 8192, 512),
+        (128, 4096, 4096),
+        (16, 8192, 8192),
+        (1000, 1001, 999),
+    ]
+    assert cases == cubes | {
+        (*shape, d, None) for shape in beyond_cubes for d in ("float16", "bfloat16")
+    }
 
 
 @support.gpu_only
 @pytest.mark.parametrize(
     "dtype, precision",
-    [(torch.float16, None), (torch.bfloat16, None), (torch.float32, "highest"), (torch.float32, "high"),
-     (torch.float64, None)],
+    [
+        (torch.float16, None),
+        (torch.bfloat16, None),
+        (torch.float32, "highest"),
+        (torch.float32, "high"),
+        (torch.float64, None),
+    ],
 )
 def test_large_on_gpu(dtype, precision):
     # Bounds without a TF32 term under "highest": fails if a kernel used TF32 there.
-    assert sorted(ex.check(4096, 4096, 4096, dtype, precision=precision)) == sorted(VARIANT_NAMES + ["matmul"])
-    assert sorted(ex.check(3001, 1001, 5000, dtype, precision=precision)) == sorted(ROW_MAJOR_VARIANTS + ["matmul"])
+    assert sorted(ex.check(4096, 4096, 4096, dtype, precision=precision)) == sorted(
+        VARIANT_NAMES + ["matmul"]
+    )
+    assert sorted(ex.check(3001, 1001, 5000, dtype, precision=precision)) == sorted(
+        ROW_MAJOR_VARIANTS + ["matmul"]
+    )
 
 
 def assert_first_and_last_rows(a, b, c, name):
@@ -337,7 +415,11 @@ def test_transposed_stride_past_2_to_31_on_gpu(name):
 def grad_inputs(m, n, k, dtype, transposed=False):
     """a (m, k) and b (k, n) leaves that require grad (b a transposed view when asked), and dC."""
     a = torch.randn(m, k, device=common.DEVICE).to(dtype).requires_grad_()
-    b = torch.randn(n, k, device=common.DEVICE).T if transposed else torch.randn(k, n, device=common.DEVICE)
+    b = (
+        torch.randn(n, k, device=common.DEVICE).T
+        if transposed
+        else torch.randn(k, n, device=common.DEVICE)
+    )
     b = b.to(dtype).detach().requires_grad_()
     return a, b, torch.randn(m, n, device=common.DEVICE).to(dtype)
 
@@ -358,17 +440,27 @@ def reference64(a, b):
 def assert_gradients_match(a, b, grad_c, what):
     """a.grad and b.grad against dA = dC @ B^T and dB = A^T @ dC in float64."""
     g, a64, b64 = grad_c.double(), a.detach().double(), b.detach().double()
-    roundoff = ex.product_roundoff(a.dtype)
-    common.assert_close(a.grad, g @ b64.T, g.abs() @ b64.abs().T, g.shape[1], f"{what}: dA", roundoff)
-    common.assert_close(b.grad, a64.T @ g, a64.abs().T @ g.abs(), g.shape[0], f"{what}: dB", roundoff)
+    error = roundoff(a.dtype)
+    common.assert_close(a.grad, g @ b64.T, g.abs() @ b64.abs().T, g.shape[1], f"{what}: dA", error)
+    common.assert_close(b.grad, a64.T @ g, a64.abs().T @ g.abs(), g.shape[0], f"{what}: dB", error)
 
 
-@pytest.mark.parametrize("dtype, precision", [(torch.float16, None), (torch.bfloat16, None),
-                                              (torch.float32, "highest"), (torch.float32, "high")])
-@pytest.mark.parametrize("m, n, k, transposed", [(40, 24, 32, False), (33, 17, 65, False), (40, 24, 32, True),
-                                                 (BIG, BIG, 32, False)])
+@pytest.mark.parametrize(
+    "dtype, precision",
+    [
+        (torch.float16, None),
+        (torch.bfloat16, None),
+        (torch.float32, "highest"),
+        (torch.float32, "high"),
+    ],
+)
+@pytest.mark.parametrize(
+    "m, n, k, transposed",
+    [(40, 24, 32, False), (33, 17, 65, False), (40, 24, 32, True), (BIG, BIG, 32, False)],
+)
 def test_gradients_match_float64(monkeypatch, dtype, precision, m, n, k, transposed):
-    # (BIG, BIG, 32): 16-byte rows and M > 128, so TF32 forwards, and with SMALL_C 0 16-bit ones, run the persistent kernel.
+    # (BIG, BIG, 32): 16-byte rows and M > 128, so TF32 forwards, and with SMALL_C 0 16-bit
+    # ones, run the persistent kernel.
     monkeypatch.setattr(ex, "SMALL_C", 0)
     with ex.float32_matmul_precision(precision):
         a, b, grad_c = grad_inputs(m, n, k, dtype, transposed)
@@ -380,11 +472,13 @@ def test_gradients_match_float64(monkeypatch, dtype, precision, m, n, k, transpo
 
 @pytest.mark.parametrize("dtype, precision", [(torch.float32, "high"), (torch.float16, None)])
 def test_gradients_of_a_sum(dtype, precision):
-    # dC of c.sum() is an expand()ed view with strides (0, 0), of (c.sum(0) * w).sum() one with (0, 1).
+    # dC of c.sum() is an expand()ed view with strides (0, 0); of (c.sum(0) * w).sum(), (0, 1).
     w = torch.randn(16, device=common.DEVICE).to(dtype)
     with ex.float32_matmul_precision(precision):
-        for loss, grad_c in [(lambda c: c.sum(), torch.ones(32, 16, device=common.DEVICE, dtype=dtype)),
-                             (lambda c: (c.sum(0) * w).sum(), w.expand(32, 16))]:
+        for loss, grad_c in [
+            (lambda c: c.sum(), torch.ones(32, 16, device=common.DEVICE, dtype=dtype)),
+            (lambda c: (c.sum(0) * w).sum(), w.expand(32, 16)),
+        ]:
             a, b, _ = grad_inputs(32, 16, 24, dtype)
             loss(ex.matmul(a, b)).backward()
             assert_gradients_match(a, b, grad_c, f"sum {dtype}")
@@ -439,11 +533,18 @@ def test_out_with_inputs_that_require_grad_is_refused(name):
     fn = ex.matmul if name == "matmul" else ex.VARIANTS[name]
     a = torch.randn(8, 16, device=common.DEVICE, requires_grad=True)
     # matmul is differentiable, but not into out=; a variant is not differentiable at all.
-    with pytest.raises(ValueError, match="out= is not differentiable" if name == "matmul" else "records no gradients"):
-        fn(a, torch.randn(16, 16, device=common.DEVICE), out=torch.empty(8, 16, device=common.DEVICE))
+    with pytest.raises(
+        ValueError,
+        match="out= is not differentiable" if name == "matmul" else "records no gradients",
+    ):
+        fn(
+            a,
+            torch.randn(16, 16, device=common.DEVICE),
+            out=torch.empty(8, 16, device=common.DEVICE),
+        )
 
 
-# ---- The registered op: opcheck, torch.compile ------------------------------------------------------
+# ---- The registered op: opcheck, torch.compile ----
 
 
 def opcheck_cases():
@@ -452,9 +553,15 @@ def opcheck_cases():
 
     return {
         "float32": (leaf(5, 4), leaf(4, 3)),
-        "float16, grad": (leaf(16, 32, dtype=torch.float16, grad=True), leaf(32, 8, dtype=torch.float16, grad=True)),
+        "float16, grad": (
+            leaf(16, 32, dtype=torch.float16, grad=True),
+            leaf(32, 8, dtype=torch.float16, grad=True),
+        ),
         "bfloat16": (leaf(7, 9, dtype=torch.bfloat16), leaf(9, 5, dtype=torch.bfloat16, grad=True)),
-        "float64, grad": (leaf(6, 3, dtype=torch.float64, grad=True), leaf(3, 4, dtype=torch.float64)),
+        "float64, grad": (
+            leaf(6, 3, dtype=torch.float64, grad=True),
+            leaf(3, 4, dtype=torch.float64),
+        ),
         "transposed view": (leaf(4, 6).T, leaf(5, 4).T.detach().requires_grad_()),
         "sliced view": (leaf(12, 10)[::2, 1:9], leaf(8, 6)),
         "empty": (leaf(0, 4), leaf(4, 3)),
@@ -467,9 +574,11 @@ def test_opcheck(case):
     torch.library.opcheck(torch.ops.triton_lessons.matmul.default, opcheck_cases()[case])
 
 
-@pytest.mark.parametrize("dtype, m, n, k", [(torch.float16, BIG, BIG, 32), (torch.float32, 33, 17, 65)])
+@pytest.mark.parametrize(
+    "dtype, m, n, k", [(torch.float16, BIG, BIG, 32), (torch.float32, 33, 17, 65)]
+)
 def test_compile_fullgraph_forward_and_backward(monkeypatch, dtype, m, n, k):
-    # float16 with 16-byte rows, M > 128 and SMALL_C 0: the compiled forward runs the persistent kernel.
+    # float16 with 16-byte rows, M > 128 and SMALL_C 0: the compiled forward runs persistent.
     calls = spy_on_persistent(monkeypatch)
     monkeypatch.setattr(ex, "SMALL_C", 0)
     torch._dynamo.reset()
@@ -477,16 +586,16 @@ def test_compile_fullgraph_forward_and_backward(monkeypatch, dtype, m, n, k):
     a, b, grad_c = grad_inputs(m, n, k, dtype)
     c = compiled(a, b)
     expected, magnitude = reference64(a, b)
-    common.assert_close(c, expected, magnitude, k, f"compiled {dtype}", ex.product_roundoff(dtype))
+    common.assert_close(c, expected, magnitude, k, f"compiled {dtype}", roundoff(dtype))
     c.backward(grad_c)
     assert_gradients_match(a, b, grad_c, f"compiled {dtype}")
     assert (len(calls) > 0) == (dtype == torch.float16)
     with torch.no_grad():  # no grad: the compiled graph still calls the op
         c = compiled(a, b)
-    common.assert_close(c, expected, magnitude, k, f"compiled, no grad, {dtype}", ex.product_roundoff(dtype))
+    common.assert_close(c, expected, magnitude, k, f"compiled, no grad, {dtype}", roundoff(dtype))
 
 
-# ---- GPU only: CUDA graphs and side streams -------------------------------------------------------
+# ---- GPU only: CUDA graphs and side streams ----
 
 
 @support.gpu_only
@@ -500,8 +609,14 @@ def test_capture_in_a_cuda_graph_and_replay(dtype):
     a.copy_(torch.randn_like(a))  # new values in the same memory: the replay must read them
     graph.replay()
     torch.cuda.synchronize()
-    common.assert_close(out, a.double() @ b.double(), a.double().abs() @ b.double().abs(), 128, "graph replay",
-                        ex.product_roundoff(dtype))
+    common.assert_close(
+        out,
+        a.double() @ b.double(),
+        a.double().abs() @ b.double().abs(),
+        128,
+        "graph replay",
+        roundoff(dtype),
+    )
 
 
 @support.gpu_only
@@ -523,5 +638,85 @@ def test_call_on_a_side_stream():
 def test_eager_gradients_skip_the_dispatcher_and_the_op_records_its_backward():
     a, b = (torch.randn(8, 8, device=common.DEVICE, requires_grad=True) for _ in range(2))
     assert support.dispatched_ops(lambda: ex.matmul(a, b).sum().backward()) == []
-    assert support.dispatched_ops(lambda: torch.ops.triton_lessons.matmul(a, b).sum().backward()) == [
-        "triton_lessons::matmul"]  # forward, and both gradients in the backward
+    assert support.dispatched_ops(
+        lambda: torch.ops.triton_lessons.matmul(a, b).sum().backward()
+    ) == ["triton_lessons::matmul"]  # forward, and both gradients in the backward
+
+
+# ---- Standard form: errors through the op, out= versions, the autotune key, benchmark rows ----
+
+
+@pytest.mark.parametrize("entry", ["matmul", "op"])
+def test_bad_input_through_the_entry_and_the_op_alike(entry):
+    fn = ex.matmul if entry == "matmul" else torch.ops.triton_lessons.matmul
+    a, b = torch.randn(4, 6, device=common.DEVICE), torch.randn(6, 5, device=common.DEVICE)
+    with pytest.raises(TypeError, match="dtype torch.int32"):
+        fn(a.int(), b)
+    with pytest.raises(TypeError, match="torch.float32 and torch.float16"):
+        fn(a, b.half())
+    with pytest.raises(ValueError, match=r"b must be 2-D, got shape \(6,\)"):
+        fn(a, b[:, 0])
+    with pytest.raises(ValueError, match=r"a \(4, 6\) and b \(5, 6\) do not chain: 6 != 5"):
+        fn(a, b.T)
+    with pytest.raises(ValueError, match="is on meta"):
+        fn(a, torch.randn(6, 5, device="meta"))
+
+
+def test_fake_validates_like_the_entry():
+    with torch._subclasses.fake_tensor.FakeTensorMode(allow_non_fake_inputs=True):
+        a, b = torch.randn(4, 6, device=common.DEVICE), torch.randn(5, 6, device=common.DEVICE)
+        with pytest.raises(ValueError, match="do not chain"):
+            torch.ops.triton_lessons.matmul(a, b)
+
+
+@pytest.mark.parametrize("overlapping", [False, True])
+def test_out_bumps_its_version_so_a_backward_that_saved_it_raises(overlapping):
+    a = torch.randn(3, 3, device=common.DEVICE)
+    out = a if overlapping else torch.zeros(3, 3, device=common.DEVICE)
+    w = torch.ones(3, 3, device=common.DEVICE, requires_grad=True)
+    z = (w * out).sum()  # saves out for the backward
+    version = out._version
+    ex.matmul(a, torch.randn(3, 3, device=common.DEVICE), out=out)
+    assert out._version > version
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()
+
+
+def test_out_that_requires_grad_is_refused():
+    out = torch.zeros(3, 2, device=common.DEVICE, requires_grad=True)
+    a, b = torch.ones(3, 4, device=common.DEVICE), torch.ones(4, 2, device=common.DEVICE)
+    with pytest.raises(ValueError, match="out requires grad"):
+        ex.matmul(a, b, out=out)
+    with torch.no_grad():
+        ex.matmul(a, b, out=out)
+    assert torch.equal(out.detach(), torch.full((3, 2), 4.0, device=common.DEVICE))
+
+
+def test_autotune_key_is_what_the_lesson_names():
+    for kernel in (ex.matmul_pointer_kernel, ex.matmul_persistent_kernel):
+        assert kernel.keys == ["M", "N", "K", "INPUT_PRECISION"]
+
+
+@pytest.mark.parametrize(
+    "dtype, m, expected", [("float16", 256, "persistent"), ("float32", 64, "pointer")]
+)
+def test_benchmark_rows(monkeypatch, dtype, m, expected):
+    monkeypatch.setattr(ex, "SMALL_C", 0)  # 256 rows then count as large
+    with ex.float32_matmul_precision("high"):
+        rows = ex.benchmark(m, 32, 16, dtype, precision="high")
+    names = [row["variant"] for row in rows]
+    assert names == [*VARIANT_NAMES, "matmul", f"matmul_{expected}_kernel[grid] bare", "torch"]
+    for row in rows:
+        assert set(row) == set(common.TIMING_COLUMNS) and row["unit"] == "TFLOP/s"
+        assert (row["host us"] is None) == common.INTERPRETED
+
+
+def test_pick_names_the_kernel_matmul_runs(monkeypatch):
+    a = torch.randn(BIG, 32, device=common.DEVICE, dtype=torch.float16)
+    b = torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16)
+    c = a.new_empty((BIG, BIG))
+    assert ex.pick(a, b, c) == "pointer"  # small 16-bit C, N and K multiples of 16
+    monkeypatch.setattr(ex, "SMALL_C", 0)
+    assert ex.pick(a, b, c) == "persistent"
+    assert ex.pick(a[:128], b, c[:128]) == "pointer"  # one row of 128-row tiles
+    assert ex.pick(a.double(), b.double(), c.double()) == "pointer"  # no fast dot for float64

@@ -73,12 +73,10 @@ def most_configs(module):  # the longest config list among module's autotuned ke
 @contextlib.contextmanager
 def pinned_config(module, index):
     """Inside the block, each autotuned kernel of module runs its config `index` (in ALL_CONFIGS;
-    a shorter list wraps around): alone in the list, it runs untimed and unpruned.
-    common.launch_tuned starts with no choices made and forgets these after. Yields each kernel's
-    config, by kernel name; an exception inside gets a note naming them."""
+    a shorter list wraps around): alone in the list, it runs untimed and unpruned. Yields each
+    kernel's config, by kernel name; an exception inside gets a note naming them."""
     pinned = {}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(common, "_tuned", {})
         for kernel in autotuned_kernels(module):
             configs = ALL_CONFIGS.get(kernel, kernel.configs)
             pinned[kernel.fn.__name__] = config = configs[index % len(configs)]

@@ -343,7 +343,7 @@ def test_variants_refuse_inputs_that_require_grad(variant):
     a, b = randn(3, 4), randn(4, 2, requires_grad=True)
     with pytest.raises(ValueError, match="requires grad: use matmul_elementwise"):
         ex.VARIANTS[variant](a, b)
-    with pytest.raises(ValueError, match="out= is not differentiable"):  # check_out's refusal
+    with pytest.raises(ValueError, match="out= is not differentiable"):  # kernel_out's refusal
         ex.VARIANTS[variant](a, b, out=torch.empty(3, 2, device=common.DEVICE))
     with torch.no_grad():
         torch.testing.assert_close(ex.VARIANTS[variant](a, b), a @ b.detach())

@@ -11,9 +11,10 @@ C is cut into BLOCK_M x BLOCK_N tiles, one per program, and each program walks K
 BLOCK_K, adding A[its rows, the step's ks] @ B[the step's ks, its columns] into an accumulator. A
 loaded A tile serves BLOCK_N columns of C at once, so A is read N / BLOCK_N times, not N times.
 
-A worked example with tiles of 2 (tl.dot wants 16 or more): A (3, 4) and B (4, 5), row-major, so
-their strides (elements to the next row, column) are (4, 1) and (5, 1). C has 2 x 3 tiles, one
-program each; program pid computes tile (pid // 3, pid % 3), program 4 rows [2, 3], columns [2, 3]:
+A worked example with tiles of 2 (on a GPU tl.dot needs 16 or more): A (3, 4) and B (4, 5),
+row-major, so their strides (elements to the next row, column) are (4, 1) and (5, 1). C has 2 x 3
+tiles, one program each; program pid computes tile (pid // 3, pid % 3), program 4 rows [2, 3],
+columns [2, 3]. At step k its columns of A and rows of B are ks = k + [0, 1]:
 
     step   ks       A offsets rows[:, None] * 4 + ks[None, :]    B offsets ks[:, None] * 5 + cols
     0      [0, 1]   [[ 8,  9], [ -,  -]]                          [[ 2,  3], [ 7,  8]]
@@ -63,7 +64,8 @@ def simple_matmul_kernel(
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
     tiles_n = tl.cdiv(N, BLOCK_N)
     pid_m, pid_n = tl.program_id(0) // tiles_n, tl.program_id(0) % tiles_n  # row-major order
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # a block: a small tensor of row indices
+    # A block: a small tensor, here of row indices; tl.arange's length must be a power of two.
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     ks = tl.arange(0, BLOCK_K)
     # int64: row * stride_am passes 2^31 in a large A, where int32 arithmetic would wrap around.
@@ -136,7 +138,7 @@ def random_matrix(rows, cols, dtype, transposed=False):  # transposed: the .T of
 # ## Autotuning the tile
 # matmul_simple fixed the tile at 64 x 64 x 32, but the best tile depends on the sizes and dtype:
 # a large C wants 128 x 256 tiles (fewer loads per multiply-add), a small one smaller tiles, so
-# that every SM (streaming multiprocessor, one of the GPU's 132 cores) gets a program. num_stages
+# that every SM (streaming multiprocessor: 132 on an H100 SXM or H200) gets a program. num_stages
 # says how many K steps of tiles load ahead while the tensor cores multiply (Triton pipelines loops
 # that feed tl.dot itself); they wait in shared memory, the SM's small fast memory. The list comes
 # from measurement: BLOCK_K 32 where float32 tiles take twice the bytes; the last two serve C of
@@ -150,9 +152,7 @@ TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M (see grouped order), num_stages,
 if common.INTERPRETED:
     TILES = [(64, 64, 32, 4, 1, 4)]  # the interpreter cannot time configs: it gets one
 CONFIGS = [
-    triton.Config(
-        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g}, num_stages=s, num_warps=w
-    )
+    triton.Config(dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=g), num_stages=s, num_warps=w)
     for bm, bn, bk, g, s, w in TILES
 ]
 
@@ -203,8 +203,10 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # The pointer kernel is simple_matmul_kernel with two changes: @triton.autotune picks the tile, and
 # grouped_tile replaces the row-major line. Triton compiles a kernel anew for what it sees in
 # integer arguments (equal to 1, divisible by 16) to use those facts ("specializes"); M only masks
-# rows, so do_not_specialize keeps one kernel for every M. N and K stay: their masks then show 16
-# equal lanes, so loads are wide (unspecialized they ran 3 to 4x slower, NOTES item 47).
+# rows, so do_not_specialize keeps one kernel for every M. N and K stay specialized: knowing them
+# multiples of 16, the compiler sees the masks switch 16 neighbouring elements on or off together
+# and loads them with one wide instruction, where unspecialized loads ran 3 to 4x slower
+# (results/NOTES.md item 47).
 @triton.autotune(configs=CONFIGS, **TUNING)
 @triton.jit(do_not_specialize=["M"])
 def matmul_pointer_kernel(
@@ -245,25 +247,14 @@ def launch_pointer(a, b, c):
     )  # fmt: skip
 
 
-# ## Tensor descriptors and a persistent kernel
-# A tensor descriptor, tl.make_tensor_descriptor(base, shape, strides, block shape), describes a
-# whole matrix once; desc.load([row, col]) then reads the tile whose first element is there, so
-# the K loop keeps a plain coordinate and no pointer tiles. Reads past the shape give 0 and writes
-# there are dropped: no masks. On Hopper GPUs a load is one TMA copy (the Tensor Memory
-# Accelerator moves the tile into shared memory while the threads compute). The rules: base
-# 16-byte aligned, last stride 1, other strides multiples of 16 bytes. Broken, they gave wrong
-# numbers without an error on an H200, so descriptor_problem checks them first.
-#
-# A persistent kernel: above, one program per C tile runs in waves, and between waves an SM idles
-# while a finished tile is stored and the next program's first tiles arrive. Here one program per
-# SM walks tiles start, start + PROGRAMS, ... in grouped order, and tl.range(..., flatten=True)
-# makes the tile and K loops one pipeline (as Triton's tutorial 09-persistent-matmul; 95 to 102%
-# of cuBLAS in 16 bits, NOTES item 14). EPILOGUE_SUBTILE stores the C tile in two halves, so big
-# float32 tiles fit in shared memory. TF32 tensor cores read float32 tiles only K-contiguous, and
-# the compiler would re-layout each tile of a row-major B on every step: so the wrapper hands over
-# B^T (N, K), and the kernel multiplies by the loaded box's `.T`. M, N, K and the row strides are
-# not specialized: descriptors check bounds themselves, and each new specialization would compile
-# anew (1 to 2 s) for no gain (within 1.3%, NOTES item 47).
+# ## Tensor descriptors
+# The pointer kernel builds a tile of addresses and masks on every K step. A tensor descriptor,
+# tl.make_tensor_descriptor(base, shape, strides, block shape), describes the whole matrix once;
+# desc.load([row, col]) then reads the block-shaped tile whose first element is there. Reads past
+# the shape give 0 and writes there are dropped: no masks. On Hopper GPUs (H100, H200) a load is
+# one TMA copy: the Tensor Memory Accelerator moves the tile into shared memory while the threads
+# compute. The rules: base 16-byte aligned, last stride 1, other strides multiples of 16 bytes.
+# Broken, they gave wrong numbers without an error on an H200, so persistent_problem checks them.
 def persistent_problem(a, b, c):
     """Why descriptors cannot take c = a @ b, or None. Under TF32 the kernel reads k_major_b(b)
     (below), which takes any b. A stride of 0 (an expand()ed view) passes the 16-byte rule, but a
@@ -276,35 +267,42 @@ def persistent_problem(a, b, c):
             return f"matmul_persistent: a tensor descriptor cannot describe {where}: {reason}"
 
 
-PERSISTENT_TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EPILOGUE_SUBTILE, num_stages, num_warps
-    (128, 256, 64, 8, False, 3, 8),  # 16-bit inputs
-    (128, 256, 32, 8, True, 3, 8),  # float32: the C tile is stored in halves to fit
-    (128, 128, 64, 8, False, 4, 8), (128, 128, 32, 8, False, 4, 8),
-    (64, 64, 32, 8, False, 3, 4),  # small matrices, and float64
-]  # fmt: skip
-if common.INTERPRETED:
-    PERSISTENT_TILES = [(64, 64, 32, 4, True, 1, 4)]
-PERSISTENT_CONFIGS = [
-    triton.Config(
-        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g, "EPILOGUE_SUBTILE": sub},
-        num_stages=s,
-        num_warps=w,
-    )
-    for bm, bn, bk, g, sub, s, w in PERSISTENT_TILES
-]
+# ## A persistent kernel
+# Above, one program per C tile runs in waves of one program per SM, and between waves an SM idles
+# while its finished tile is stored and the next program's first tiles arrive. Here one program
+# per SM walks tiles start, start + PROGRAMS, ... in grouped order, and tl.range(..., flatten=True)
+# lets the compiler pipeline the tile and K loops as one: the next tile's first loads start while
+# this tile's last products run (as Triton's tutorial 09-persistent-matmul does; 95 to 102% of
+# cuBLAS in 16 bits, results/NOTES.md item 14). M, N, K and the row strides are not specialized:
+# descriptors check bounds themselves, and each new value would compile anew (1 to 2 s) for no
+# gain (within 1.3%, item 47). The tile is not autotuned: the rule below was right on every shape
+# we measured, and an autotuner timing configs right after other heavy GPU work picked one 9%
+# slower (item 56). The wrapper passes it as keyword arguments, with num_warps and num_stages.
+def persistent_tile(element_size, m, n, programs):
+    """The persistent kernel's tile and launch options: 128 x 256 while C has a tile of that size
+    for every two programs, else 128 x 128, which keeps twice as many SMs busy; K steps of 128
+    bytes; float32's 128 x 256 C tile stored in halves, to fit in shared memory; 64 x 64 in
+    float64, which has no fast tensor cores."""
+    wide = 2 * triton.cdiv(m, 128) * triton.cdiv(n, 256) >= programs
+    if element_size == 8:
+        tile = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_stages=3, num_warps=4)
+    else:
+        tile = dict(BLOCK_M=128, BLOCK_N=256 if wide else 128, BLOCK_K=128 // element_size)
+        tile |= dict(num_stages=3 if wide else 4, num_warps=8)
+    return tile | dict(GROUP_M=8, EPILOGUE_SUBTILE=wide and element_size == 4)
 
 
-@triton.autotune(configs=PERSISTENT_CONFIGS, **TUNING)
-@triton.jit(do_not_specialize=["M", "N", "K", "stride_am", "stride_b", "stride_cm"])  # as there
+@triton.jit(do_not_specialize=["M", "N", "K", "stride_am", "stride_b", "stride_cm"])
 def matmul_persistent_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,  # as in matmul_pointer_kernel; b_ptr: B, or B^T (N, K)
     stride_am, stride_b, stride_cm,  # elements between rows of A, of b_ptr's matrix, of C
     PROGRAMS: tl.constexpr, B_TRANSPOSED: tl.constexpr,  # programs (one per SM); b_ptr holds B^T
     INPUT_PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    EPILOGUE_SUBTILE: tl.constexpr,  # store C in two halves
+    EPILOGUE_SUBTILE: tl.constexpr,  # store C in two halves: a float32 C tile then fits
 ):  # fmt: skip
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
+    # No pointers, no masks: three descriptors, each made once for the whole loop.
     a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_am, 1], [BLOCK_M, BLOCK_K])
     if B_TRANSPOSED:
         b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_b, 1], [BLOCK_N, BLOCK_K])
@@ -312,8 +310,8 @@ def matmul_persistent_kernel(
         b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
     C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # columns of each store
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # The store keeps its own tile counter, as in Triton's tutorial: the pipeliner moves the next
-    # tile's loads ahead of this tile's store, and one shared counter would tie them together.
+    # The compiler overlaps a tile's store with the next tile's first loads, so by the time the
+    # store runs, `tile` may already name the next tile: the store counts tiles itself.
     store_tile = tl.program_id(0) - PROGRAMS
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
@@ -338,6 +336,9 @@ def matmul_persistent_kernel(
             c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
 
 
+# TF32 tensor cores read float32 tiles of B only with K contiguous, and the compiler would
+# rearrange each tile of a row-major B on every step (40% of cuBLAS, item 14): so under TF32 the
+# wrapper hands over B^T (N, K), and the kernel multiplies by the loaded tile's `.T`.
 @triton.jit
 def transpose_kernel(
     src_ptr, dst_ptr,  # B (K, N), any strides; B^T (N, K), rows contiguous, written here
@@ -371,9 +372,9 @@ def k_major_b(b, block=64):
 
 @functools.cache
 def sm_count(device):  # SMs of a CUDA device; 3 under the interpreter, to walk several tiles
-    if common.INTERPRETED:
-        return 3
-    return torch.cuda.get_device_properties(device).multi_processor_count
+    return (
+        3 if common.INTERPRETED else torch.cuda.get_device_properties(device).multi_processor_count
+    )
 
 
 def launch_persistent(a, b, c):
@@ -386,6 +387,7 @@ def launch_persistent(a, b, c):
     matmul_persistent_kernel[(programs,)](
         a, b_arg, c, m, n, k, a.stride(0), b_arg.stride(0), c.stride(0),
         PROGRAMS=programs, B_TRANSPOSED=precision == "tf32", INPUT_PRECISION=precision,
+        **persistent_tile(a.element_size(), m, n, programs),
     )  # fmt: skip
 
 
@@ -430,8 +432,7 @@ VARIANTS = {name: functools.partial(run, f, name=f"matmul_{name}") for name, f i
 
 def refusals(a, b):
     """Variant -> why it cannot take a @ b into a new C, at the current float32 precision."""
-    c = a.new_empty((a.shape[0], b.shape[1]))
-    why = persistent_problem(a, b, c)
+    why = persistent_problem(a, b, a.new_empty((a.shape[0], b.shape[1])))
     return {"persistent": why} if why else {}
 
 
@@ -458,7 +459,8 @@ def validate(a, b, name="matmul"):
 
 # ## Autograd: a torch.autograd.Function
 # For a loss L, dL/dA = dC @ B^T and dL/dB = A^T @ dC: the same product on transposed views (swapped
-# strides, nothing copied), which the kernels take as they are. The backward calls matmul, so with
+# strides, nothing copied), which the kernels take as they are, though A^T (column-major) is no
+# layout for a descriptor: dB runs on the slower pointer kernel. The backward calls matmul, so with
 # create_graph=True (second derivatives) autograd records those products too.
 class Matmul(torch.autograd.Function):
     @staticmethod
@@ -508,11 +510,6 @@ matmul_op.register_autograd(
 
 
 # ## Benchmark and command line
-# Under sustained matmuls the GPU runs at its power limit and lowers its clock: torch warms it up
-# for a second before the first timing, else whoever is timed first looks fast (NOTES item 28).
-POWER_SETTLE_MS = 1000
-
-
 def benchmark(m, n, k, dtype="float16", precision="highest"):
     """GPU and host time of a @ b through each variant that takes row-major inputs, matmul, a bare
     launch of the kernel matmul picks (inputs and output ready), and torch.matmul; TFLOP/s."""
@@ -528,15 +525,19 @@ def benchmark(m, n, k, dtype="float16", precision="highest"):
             kernel, grid = matmul_persistent_kernel, (programs,)
             strides = (a.stride(0), bt.stride(0), c.stride(0))
             args = (a, bt, c, m, n, k, *strides, programs, bt is not b)
+            named = persistent_tile(a.element_size(), m, n, programs)
             common.set_descriptor_allocator()
         else:
             kernel, grid = matmul_pointer_kernel, tile_grid(m, n)
-            args = (a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride())
-        if min(m, n, k) > 0:
-            calls[f"{kernel.fn.__name__}[grid] bare"] = lambda: kernel[grid](*args, precision)
+            args, named = (a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride()), {}
+        if min(m, n, k) > 0:  # Triton's Autotuner keeps the @triton.jit function as .fn
+            name = f"{getattr(kernel, 'fn', kernel).__name__}[grid] bare"
+            calls[name] = lambda: kernel[grid](*args, INPUT_PRECISION=precision, **named)
         calls["torch"] = lambda: reference(a, b)
+        # Under sustained matmuls the GPU reaches its power limit and lowers its clock: a second of
+        # torch.matmul first, else whoever is timed first looks fast (results/NOTES.md item 28).
         if not common.INTERPRETED:
-            triton.testing.do_bench(calls["torch"], warmup=POWER_SETTLE_MS, rep=1)
+            triton.testing.do_bench(calls["torch"], warmup=1000, rep=1)
         times = {name: common.measure(call) for name, call in calls.items()}
     case = f"{m}x{n}x{k} {str(dtype).removeprefix('torch.')}"
     case += f" {precision}" if dtype == torch.float32 else ""

@@ -23,15 +23,6 @@ def descriptor_aligned(n, k, dtype):
     return (k * size) % 16 == 0 and (n * size) % 16 == 0
 
 
-def shared_bytes(config, element_size):
-    """Shared memory a persistent config needs: num_stages A and B tiles and the C tile (halved
-    with EPILOGUE_SUBTILE)."""
-    kw = config.kwargs
-    elements = config.num_stages * (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"]
-    elements += kw["BLOCK_M"] * kw["BLOCK_N"] // (1 + kw["EPILOGUE_SUBTILE"])
-    return elements * element_size
-
-
 def roundoff(dtype):  # one product's error: TF32's 10-bit mantissas, or none
     return 2.0**-9 if ex.input_precision(dtype) == "tf32" else 0.0
 
@@ -80,23 +71,38 @@ def test_dtypes_every_variant(dtype):
 @support.gpu_only
 @pytest.mark.parametrize("index", range(support.most_configs(ex)))
 def test_every_config_on_gpu(index):
-    # The other tests tune between two configs per kernel (support.load): here each kernel runs
-    # its config `index`, on float16 (every config fits a Hopper GPU's shared memory), rows
-    # 16-byte aligned: all variants run.
-    with support.pinned_config(ex, index) as pinned:
+    # The other tests tune between two configs per kernel (support.load): here the pointer kernel
+    # runs its config `index`, on float16 (every config fits a Hopper GPU's shared memory).
+    with support.pinned_config(ex, index):
         assert sorted(ex.check(333, 136, 200, torch.float16)) == sorted(VARIANT_NAMES + ["matmul"])
-        # TF32 takes the persistent kernel down its own path (B^T, float32 tiles): each config
-        # that fits, once.
-        config = pinned["matmul_persistent_kernel"]
-        configs = support.ALL_CONFIGS[ex.matmul_persistent_kernel]
-        props = torch.cuda.get_device_properties(common.DEVICE)
-        if index < len(configs) and shared_bytes(config, 4) <= props.shared_memory_per_block_optin:
-            a, b = (
-                torch.randn(333, 200, device=common.DEVICE),
-                torch.randn(200, 136, device=common.DEVICE),
+
+
+@support.gpu_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+@pytest.mark.parametrize("m, n", [(4096, 4096), (300, 500), (1000, 24)])
+def test_every_persistent_tile_on_gpu(dtype, m, n):
+    # persistent_tile's wide (128 x 256, float32's C stored in halves) and narrow tiles, each dtype
+    tile = ex.persistent_tile(dtype.itemsize, m, n, ex.sm_count(common.DEVICE))
+    assert tile["BLOCK_N"] == (64 if dtype == torch.float64 else 256 if m == 4096 else 128)
+    a, b = (
+        torch.randn(m, 72, device=common.DEVICE, dtype=dtype),
+        torch.randn(72, n, device=common.DEVICE, dtype=dtype),
+    )
+    for precision in ("highest", "high") if dtype == torch.float32 else (None,):
+        with ex.float32_matmul_precision(precision):
+            assert_matches(
+                ex.VARIANTS["persistent"], a, b, f"persistent {m}x{n} {dtype} {precision}"
             )
-            with ex.float32_matmul_precision("high"):
-                assert_matches(ex.VARIANTS["persistent"], a, b, "persistent TF32")
+
+
+def test_persistent_tile_rule():
+    wide = ex.persistent_tile(2, 4096, 4096, 132)
+    assert (wide["BLOCK_M"], wide["BLOCK_N"], wide["BLOCK_K"]) == (128, 256, 64)
+    assert ex.persistent_tile(2, 1024, 4096, 132)["BLOCK_N"] == 256  # 8 x 16 tiles: 128 SMs
+    assert ex.persistent_tile(2, 512, 4096, 132)["BLOCK_N"] == 128  # 4 x 16 tiles: 64 SMs
+    assert ex.persistent_tile(4, 4096, 4096, 132)["EPILOGUE_SUBTILE"]  # float32: C in halves
+    assert not ex.persistent_tile(4, 512, 4096, 132)["EPILOGUE_SUBTILE"]
+    assert ex.persistent_tile(8, 4096, 4096, 132)["BLOCK_N"] == 64
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -693,8 +699,7 @@ def test_out_that_requires_grad_is_refused():
 
 
 def test_autotune_key_is_what_the_lesson_names():
-    for kernel in (ex.matmul_pointer_kernel, ex.matmul_persistent_kernel):
-        assert kernel.keys == ["M", "N", "K", "INPUT_PRECISION"]
+    assert ex.matmul_pointer_kernel.keys == ["M", "N", "K", "INPUT_PRECISION"]
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 You learn how a program computes a whole tile of C with tl.dot (a product of two small matrices on
 the tensor cores, the GPU's matrix-multiply units), how to tune and order those programs, how to
-load tiles through tensor descriptors (03 shows block pointers too), a persistent kernel, and how
+load tiles through tensor descriptors (lesson 03 adds block pointers), a persistent kernel, and how
 the kernels join autograd and torch.compile. For A (M, K), B (K, N) and C (M, N):
 
     C[i, j] = sum over k of A[i, k] * B[k, j]        dA = dC @ B^T,  dB = A^T @ dC
@@ -13,12 +13,12 @@ loaded A tile serves BLOCK_N columns of C at once, so A is read N / BLOCK_N time
 
 A worked example with tiles of 2 (on a GPU tl.dot needs 16 or more): A (3, 4) and B (4, 5),
 row-major, so their strides (elements to the next row, column) are (4, 1) and (5, 1). C has 2 x 3
-tiles, one program each; program pid computes tile (pid // 3, pid % 3), program 4 rows [2, 3],
-columns [2, 3]. At step k its columns of A and rows of B are ks = k + [0, 1]:
+tiles; program pid computes tile (pid // 3, pid % 3): program 4 rows [2, 3], columns [2, 3]. Its
+loop's k is 0, then 2; the code keeps ks = [0, 1] and moves the pointers by BLOCK_K instead:
 
-    step   ks       A offsets rows[:, None] * 4 + ks[None, :]    B offsets ks[:, None] * 5 + cols
-    0      [0, 1]   [[ 8,  9], [ -,  -]]                          [[ 2,  3], [ 7,  8]]
-    1      [2, 3]   [[10, 11], [ -,  -]]                          [[12, 13], [17, 18]]
+    k   k + ks   A offsets rows[:, None] * 4 + ks[None, :]    B offsets ks[:, None] * 5 + cols
+    0   [0, 1]   [[ 8,  9], [ -,  -]]                          [[ 2,  3], [ 7,  8]]
+    2   [2, 3]   [[10, 11], [ -,  -]]                          [[12, 13], [17, 18]]
 
 Row 3 is past M = 3: the mask rows < M switches its loads off (they read 0, which adds nothing)
 and its store. The program stores C[2, 2] and C[2, 3] at offsets 2 * 5 + [2, 3] = [12, 13].
@@ -61,6 +61,7 @@ def simple_matmul_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # the C tile, the K step
 ):  # fmt: skip
     # Add in float32 (float64 for float64): a 16-bit running sum would round small products away.
+    # c_ptr's dtype is a pointer type, such as pointer<fp16>; .element_ty is what it points to.
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
     tiles_n = tl.cdiv(N, BLOCK_N)
     pid_m, pid_n = tl.program_id(0) // tiles_n, tl.program_id(0) % tiles_n  # row-major order
@@ -73,7 +74,7 @@ def simple_matmul_kernel(
     b_ptrs = b_ptr + ks.to(tl.int64)[:, None] * stride_bk + cols.to(tl.int64)[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
     for k in range(0, K, BLOCK_K):
-        # Lanes past M, past N, or past K in the last step load 0 instead (the masks).
+        # Elements past M, past N, or past K in the last step load 0 instead (the masks).
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
         b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
         a, b = interpretable(a, b)  # the interpreter's bfloat16 fix, nothing on a GPU
@@ -104,13 +105,14 @@ def reference(a, b):  # what matmul computes, in PyTorch
 
 
 def check(m, n, k, dtype=torch.float32, precision=None, transpose_a=False, transpose_b=False):
-    """Each variant that takes the layout, then matmul, into an out= of NaN, against float64 under
-    torch's float32 `precision` (None: as set); returns the names checked."""
+    """VARIANTS (below) that take the layout, then matmul, the entry, into an out= of NaN, against
+    float64 under torch's float32 `precision` (None: as set); returns the names checked."""
     with float32_matmul_precision(precision):
         a, b = random_matrix(m, k, dtype, transpose_a), random_matrix(k, n, dtype, transpose_b)
         expected = reference(a.double(), b.double())
         magnitude = reference(a.double().abs(), b.double().abs())  # scales the rounding allowed
-        roundoff = 2.0**-9 if input_precision(dtype) == "tf32" else 0.0  # one TF32 product's
+        # TF32 keeps 10 bits of each input's mantissa, so each product may be off by 2^-9.
+        roundoff = 2.0**-9 if input_precision(dtype) == "tf32" else 0.0
         names = [name for name in VARIANTS if name not in refusals(a, b)] + ["matmul"]
         for name in names:
             out = torch.full((m, n), float("nan"), dtype=dtype, device=common.DEVICE)
@@ -139,10 +141,10 @@ def random_matrix(rows, cols, dtype, transposed=False):  # transposed: the .T of
 # matmul_simple fixed the tile at 64 x 64 x 32, but the best tile depends on the sizes and dtype:
 # a large C wants 128 x 256 tiles (fewer loads per multiply-add), a small one smaller tiles, so
 # that every SM (streaming multiprocessor: 132 on an H100 SXM or H200) gets a program. num_stages
-# says how many K steps of tiles load ahead while the tensor cores multiply (Triton pipelines loops
-# that feed tl.dot itself); they wait in shared memory, the SM's small fast memory. The list comes
-# from measurement: BLOCK_K 32 where float32 tiles take twice the bytes; the last two serve C of
-# few tiles (NOTES item 43: BLOCK_M 16 for a decoding step, M <= 16).
+# says how many K steps of tiles load ahead while the tensor cores multiply; they wait in shared
+# memory, the SM's small fast memory. num_warps: a program's threads, in warps of 32 that run in
+# step. BLOCK_K 32 suits float32, whose tiles take twice the bytes; the last two tiles serve C of
+# few tiles (BLOCK_M 16 for M <= 16, a decoding step: results/NOTES.md item 43).
 TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M (see grouped order), num_stages, num_warps
     (128, 256, 64, 8, 3, 8), (128, 256, 64, 4, 3, 8), (256, 128, 64, 8, 3, 8),
     (128, 256, 32, 8, 4, 8), (256, 128, 32, 8, 3, 8), (128, 128, 64, 8, 4, 4),
@@ -268,16 +270,21 @@ def persistent_problem(a, b, c):
 
 
 # ## A persistent kernel
-# Above, one program per C tile runs in waves of one program per SM, and between waves an SM idles
-# while its finished tile is stored and the next program's first tiles arrive. Here one program
-# per SM walks tiles start, start + PROGRAMS, ... in grouped order, and tl.range(..., flatten=True)
+# Above, one program per C tile runs in waves (as many programs at a time as the SMs hold); an SM
+# idles while its finished tile is stored and the next program's first tiles arrive. Here one
+# program per SM walks tiles start, start + PROGRAMS, ... in grouped order; tl.range(flatten=True)
 # lets the compiler pipeline the tile and K loops as one: the next tile's first loads start while
-# this tile's last products run (as Triton's tutorial 09-persistent-matmul does; 95 to 102% of
-# cuBLAS in 16 bits, results/NOTES.md item 14). M, N, K and the row strides are not specialized:
-# descriptors check bounds themselves, and each new value would compile anew (1 to 2 s) for no
-# gain (within 1.3%, item 47). The tile is not autotuned: the rule below was right on every shape
-# we measured, and an autotuner timing configs right after other heavy GPU work picked one 9%
-# slower (item 56). The wrapper passes it as keyword arguments, with num_warps and num_stages.
+# this tile's last products run (Triton's tutorial 09-persistent-matmul; 95 to 102% of cuBLAS in
+# 16 bits, results/NOTES.md item 14). M, N, K and the row strides are not specialized: each new
+# value would compile anew (1 to 2 s) for no gain (within 1.3%, item 47). The tile is not
+# autotuned: the rule below was right on every shape we measured, where an autotuner timing right
+# after other heavy GPU work picked one 9% slower (item 56); the wrapper passes it in.
+#
+# Two more changes. TF32 tensor cores read float32 tiles of B only with K contiguous, and the
+# compiler would rearrange each tile of a row-major B on every step (40% of cuBLAS, item 14): so
+# under TF32 the wrapper hands over B^T (N, K), copied by transpose_kernel below, and the kernel
+# multiplies by the loaded tile's `.T`. The epilogue (what follows a tile's K loop: the store)
+# stages the tile in shared memory; a 128 x 256 float32 tile fits only in two halves.
 def persistent_tile(element_size, m, n, programs):
     """The persistent kernel's tile and launch options: 128 x 256 while C has a tile of that size
     for every two programs, else 128 x 128, which keeps twice as many SMs busy; K steps of 128
@@ -310,8 +317,8 @@ def matmul_persistent_kernel(
         b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
     C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # columns of each store
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # The compiler overlaps a tile's store with the next tile's first loads, so by the time the
-    # store runs, `tile` may already name the next tile: the store counts tiles itself.
+    # The store counts tiles itself, as in Triton's tutorial: it then does not depend on `tile`,
+    # and the compiler is freer to overlap it with the next tile's first loads.
     store_tile = tl.program_id(0) - PROGRAMS
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
@@ -320,7 +327,7 @@ def matmul_persistent_kernel(
         for k in range(0, K, BLOCK_K):
             a = a_desc.load([pid_m * BLOCK_M, k])
             if B_TRANSPOSED:
-                b = b_desc.load([pid_n * BLOCK_N, k]).T  # a (BLOCK_K, BLOCK_N) view of the box
+                b = b_desc.load([pid_n * BLOCK_N, k]).T  # a (BLOCK_K, BLOCK_N) view of the tile
             else:
                 b = b_desc.load([k, pid_n * BLOCK_N])
             a, b = interpretable(a, b)
@@ -336,9 +343,6 @@ def matmul_persistent_kernel(
             c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
 
 
-# TF32 tensor cores read float32 tiles of B only with K contiguous, and the compiler would
-# rearrange each tile of a row-major B on every step (40% of cuBLAS, item 14): so under TF32 the
-# wrapper hands over B^T (N, K), and the kernel multiplies by the loaded tile's `.T`.
 @triton.jit
 def transpose_kernel(
     src_ptr, dst_ptr,  # B (K, N), any strides; B^T (N, K), rows contiguous, written here
@@ -459,9 +463,9 @@ def validate(a, b, name="matmul"):
 
 # ## Autograd: a torch.autograd.Function
 # For a loss L, dL/dA = dC @ B^T and dL/dB = A^T @ dC: the same product on transposed views (swapped
-# strides, nothing copied), which the kernels take as they are, though A^T (column-major) is no
-# layout for a descriptor: dB runs on the slower pointer kernel. The backward calls matmul, so with
-# create_graph=True (second derivatives) autograd records those products too.
+# strides, nothing copied), which the kernels take as they are. A transposed view is no layout for
+# a descriptor (bar B^T under TF32), so the gradients mostly run on the slower pointer kernel. The
+# backward calls matmul: with create_graph=True (second derivatives) autograd records it too.
 class Matmul(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -549,15 +553,11 @@ def benchmark(m, n, k, dtype="float16", precision="highest"):
 
 
 # `make bench` on a GPU: large cubes, then the shapes that taught the dispatch rule.
-CUBES = [(size, size, size) for size in (4096, 8192)]
+SWEEP = [dict(m=n, n=n, k=n, dtype=d, precision="high") for n in (4096, 8192) for d in DTYPES]
+SWEEP = [case for case in SWEEP if case["dtype"] != "float64"]  # float32 at "high": TF32
 SHAPES = [(4000, 4000, 4000), (8192, 8192, 512), (128, 4096, 4096), (16, 8192, 8192)]
-SHAPES += [(1000, 1001, 999)]
-SWEEP = [
-    dict(m=m, n=n, k=k, dtype=dtype, precision="high")
-    for m, n, k in CUBES
-    for dtype in ("float16", "bfloat16", "float32")
-]
 SWEEP += [dict(m=m, n=n, k=k, dtype=d) for d in ("float16", "bfloat16") for m, n, k in SHAPES]
+SWEEP += [dict(m=1000, n=1001, k=999, dtype=d) for d in ("float16", "bfloat16")]
 
 
 def main(argv=None):

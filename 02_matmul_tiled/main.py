@@ -16,9 +16,9 @@ row-major, so their strides (elements to the next row, column) are (4, 1) and (5
 tiles; program pid computes tile (pid // 3, pid % 3): program 4 rows [2, 3], columns [2, 3]. Its
 loop's k is 0, then 2; the code keeps ks = [0, 1] and moves the pointers by BLOCK_K instead:
 
-    k   k + ks   A offsets rows[:, None] * 4 + ks[None, :]    B offsets ks[:, None] * 5 + cols
-    0   [0, 1]   [[ 8,  9], [ -,  -]]                          [[ 2,  3], [ 7,  8]]
-    2   [2, 3]   [[10, 11], [ -,  -]]                          [[12, 13], [17, 18]]
+    k   k + ks   A offsets rows[:, None] * 4 + (k + ks)[None, :]   B: (k + ks)[:, None] * 5 + cols
+    0   [0, 1]   [[ 8,  9], [ -,  -]]                              [[ 2,  3], [ 7,  8]]
+    2   [2, 3]   [[10, 11], [ -,  -]]                              [[12, 13], [17, 18]]
 
 Row 3 is past M = 3: the mask rows < M switches its loads off (they read 0, which adds nothing)
 and its store. The program stores C[2, 2] and C[2, 3] at offsets 2 * 5 + [2, 3] = [12, 13].
@@ -317,8 +317,8 @@ def matmul_persistent_kernel(
         b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
     C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # columns of each store
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # The store counts tiles itself, as in Triton's tutorial: it then does not depend on `tile`,
-    # and the compiler is freer to overlap it with the next tile's first loads.
+    # The store counts tiles itself (always equal to `tile`), as Triton's tutorial does: the store
+    # then does not depend on the loop's `tile`, and overlaps the next tile's first loads better.
     store_tile = tl.program_id(0) - PROGRAMS
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):

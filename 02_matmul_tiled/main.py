@@ -40,15 +40,6 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32", "float64")}
-INTERPRETED = tl.constexpr(common.INTERPRETED)  # a global a kernel reads must be a tl.constexpr
-
-
-# The interpreter keeps bfloat16 as 16-bit integers and its tl.dot multiplies those: widen them.
-@triton.jit
-def interpretable(a, b):  # on a GPU the `if` is False at compile time: it does nothing
-    if INTERPRETED and a.dtype == tl.bfloat16:
-        a, b = a.to(tl.float32), b.to(tl.float32)
-    return a, b
 
 
 # ## The simplest tiled kernel: one program per C tile, tiles in row-major order
@@ -137,6 +128,17 @@ def random_matrix(rows, cols, dtype, transposed=False):  # transposed: the .T of
     return t.T if transposed else t
 
 
+INTERPRETED = tl.constexpr(common.INTERPRETED)  # a global a kernel reads must be a tl.constexpr
+
+
+# The interpreter keeps bfloat16 as 16-bit integers and its tl.dot multiplies those: widen them.
+@triton.jit
+def interpretable(a, b):  # on a GPU the `if` is False at compile time: it does nothing
+    if INTERPRETED and a.dtype == tl.bfloat16:
+        a, b = a.to(tl.float32), b.to(tl.float32)
+    return a, b
+
+
 # ## Autotuning the tile
 # matmul_simple fixed the tile at 64 x 64 x 32, but the best tile depends on the sizes and dtype:
 # a large C wants 128 x 256 tiles (fewer loads per multiply-add), a small one smaller tiles, so
@@ -207,8 +209,7 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # integer arguments (equal to 1, divisible by 16) to use those facts ("specializes"); M only masks
 # rows, so do_not_specialize keeps one kernel for every M. N and K stay specialized: knowing them
 # multiples of 16, the compiler sees the masks switch 16 neighbouring elements on or off together
-# and loads them with one wide instruction, where unspecialized loads ran 3 to 4x slower
-# (results/NOTES.md item 47).
+# and loads them with one wide instruction (unspecialized, the kernel ran 3 to 4x slower).
 @triton.autotune(configs=CONFIGS, **TUNING)
 @triton.jit(do_not_specialize=["M"])
 def matmul_pointer_kernel(
@@ -274,14 +275,13 @@ def persistent_problem(a, b, c):
 # idles while its finished tile is stored and the next program's first tiles arrive. Here one
 # program per SM walks tiles start, start + PROGRAMS, ... in grouped order; tl.range(flatten=True)
 # lets the compiler pipeline the tile and K loops as one: the next tile's first loads start while
-# this tile's last products run (Triton's tutorial 09-persistent-matmul; 95 to 102% of cuBLAS in
-# 16 bits, results/NOTES.md item 14). M, N, K and the row strides are not specialized: each new
-# value would compile anew (1 to 2 s) for no gain (within 1.3%, item 47). The tile is not
-# autotuned: the rule below was right on every shape we measured, where an autotuner timing right
-# after other heavy GPU work picked one 9% slower (item 56); the wrapper passes it in.
+# this tile's last products run (as Triton's tutorial 09-persistent-matmul). M, N, K and the row
+# strides are not specialized: each new value would compile anew (1 to 2 s) for no gain. The tile
+# is not autotuned: the rule below was right on every shape we measured, where an autotuner timing
+# right after other heavy GPU work picked one 9% slower (results/NOTES.md item 56).
 #
 # Two more changes. TF32 tensor cores read float32 tiles of B only with K contiguous, and the
-# compiler would rearrange each tile of a row-major B on every step (40% of cuBLAS, item 14): so
+# compiler would rearrange each tile of a row-major B on every step (40% of cuBLAS's speed): so
 # under TF32 the wrapper hands over B^T (N, K), copied by transpose_kernel below, and the kernel
 # multiplies by the loaded tile's `.T`. The epilogue (what follows a tile's K loop: the store)
 # stages the tile in shared memory; a 128 x 256 float32 tile fits only in two halves.
@@ -395,7 +395,7 @@ def launch_persistent(a, b, c):
     )  # fmt: skip
 
 
-# ## Which kernel matmul runs (measured on an H100, NOTES items 43 and 47)
+# ## Which kernel matmul runs (measured on an H100: results/NOTES.md items 43 and 47)
 # The persistent kernel for 16-bit and TF32 dots where descriptors take the layout; the pointer
 # kernel otherwise, and where its smaller tiles give more programs: C of at most one 128-row tile
 # row (a decoding step), or 16-bit C of at most SMALL_C elements with K at most SHORT_K and N, K

@@ -277,8 +277,8 @@ def persistent_problem(a, b, c):
 # lets the compiler pipeline the tile and K loops as one: the next tile's first loads start while
 # this tile's last products run (as Triton's tutorial 09-persistent-matmul). M, N, K and the row
 # strides are not specialized: each new value would compile anew (1 to 2 s) for no gain. The tile
-# is not autotuned: the rule below was right on every shape we measured, where an autotuner timing
-# right after other heavy GPU work picked one 9% slower (results/NOTES.md item 56).
+# is not autotuned: the rule below picked the faster tile on 18 shapes timed (3072^3 is one it
+# misses), where an autotuner timing right after heavy GPU work chose 9% slower (NOTES item 56).
 #
 # Two more changes. TF32 tensor cores read float32 tiles of B only with K contiguous, and the
 # compiler would rearrange each tile of a row-major B on every step (40% of cuBLAS's speed): so

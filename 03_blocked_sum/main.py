@@ -1,8 +1,8 @@
 """Column sums, out = x.sum(0): a blocked reduction in Triton, fast on every matrix shape.
 
-You learn to add whole tiles down a block of columns and reduce them once; to tune, pipeline
-and split that loop over more programs for a tall, skinny x, adding their partial sums in a fixed
-order (no atomics); and the same loop with block pointers and tensor descriptors. For x (M, N):
+You learn to add whole tiles down a block of columns and reduce them once; then to tune that
+loop, to keep loads in flight, to split a tall, skinny x's rows over more programs whose partial
+sums add in a fixed order, and two other ways to load tiles. For x (M, N):
 
     out[j]       = sum_i x[i, j]        one sum per column
     grad_x[i, j] = grad_out[j]          d out[j] / d x[i, j] = 1: grad_out on every row
@@ -50,7 +50,7 @@ def simple_column_sum_kernel(
     M, N, stride_m, stride_n,  # sizes; elements from x[i, j] to x[i + 1, j], and to x[i, j + 1]
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # rows per step, columns per program
 ):  # fmt: skip
-    # An `if` on a dtype or constexpr runs once, at compile time; the `for` over M runs on the GPU.
+    # A choice on a dtype or constexpr (the `if` below) is made once, at compile time.
     # Add in float32 (float64 for float64 x): a 16-bit running sum drops small terms as it grows.
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
     # tl.arange(0, BLOCK_N) is a block, a small tensor inside the program: 0, 1, ..., BLOCK_N - 1.
@@ -84,7 +84,7 @@ def reference(x):  # the plain PyTorch expression
 
 def check(x, variants=None):
     """x.sum(0) of each variant (all, or those named) against float64, into an out= of NaN so that
-    an unwritten element fails; the names checked ("descriptor" not where x breaks its rules)."""
+    an unwritten element fails. Returns the names checked: no "descriptor" if x breaks its rules."""
     expected, magnitude = reference(x.double()), reference(x.double().abs())
     skip = {"descriptor"} if common.descriptor_problem(x) else set()  # see "Tensor descriptors"
     names = [name for name in variants or VARIANTS if name not in skip]
@@ -102,10 +102,10 @@ def check(x, variants=None):
 # wants narrow tiles (wider ones load padding); a program that walks few rows wants one-row tiles.
 # A program runs on num_warps warps of 32 threads; Triton spreads the tile's elements over them.
 # @triton.autotune(configs=..., key=...) times each triton.Config on the first call with new key
-# values, then reuses the fastest. Why these seven: each of 12 shapes has one within 1% of the
-# best of 32 (NOTES item 41).
+# values, then reuses the fastest. (BLOCK_M, BLOCK_N, num_warps, STAGES): seven tiles that came
+# within 1% of the best of 32 on each of 12 shapes timed (results/NOTES.md item 41).
 TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2), (32, 128, 4, 2)]
-TILES += [(128, 128, 8, 1), (1, 1024, 8, 1)]  # (BLOCK_M, BLOCK_N, num_warps, STAGES)
+TILES += [(128, 128, 8, 1), (1, 1024, 8, 1)]
 if common.INTERPRETED:
     TILES = [(32, 32, 4, 1)]  # the interpreter cannot time configs: it gets one
 CONFIGS = [
@@ -128,19 +128,20 @@ def prune_configs(configs, named_args, **kwargs):
 # config is timed 5 + 20 ms), and cache_results keeps the choice on disk for the next process.
 TUNING = dict(prune_configs_by={"early_config_prune": prune_configs}, cache_results=True)
 TUNING["do_bench"] = lambda fn, quantiles: triton.testing.do_bench(fn, 5, 20, quantiles=quantiles)
-# Pipelining: with STAGES > 1 a step issues the loads of the next STAGES - 1 tiles before it adds
-# its own, so the memory always has work. Triton does that itself only for loops that feed tl.dot;
-# tl.range(..., num_stages=STAGES) asks for it here (2: 16-bit wide shapes 1-2% faster, NOTES 33).
+# Pipelining: with STAGES > 1, STAGES tiles are in flight: a step issues the loads of the next
+# STAGES - 1 tiles before it adds its own, so the memory always has work. Triton does that itself
+# only for loops that feed tl.dot; tl.range(..., num_stages=STAGES) asks for it here (2: 16-bit
+# wide shapes 1-2% faster, NOTES 33).
 
 # ## Splitting the rows of a tall, skinny x
-# With one program per BLOCK_N (>= 32) columns, a 1048576 x 64 x gets at most two programs, and
+# With one program per BLOCK_N (>= 32) columns, x of 1048576 x 64 gets at most two programs, and
 # one SM (streaming multiprocessor, a core of the GPU: 132 on an H100 SXM) cannot draw all the
-# memory bandwidth. If blocks of 128 columns give at least half the programs wanted
-# (PROGRAMS_PER_SM per SM), narrower tiles give enough; otherwise the rows are split: program
-# (c, s) of a 2-D grid sums chunk s of column block c into row s of a float32 (splits, N) buffer,
-# and a second pass adds each column of it in a fixed order: the same bits every call, which
-# atomic adds (in any order) would not give. E.g. 1048576 x 64 on an H100: 528 programs wanted,
-# 1986 rows each, rounded up to 2048 (a multiple of the tallest tile): 512 splits.
+# memory bandwidth. Rows are split only where 128-wide column blocks give under half the programs
+# wanted (PROGRAMS_PER_SM per SM): program (c, s) of a 2-D grid sums chunk s of column block c
+# into row s of a float32 (splits, N) buffer, and a second pass adds each column of it in a fixed
+# order: the same bits every call, which atomic adds (programs adding into one address, in any
+# order) would not give. E.g. 1048576 x 64 on an H100: 528 programs wanted, 1986 rows each,
+# rounded up to 2048 (a multiple of the tallest tile): 512 splits.
 PROGRAMS_PER_SM = 4  # more gave shorter chunks and a larger second pass (NOTES item 29)
 ROW_ALIGN = max(config.kwargs["BLOCK_M"] for config in CONFIGS)  # the tallest tile
 
@@ -198,8 +199,8 @@ def split_sums(kernel, x, out, *strides):
     """out = x.sum(0) through `kernel` (which takes these strides of x), then the second pass."""
     M, N = x.shape
     splits, rows_per_split = plan_splits(M, N, x.device)
-    # Autotuned: Triton fills in BLOCK_M, BLOCK_N and STAGES, and calls grid with the config.
-    grid = lambda config: (triton.cdiv(N, config["BLOCK_N"]), splits)  # noqa: E731
+    # Autotuned: Triton fills in BLOCK_M, BLOCK_N and STAGES, and calls grid with a dict of them.
+    grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
     if splits == 1:  # one chunk writes its sums straight into out, in x's dtype
         return kernel[grid](x, out, M, N, *strides, rows_per_split)
     partial = x.new_empty((splits, N), dtype=torch.promote_types(x.dtype, torch.float32))
@@ -240,8 +241,8 @@ def column_sums_block_ptr(x, out):
 
 # ## Tensor descriptors
 # tl.make_tensor_descriptor replaced block pointers. On Hopper GPUs a descriptor load is one TMA
-# copy (the Tensor Memory Accelerator moves a tile into the program's shared memory), zero-filled
-# past the shape. Rules: last stride 1, base and other strides 16-byte aligned, at most 256
+# copy (the Tensor Memory Accelerator moves a tile into shared memory, the SM's fast on-chip store)
+# zero-filled past the shape. Rules: last stride 1, base and other strides 16-byte aligned, <= 256
 # elements a side. Broken, they gave wrong sums without an error on an H200: such an x is refused.
 @triton.autotune(configs=DESCRIPTOR_CONFIGS, key=["N", "rows_per_split"], **TUNING)
 @triton.jit(do_not_specialize=["M"])
@@ -332,7 +333,8 @@ def validate(x, style="pointer"):
 
 # ## The registered op, for torch.compile
 # Under torch.compile blocked_sum calls this op, one opaque node (triton_op would trace the launch,
-# which fails when interpreted). Its fake gives the output's shape, checking x as the entry does.
+# which fails when interpreted). Its fake (what torch.compile runs to learn the output's shape,
+# with no kernel) checks x as blocked_sum, the entry function, does.
 @torch.library.custom_op("triton_lessons::blocked_sum", mutates_args=())
 def blocked_sum_op(x: torch.Tensor, style: str = "pointer") -> torch.Tensor:
     with torch.no_grad():  # the op's autograd is the one registered below

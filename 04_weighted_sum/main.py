@@ -93,8 +93,8 @@ def reference(x, weight):  # the plain PyTorch expression
 
 
 def check(x):
-    """y, grad_x and grad_w of every variant in VARIANTS (at the end: the entry, autograd included)
-    for this x, a fresh random w and grad_y, against float64; outputs start as NaN."""
+    """y, grad_x and grad_w of each variant (VARIANTS, near the end) through autograd, for this x,
+    a random w and grad_y, against float64; outputs start as NaN, so unwritten ones fail."""
     weight = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
     x64, w64, g64 = x.double(), weight.double(), grad_y.double()[..., None]
@@ -125,8 +125,8 @@ def check(x):
 # rows want wide tiles (long reads), narrow rows many rows per tile. @triton.autotune(configs=...,
 # key=["D"]) on a kernel times each triton.Config in the list on the first call with a new D, and
 # keeps the fastest for every later call with that D, whatever its row count. A warp is 32 threads
-# that run in step; num_warps says how many share a program's tile. Why these tiles: on each of 12
-# measured shapes one is within 1% of the best of 15 (results/NOTES.md item 41).
+# that run in step; num_warps says how many share a program's tile. TILES: (ROWS_TILE, D_TILE,
+# num_warps); on 12 shapes one of these was within 1% of the best of 15 tried (NOTES item 41).
 TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4), (128, 128, 8), (16, 256, 4)]
 TILES += [(8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
 if common.INTERPRETED:
@@ -135,7 +135,7 @@ CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w
 
 
 def tiles_for_d(configs, named_args, **kwargs):
-    """Configs worth timing: D tiles from min(W, 128) to max(W, 32), W = D up to a power of two."""
+    """Configs worth timing: D tiles from min(W, 128) to max(W, 32), W = next_power_of_2(D)."""
     width = triton.next_power_of_2(named_args["D"])
     fit = [c for c in configs if min(width, 128) <= c.kwargs["D_TILE"] <= max(width, 32)]
     return fit or configs
@@ -151,10 +151,10 @@ TUNING["do_bench"] = lambda fn, quantiles: triton.testing.do_bench(fn, 5, 20, qu
 # compiler uses such loads only if it knows, as it compiles, that each group of 4 (or 8) columns
 # starts 16-byte aligned, lies side by side and is masked alike. Triton compiles a kernel for each
 # set of facts it sees in the arguments ("specializes"): a pointer 16-byte aligned, stride_col ==
-# 1, an integer that divides by 16. D = 1000 does not, so each load takes one element. The host
-# knows D_ALIGN = gcd(1000, 4) = 4 divides D: the mask bound (D // D_ALIGN) * D_ALIGN is still 1000
-# but visibly a multiple of 4. X_ROW_ALIGN does the same for the row stride. do_not_specialize:
-# no new kernel each time rows divides by 16 or not.
+# 1, an integer that divides by 16. 1000 is no multiple of 16, so the compiler cannot tell that
+# cols < D is equal across 4 neighbouring columns: each load takes one element. Written (D // 4) * 4
+# (D_ALIGN = 4 = gcd(1000, 4)) the bound is still 1000, visibly a multiple of 4. X_ROW_ALIGN does
+# the same for the row stride. do_not_specialize: no new kernel each time rows divides by 16 or not.
 @triton.autotune(configs=CONFIGS, **TUNING)
 @triton.jit(do_not_specialize=["rows"])
 def forward_kernel(
@@ -274,7 +274,7 @@ def backward(x2d, weight, grad_y, need_grad_x, need_grad_w):
     grad_w = torch.empty_like(weight) if need_grad_w else None
     sms = torch.cuda.get_device_properties(x2d.device).multi_processor_count if x2d.is_cuda else 1
     P = max(sms, triton.cdiv(PROGRAMS_PER_SM * sms, triton.cdiv(D, 128)))
-    P = min(P, rows)  # more programs than rows would only store rows of zeros
+    P = min(P, rows)  # no more programs than rows (ROWS_TILE is not chosen yet); idle ones store 0
     partial = x2d.new_empty((P, D), dtype=torch.promote_types(x2d.dtype, torch.float32))
     backward_kernel[lambda config: (triton.cdiv(D, config["D_TILE"]), P)](
         x2d, weight, grad_y, grad_x, partial, rows, D, x2d.stride(0), x2d.stride(1),

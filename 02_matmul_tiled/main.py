@@ -102,8 +102,7 @@ def check(m, n, k, dtype=torch.float32, precision=None, transpose_a=False, trans
         a, b = random_matrix(m, k, dtype, transpose_a), random_matrix(k, n, dtype, transpose_b)
         expected = reference(a.double(), b.double())
         magnitude = reference(a.double().abs(), b.double().abs())  # scales the rounding allowed
-        # TF32 keeps 10 bits of each input's mantissa, so each product may be off by 2^-9.
-        roundoff = 2.0**-9 if input_precision(dtype) == "tf32" else 0.0
+        roundoff = 2.0**-9 if input_precision(dtype) == "tf32" else 0.0  # TF32: 10-bit mantissas
         names = [name for name in VARIANTS if name not in refusals(a, b)] + ["matmul"]
         for name in names:
             out = torch.full((m, n), float("nan"), dtype=dtype, device=common.DEVICE)
@@ -175,10 +174,9 @@ def prune(configs, named_args, **kwargs):
 # @triton.autotune(configs=..., key=...) times each config on the first call with new key values
 # and reuses the fastest. The key is what picks the tile: M, N, K and INPUT_PRECISION (TF32 tiles
 # run at another rate); Triton adds the dtypes. A new shape costs one round of timing, 5 + 20 ms
-# for each config left after prune, about 0.3 s (plus a compile the first time N or K changes
+# a config left after prune, 0.21 s on an H200 (plus compiles the first time N or K changes
 # divisibility by 16); cache_results=True keeps the choice on disk for the next process. A config
-# that needs more shared memory than the SM has (float32 and float64 tiles are 2 and 4 times the
-# bytes) fails to launch, and the autotuner times it as infinitely slow.
+# needing more shared memory than the SM has fails to launch: the autotuner times it as infinite.
 TUNING = dict(key=["M", "N", "K", "INPUT_PRECISION"], cache_results=True)
 TUNING["prune_configs_by"] = {"early_config_prune": prune}
 TUNING["do_bench"] = lambda fn, quantiles: triton.testing.do_bench(fn, 5, 20, quantiles=quantiles)
@@ -277,20 +275,23 @@ def persistent_problem(a, b, c):
 # lets the compiler pipeline the tile and K loops as one: the next tile's first loads start while
 # this tile's last products run (as Triton's tutorial 09-persistent-matmul). M, N, K and the row
 # strides are not specialized: each new value would compile anew (1 to 2 s) for no gain. The tile
-# is not autotuned: the rule below picked the faster tile on 18 shapes timed (3072^3 is one it
-# misses), where an autotuner timing right after heavy GPU work chose 9% slower (NOTES item 56).
-#
-# Two more changes. TF32 tensor cores read float32 tiles of B only with K contiguous, and the
-# compiler would rearrange each tile of a row-major B on every step (40% of cuBLAS's speed): so
-# under TF32 the wrapper hands over B^T (N, K), copied by transpose_kernel below, and the kernel
-# multiplies by the loaded tile's `.T`. The epilogue (what follows a tile's K loop: the store)
-# stages the tile in shared memory; a 128 x 256 float32 tile fits only in two halves.
+# is a rule, not autotuned: an autotuner timing right after heavy GPU work chose one 9% slower
+# (results/NOTES.md item 56). Waves matter here too: at 3072^3, 288 tiles on 132 SMs take three
+# turns, the last 18% full; 576 half-size tiles take five, the last 36% full. Two more changes:
+# TF32 tensor cores read float32 tiles of B only with K contiguous, and the compiler would
+# rearrange each tile of a row-major B on every step (40% of cuBLAS's speed), so under TF32 the
+# wrapper hands over B^T (N, K), made by transpose_kernel, and the kernel multiplies by the loaded
+# tile's `.T`. The epilogue (the store after a tile's K loop) stages the tile in shared memory; a
+# 128 x 256 float32 tile fits only in two halves.
+def wave_fill(m, n, block_n, programs):  # the share of the programs' turns that get a C tile
+    tiles = triton.cdiv(m, 128) * triton.cdiv(n, block_n)
+    return tiles / (triton.cdiv(tiles, programs) * programs)
+
+
 def persistent_tile(element_size, m, n, programs):
-    """The persistent kernel's tile and launch options: 128 x 256 while C has a tile of that size
-    for every two programs, else 128 x 128, which keeps twice as many SMs busy; K steps of 128
-    bytes; float32's 128 x 256 C tile stored in halves, to fit in shared memory; 64 x 64 in
-    float64, which has no fast tensor cores."""
-    wide = 2 * triton.cdiv(m, 128) * triton.cdiv(n, 256) >= programs
+    """Tile and launch options: 128 x 256 (about 10% faster per product) unless 128 x 128 tiles
+    fill the programs' turns over 10% better; K steps of 128 bytes; 64 x 64 in float64."""
+    wide = 1.1 * wave_fill(m, n, 256, programs) >= wave_fill(m, n, 128, programs)
     if element_size == 8:
         tile = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_stages=3, num_warps=4)
     else:
@@ -376,9 +377,8 @@ def k_major_b(b, block=64):
 
 @functools.cache
 def sm_count(device):  # SMs of a CUDA device; 3 under the interpreter, to walk several tiles
-    return (
-        3 if common.INTERPRETED else torch.cuda.get_device_properties(device).multi_processor_count
-    )
+    properties = None if common.INTERPRETED else torch.cuda.get_device_properties(device)
+    return properties.multi_processor_count if properties else 3
 
 
 def launch_persistent(a, b, c):

@@ -79,11 +79,12 @@ def test_every_config_on_gpu(index):
 
 @support.gpu_only
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
-@pytest.mark.parametrize("m, n", [(4096, 4096), (300, 512), (1000, 24)])
-def test_every_persistent_tile_on_gpu(dtype, m, n):
-    # persistent_tile's wide (128 x 256, float32's C stored in halves) and narrow tiles, each dtype
+@pytest.mark.parametrize("m, n, block_n", [(4096, 4096, 256), (300, 512, 128), (1000, 24, 256)])
+def test_every_persistent_tile_on_gpu(dtype, m, n, block_n):
+    # persistent_tile's wide (128 x 256, float32's C stored in halves) and narrow tiles, each dtype;
+    # at N = 24 both widths give as many tiles, and the wide one wins the tie.
     tile = ex.persistent_tile(dtype.itemsize, m, n, ex.sm_count(common.DEVICE))
-    assert tile["BLOCK_N"] == (64 if dtype == torch.float64 else 256 if m == 4096 else 128)
+    assert tile["BLOCK_N"] == (64 if dtype == torch.float64 else block_n)
     a, b = (
         torch.randn(m, 72, device=common.DEVICE, dtype=dtype),
         torch.randn(72, n, device=common.DEVICE, dtype=dtype),
@@ -100,6 +101,9 @@ def test_persistent_tile_rule():
     assert (wide["BLOCK_M"], wide["BLOCK_N"], wide["BLOCK_K"]) == (128, 256, 64)
     assert ex.persistent_tile(2, 1024, 4096, 132)["BLOCK_N"] == 256  # 8 x 16 tiles: 128 SMs
     assert ex.persistent_tile(2, 512, 4096, 132)["BLOCK_N"] == 128  # 4 x 16 tiles: 64 SMs
+    # 3072^3: 288 wide tiles fill 73% of three turns of 132 programs, 576 narrow ones 87% of five
+    assert ex.persistent_tile(2, 3072, 3072, 132)["BLOCK_N"] == 128
+    assert ex.wave_fill(3072, 3072, 256, 132) == pytest.approx(288 / 396)
     assert ex.persistent_tile(4, 4096, 4096, 132)["EPILOGUE_SUBTILE"]  # float32: C in halves
     assert not ex.persistent_tile(4, 512, 4096, 132)["EPILOGUE_SUBTILE"]
     assert ex.persistent_tile(8, 4096, 4096, 132)["BLOCK_N"] == 64

@@ -207,7 +207,7 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # integer arguments (equal to 1, divisible by 16) to use those facts ("specializes"); M only masks
 # rows, so do_not_specialize keeps one kernel for every M. N and K stay specialized: knowing them
 # multiples of 16, the compiler sees the masks switch 16 neighbouring elements on or off together
-# and loads them with one wide instruction (unspecialized, the kernel ran 3 to 4x slower).
+# and loads them with one wide instruction, not one per element (results/NOTES.md item 47).
 @triton.autotune(configs=CONFIGS, **TUNING)
 @triton.jit(do_not_specialize=["M"])
 def matmul_pointer_kernel(
@@ -275,11 +275,11 @@ def persistent_problem(a, b, c):
 # lets the compiler pipeline the tile and K loops as one: the next tile's first loads start while
 # this tile's last products run (as Triton's tutorial 09-persistent-matmul). M, N, K and the row
 # strides are not specialized: each new value would compile anew (1 to 2 s) for no gain. The tile
-# is a rule, not autotuned: an autotuner timing right after heavy GPU work chose one 9% slower
+# is a rule, not autotuned: an autotuner timing right after heavy GPU work chose a slower one
 # (results/NOTES.md item 56). Waves matter here too: at 3072^3, 288 tiles on 132 SMs take three
 # turns, the last 18% full; 576 half-size tiles take five, the last 36% full. Two more changes:
 # TF32 tensor cores read float32 tiles of B only with K contiguous, and the compiler would
-# rearrange each tile of a row-major B on every step (40% of cuBLAS's speed), so under TF32 the
+# rearrange each tile of a row-major B on every step (NOTES item 14), so under TF32 the
 # wrapper hands over B^T (N, K), made by transpose_kernel, and the kernel multiplies by the loaded
 # tile's `.T`. The epilogue (the store after a tile's K loop) stages the tile in shared memory; a
 # 128 x 256 float32 tile fits only in two halves.

@@ -40,7 +40,7 @@ lint: env
 # Sweeps of sizes and dtypes on the GPU; writes results/*.csv and results/*.png.
 bench: env
 	$(PY) -m pip install --disable-pip-version-check -q matplotlib
-	$(PY) -m common.sweep $(BENCH_ARGS)
+	$(PY) -m tools.bench $(BENCH_ARGS)
 
 # The venv gets a .pth file listing the creating Python's site-packages. `--system-site-packages`
 # alone is not enough when PYTHON is itself a venv (as on many GPU images): it would only see the

@@ -1,20 +1,14 @@
-"""What the lessons share to measure and check their kernels (each launches, tunes and registers
-its own); `make bench` is common/sweep.py.
-
-Import it before defining any kernel: without CUDA it sets TRITON_INTERPRET=1, which Triton reads
-when a kernel is decorated. Set that variable yourself to interpret on a GPU machine.
-"""
+"""What the lessons share to measure and check their kernels; each launches, tunes and registers
+its own. Import it before defining a kernel: without CUDA it sets TRITON_INTERPRET=1, which Triton
+reads when a kernel is decorated (set it yourself to interpret on a GPU machine)."""
 
 import contextlib
 import functools
-import importlib.util
 import os
 import statistics
-import sys
 import time
 import timeit
 import warnings
-from pathlib import Path
 
 import torch
 
@@ -26,7 +20,6 @@ DEVICE = torch.device("cpu" if INTERPRETED else "cuda")
 import triton  # noqa: E402  (imported after the interpreter switch on purpose)
 import triton.language as tl  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 # A call costs the GPU its kernels' time and the host (Python) the time to queue them. The host
 # does not wait, so in a loop a call costs about the larger; a CUDA graph replays without Python.
 TIMING_COLUMNS = (
@@ -250,17 +243,3 @@ def set_descriptor_allocator():
     """Scratch memory for in-kernel tensor descriptors: allocator(size, alignment, stream). Triton
     keeps it per thread (a context variable): set it before each launch."""
     triton.set_allocator(lambda size, *_: torch.empty(size, dtype=torch.int8, device=DEVICE))
-
-
-def load_example(path):
-    """Import a lesson's main.py once, by path: no import statement can name a folder 01_..."""
-    name = "example_" + Path(path).resolve().parent.name
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(path).resolve())
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
-def example_paths():  # every lesson's main.py, in reading order
-    return sorted(REPO_ROOT.glob("[0-9][0-9]_*/main.py"))

@@ -12,6 +12,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import common  # noqa: E402  (switches the interpreter on before any example defines a kernel)
 import triton  # noqa: E402  (after common, which may switch on the interpreter)
+from tools import REPO_ROOT, load_example  # noqa: E402
 
 ON_GPU = not common.INTERPRETED
 
@@ -29,7 +30,7 @@ def load(folder):
     50). Kept: the first, and the smallest tile of the rest, which fits wherever the first does not
     (02: float64 tiles in shared memory). Each lesson's test_every_config_on_gpu checks every
     config through pinned_config. (The interpreter's lists hold one.)"""
-    return keep_two_configs(common.load_example(common.REPO_ROOT / folder / "main.py"))
+    return keep_two_configs(load_example(REPO_ROOT / folder / "main.py"))
 
 
 def keep_two_configs(module):

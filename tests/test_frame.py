@@ -9,8 +9,9 @@ import support
 from support import common
 import triton  # after support, whose import of common may switch on the interpreter
 import triton.language as tl
+from tools import example_paths
 
-EXAMPLES = [path.parent.name for path in common.example_paths()]
+EXAMPLES = [path.parent.name for path in example_paths()]
 VARIANT_STYLES = {
     "01_matmul_elementwise": set(),
     "02_matmul_tiled": {"simple", "pointer", "persistent"},

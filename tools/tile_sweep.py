@@ -14,12 +14,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import common  # noqa: E402
+from tools import REPO_ROOT, load_example  # noqa: E402
 
 import torch  # noqa: E402
 import triton  # noqa: E402
 
-blocked_sum = common.load_example(common.REPO_ROOT / "03_blocked_sum/main.py")
-weighted_sum = common.load_example(common.REPO_ROOT / "04_weighted_sum/main.py")
+blocked_sum = load_example(REPO_ROOT / "03_blocked_sum/main.py")
+weighted_sum = load_example(REPO_ROOT / "04_weighted_sum/main.py")
 dev = common.DEVICE
 TILES_03 = [
     (128, 32, 4),

@@ -5,6 +5,7 @@ import argparse
 import csv
 
 import common
+from tools import REPO_ROOT, example_paths, load_example
 
 
 def plot(rows, title, path):  # throughput by case, a line per variant
@@ -36,15 +37,15 @@ def main(argv=None):
         print("make bench measures a GPU; there is none here (or TRITON_INTERPRET=1).")
         print("`make all` runs the lessons.")
         return
-    out = common.REPO_ROOT / args.out
+    out = REPO_ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
     print(common.describe_run())
     print(f"copy ceiling: {common.copy_ceiling_gbps():.0f} GB/s (read plus written, 1 GiB copy)")
-    for path in common.example_paths():
+    for path in example_paths():
         name = path.parent.name
         if args.only and not any(text in name for text in args.only):
             continue
-        example = common.load_example(path)
+        example = load_example(path)
         rows = [row for case in example.SWEEP for row in example.benchmark(**case)]
         print(f"\n## {name}")
         common.print_table(rows, list(rows[0]))  # each lesson's rows name their own columns

@@ -1,0 +1,21 @@
+"""What the drivers outside the lessons share: `make bench` (bench.py), tile_sweep.py and the
+tests load each lesson by its path, since no import statement can name a folder like 01_..."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_example(path):  # a lesson's main.py, imported once, as the module example_<folder>
+    name = "example_" + Path(path).resolve().parent.name
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(path).resolve())
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+def example_paths():  # every lesson's main.py, in reading order
+    return sorted(REPO_ROOT.glob("[0-9][0-9]_*/main.py"))

@@ -2,7 +2,9 @@
 
 What you learn: how a kernel's work is split into programs (copies of the kernel function that
 run in parallel, each told its number by tl.program_id; the grid says how many to launch), how
-strides turn an index into an address, and why this plan is far slower than torch.matmul.
+strides turn an index into an address, what a block is (a small tensor inside one program, its
+size fixed at compile time: scalar_kernel works on single numbers, vector_k_kernel on blocks),
+and why this plan is far slower than torch.matmul.
 
 The maths: C = A @ B for A (M, K) and B (K, N) is C[i, j] = sum over k of A[i, k] * B[k, j].
 No element needs another, so we launch M * N programs; program p computes C[p // N, p % N]. A
@@ -17,9 +19,8 @@ is (stride_am, stride_ak) = (3, 1) and B.stride() is (stride_bk, stride_bn) = (2
     a3 a4 a5       b2 b3          p2 p3
                    b4 b5
 
-Program 3 computes C[1, 1]. Its pointers start at A[1, 0] and B[0, 1], and each step of its loop
-moves them on by stride_ak = 1 and stride_bk = 2; it stores a3*b1 + a4*b3 + a5*b5 at
-c_ptr + 1*2 + 1*1 = c_ptr + 3.
+Program 3 computes C[1, 1]: its loop starts at A[1, 0] and B[0, 1] and moves on by stride_ak = 1
+and stride_bk = 2 a step; it stores a3*b1 + a4*b3 + a5*b5 at c_ptr + 1*2 + 1*1 = c_ptr + 3.
 
     k = 0:  a_ptr + 1*3 + 0*1 = a_ptr + 3 (a3)    b_ptr + 0*2 + 1*1 = b_ptr + 1 (b1)
     k = 1:  a_ptr + 1*3 + 1*1 = a_ptr + 4 (a4)    b_ptr + 1*2 + 1*1 = b_ptr + 3 (b3)
@@ -28,6 +29,12 @@ c_ptr + 1*2 + 1*1 = c_ptr + 3.
 nn.Linear computes H @ W.T for a weight W (N, K). For W 2x3, stored w0 w1 w2 / w3 w4 w5, B = W.T is
 a view of that memory with strides (1, 3): program 3 loads B[k, 1] from b_ptr + k*1 + 1*3, that is
 w3 w4 w5 at b_ptr + 3, 4, 5. The same kernel, other strides, nothing copied.
+
+Why it is slow: each program loads a row of A and a column of B, 2K values, for one number of C.
+All M * N programs load 2 * M * N * K values, where A and B hold M * K + K * N: each value of A
+is loaded N times (once per column of C), each of B M times; at M = N = K = 1024, 2.1 billion
+loads of 2.1 million values. Caches serve most repeats, yet moving values still takes far longer
+than the multiply-adds. In lesson 02 each program computes a tile of C, so a load serves many.
 """
 
 import argparse
@@ -39,7 +46,7 @@ import torch
 ROOT = str(Path(__file__).resolve().parent.parent)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # so that `import common` finds the repository's common/
-import common  # noqa: E402  (without CUDA it switches on Triton's interpreter: before any kernel)
+import common  # noqa: E402  (on a CPU it turns on Triton's interpreter: must precede @triton.jit)
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
@@ -47,8 +54,7 @@ DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float3
 
 
 # @triton.jit compiles the function for the GPU. A tensor argument arrives as a pointer to its
-# first element (ptr.dtype.element_ty is its dtype), and tl.load and tl.store read and write at a
-# pointer. Each program runs on num_warps warps: groups of 32 threads that run in lockstep.
+# first element (ptr.dtype.element_ty is its dtype); tl.load and tl.store read and write there.
 @triton.jit
 def scalar_kernel(
     a_ptr, b_ptr, c_ptr,  # addresses of A[0, 0], B[0, 0] and C[0, 0]
@@ -57,14 +63,14 @@ def scalar_kernel(
     stride_bk, stride_bn,  # the same for B
     stride_cm, stride_cn,  # and for C
 ):  # fmt: skip
-    # Sum in float32 (float64 for float64 C): a 16-bit sum would lose each product's low bits.
-    acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
-    # int64, because row * stride_am passes 2^31 in a large A, where int32 arithmetic would wrap.
-    pid = tl.program_id(0).to(tl.int64)
+    pid = tl.program_id(0).to(tl.int64)  # this program's number: p in the docstring
     row, col = pid // N, pid % N  # the element of C this program computes
+    # Safeguards: int64 above, since row * stride_am can pass int32's 2^31 in a large A; and a
+    # float32 sum (float64 for a float64 C), since a 16-bit sum loses each product's low bits.
+    acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
     a_ptrs = a_ptr + row * stride_am  # A[row, 0]
     b_ptrs = b_ptr + col * stride_bn  # B[0, col]
-    acc = tl.zeros((), dtype=acc_dtype)  # this program's own sum: no other program touches it
+    acc = tl.zeros((), dtype=acc_dtype)  # a 0-d block, one number: this program's own sum
     for _ in range(K):
         acc += tl.load(a_ptrs).to(acc_dtype) * tl.load(b_ptrs).to(acc_dtype)
         a_ptrs += stride_ak  # one step along the row of A
@@ -75,9 +81,10 @@ def scalar_kernel(
 def scalar(a, b, out=None):
     """a @ b with scalar_kernel: one program per element of C, one k per step."""
     m, n, k, c = prepare(a, b, out)  # checks the arguments: see "Checking the arguments" below
-    # kernel[grid]: grid (m * n,) launches m * n programs; num_warps=1: 32 threads, one number.
+    # grid (m * n,) launches m * n programs. num_warps=1: one warp (32 threads that run in step);
+    # a scalar program gives the other 31 nothing to do (results/NOTES.md item 1).
     scalar_kernel[(m * n,)](a, b, c, n, k, *a.stride(), *b.stride(), *c.stride(), num_warps=1)
-    return common.write_out(c, out)  # out, if given, with its version bumped
+    return common.write_out(c, out)  # c, or out holding c when out was given
 
 
 def reference(a, b):  # what matmul_elementwise computes, in PyTorch
@@ -89,60 +96,56 @@ def random_operand(rows, cols, dtype, transposed=False):  # transposed: the .T o
     return t.T if transposed else t
 
 
-def check(m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False, variants=None):
-    """Each variant vs float64 on (m, k) @ (k, n), into an out= of NaN: unwritten ones fail."""
+def check(variants, m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False):
+    """Each of variants (name -> function) vs float64, into an out= of NaN: unwritten ones fail."""
     a = random_operand(m, k, dtype, transpose_a)
     b = random_operand(k, n, dtype, transpose_b)
     expected = reference(a.double(), b.double())
     magnitude = reference(a.double().abs(), b.double().abs())  # scales the rounding allowed
-    for name in variants or VARIANTS:
+    for name, fn in variants.items():
         out = torch.full((m, n), float("nan"), dtype=dtype, device=common.DEVICE)
-        VARIANTS[name](a, b, out=out)
+        fn(a, b, out=out)
         common.assert_close(out, expected, magnitude, k, f"{name} {m}x{n}x{k} {dtype}")
 
 
 # ## Faster: BLOCK_K values of k per step (vector_k_kernel)
-# scalar_kernel's loop loads one value of A and one of B, then waits for both. Here each step
-# loads BLOCK_K of each at once, so many loads are in flight, and where stride_ak (or stride_bk, as
-# in W.T) is 1, neighbouring threads read neighbouring addresses.
-# Which BLOCK_K and num_warps are fastest depends on the sizes: @triton.autotune times every config
-# on the first call with a new key and reuses the fastest. The key holds what decides the winner:
-# K (the loop's length), the k-strides (whether a step reads contiguous memory) and N (how many
-# programs in a row reuse one row of A).
+# What changes is the loop over k. scalar_kernel loads one value of A and one of B, then waits for
+# both before it adds; here each step loads BLOCK_K values of each at once, many loads in flight.
+# The tool is the block, a small tensor inside one program: tl.arange(0, BLOCK_K) is the block
+# 0, 1, ..., BLOCK_K - 1. Arithmetic on blocks is elementwise, as in torch; a block's elements
+# (lanes) are spread over the program's threads. Its size must be known when the kernel is
+# compiled, so BLOCK_K is a tl.constexpr, a compile-time constant (each value is compiled apart).
+# Where stride_ak is 1 (or stride_bk, as in W.T), neighbouring lanes read neighbouring addresses,
+# which the GPU fetches together.
 CONFIGS = [triton.Config({"BLOCK_K": b}, num_warps=w) for b in (64, 128, 256) for w in (1, 2)]
 
 
-@triton.autotune(
-    # Without a GPU, autotuning more than one config fails ("0 active drivers"): keep the first.
-    configs=CONFIGS[:1] if common.INTERPRETED else CONFIGS,
+@triton.autotune(  # picks BLOCK_K and num_warps, as which run fastest depends on the sizes
+    configs=CONFIGS[:1] if common.INTERPRETED else CONFIGS,  # on a CPU there is nothing to time
+    # It times every config on the first call with a new key and reuses the fastest. The key is
+    # what decides the winner: the loop's length K, whether a step reads contiguous memory (the
+    # k-strides), and N, how many programs in a row reuse one row of A.
     key=["N", "K", "stride_ak", "stride_bk"],
-    cache_results=True,  # keep the timings on disk for the next process
+    cache_results=True,  # keep the timings on disk for the next run
 )
 @triton.jit
 def vector_k_kernel(
-    a_ptr, b_ptr, c_ptr,  # as in scalar_kernel
-    N, K,
-    stride_am, stride_ak,
-    stride_bk, stride_bn,
-    stride_cm, stride_cn,
+    a_ptr, b_ptr, c_ptr, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BLOCK_K: tl.constexpr,  # values of k per step, a power of 2, chosen by the autotuner
 ):  # fmt: skip
-    acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
-    pid = tl.program_id(0).to(tl.int64)
+    pid = tl.program_id(0).to(tl.int64)  # as in scalar_kernel
     row, col = pid // N, pid % N
-    # tl.arange(0, BLOCK_K) is a block, a small tensor inside the program: 0, 1, ..., BLOCK_K - 1.
-    # Arithmetic on a block is elementwise, as in torch; its elements (lanes) are spread over the
-    # program's threads. Its size must be known at compile time, so BLOCK_K is a constexpr.
+    acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
     offs_k = tl.arange(0, BLOCK_K).to(tl.int64)  # int64: k * stride_ak passes 2^31 in a large A.T
     acc = tl.zeros((BLOCK_K,), dtype=acc_dtype)  # BLOCK_K partial sums, added up once at the end
     for k0 in range(0, K, BLOCK_K):
-        # pointer + block of offsets = block of pointers; tl.load of it = block of BLOCK_K values
-        k = k0 + offs_k
+        k = k0 + offs_k  # the BLOCK_K values of k this step covers
         in_k = k < K  # a mask, a block of booleans: lanes past K load nothing, take other=0.0
-        a = tl.load(a_ptr + row * stride_am + k * stride_ak, mask=in_k, other=0.0)
-        b = tl.load(b_ptr + k * stride_bk + col * stride_bn, mask=in_k, other=0.0)
+        # A pointer plus a block of offsets is a block of pointers; tl.load gives a block of values.
+        a = tl.load(a_ptr + row * stride_am + k * stride_ak, mask=in_k, other=0.0)  # A[row, k]
+        b = tl.load(b_ptr + k * stride_bk + col * stride_bn, mask=in_k, other=0.0)  # B[k, col]
         acc += a.to(acc_dtype) * b.to(acc_dtype)
-    total = tl.sum(acc, axis=0)
+    total = tl.sum(acc, axis=0)  # the BLOCK_K partial sums added into one number
     tl.store(c_ptr + row * stride_cm + col * stride_cn, total.to(c_ptr.dtype.element_ty))
 
 
@@ -156,7 +159,7 @@ def vector_k(a, b, out=None):
 VARIANTS = {"scalar": scalar, "vector_k": vector_k}
 
 
-# ## Checking the arguments, and out=
+# ## Using it from PyTorch (skip on a first read). First: checking the arguments, and out=
 def validate(a, b):
     """Raise TypeError or ValueError naming what is wrong unless a @ b can run; return M, N, K."""
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
@@ -175,15 +178,14 @@ def validate(a, b):
 
 
 def prepare(a, b, out):
-    """Validate; return M, N, K and the tensor to write: out, or a new one if out is None or shares
-    memory with a or b (which the kernel still reads while it writes)."""
+    """Validate; return M, N, K and the tensor to write: out or a new one (common.kernel_out)."""
     m, n, k = validate(a, b)
     if out is None and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
         raise ValueError("no autograd here and an input requires grad: use matmul_elementwise")
     return m, n, k, common.kernel_out(out, (m, n), a.dtype, a.device, (a, b))
 
 
-# ## Gradients
+# ### Gradients
 # For C = A @ B, dA = dC @ B^T and dB = A^T @ dC: the same product on transposed views, nothing
 # copied. The backward calls matmul_elementwise, so create_graph=True records them too.
 class MatmulElementwise(torch.autograd.Function):
@@ -207,7 +209,7 @@ def gradients(ctx, grad_c, product):
 
 def matmul_elementwise(a, b, out=None):
     """a @ b for a (M, K), b (K, N) of one float dtype, any strides: differentiable, or into out."""
-    if torch.compiler.is_compiling():  # torch.compile records the op and never sees the launch
+    if torch.compiler.is_compiling():  # under torch.compile: the registered op, defined below
         return common.write_out(matmul_elementwise_op(a, b), out)
     wants_grad = getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
     if out is None and wants_grad and torch.is_grad_enabled():
@@ -215,10 +217,10 @@ def matmul_elementwise(a, b, out=None):
     return vector_k(a, b, out)
 
 
-# ## The registered op: torch.ops.triton_lessons.matmul_elementwise, for torch.compile
-# custom_op makes vector_k an op that torch.compile keeps as one opaque node (triton_op would
-# trace into the kernel, which fails when interpreted). register_fake gives the output's shape
-# and dtype without a launch, validating like the entry. The backward calls the op, recorded too.
+# ### The registered op: torch.ops.triton_lessons.matmul_elementwise, for torch.compile
+# custom_op makes vector_k an op torch.compile keeps whole (triton_op would look inside at the
+# kernel: that fails under the interpreter). register_fake gives the output's shape and dtype
+# without running the kernel, raising matmul_elementwise's errors; the backward calls the op.
 @torch.library.custom_op("triton_lessons::matmul_elementwise", mutates_args=())
 def matmul_elementwise_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return vector_k(a, b)
@@ -233,7 +235,7 @@ matmul_elementwise_op.register_autograd(
 
 # ## Timing
 def benchmark(m, n, k, dtype=torch.float32, b_transposed=True):
-    """Rows for (m, k) @ (k, n): variants, entry, bare vector_k_kernel launch, torch.matmul."""
+    """Rows for (m, k) @ (k, n): variants, matmul_elementwise, vector_k_kernel[grid], torch."""
     dtype = DTYPES[dtype] if isinstance(dtype, str) else dtype
     a, b = random_operand(m, k, dtype), random_operand(k, n, dtype, transposed=b_transposed)
     c = torch.empty((m, n), dtype=dtype, device=common.DEVICE)
@@ -259,15 +261,13 @@ SWEEP += [dict(m=1024, n=1024, k=1024, dtype="float32", b_transposed=False)]
 
 
 def explain(m, n, k, dtype, rows):
-    """Print the bytes the programs load against the bytes a and b hold."""
+    """Print the docstring's "why it is slow" for these sizes, with vector_k's read rate."""
     loaded = 2 * m * n * k * dtype.itemsize  # each program loads a row of a and a column of b
-    ms, speedup = next((r["GPU ms"], r["GPU x torch"]) for r in rows if r["variant"] == "vector_k")
+    ms = next(r["GPU ms"] for r in rows if r["variant"] == "vector_k")
     print(
         f"\nThe {m * n:,} programs load {loaded:,} bytes, where a and b hold "
         f"{(m * k + k * n) * dtype.itemsize:,}: each value of a is loaded N = {n:,} times, each "
-        f"of b M = {m:,} times. vector_k reads at {common.gbps(loaded, ms):.3g} GB/s, mostly "
-        f"from caches, {1 / speedup:.3g}x slower than torch.matmul. In lesson 02 each program "
-        "computes a tile with tl.dot, so that a loaded value serves many outputs."
+        f"of b M = {m:,} times. vector_k reads {common.gbps(loaded, ms):.3g} GB/s, mostly cached."
     )
     if common.INTERPRETED:
         print("(Under the interpreter these times are Python's on the CPU, not a GPU's.)")
@@ -288,7 +288,7 @@ def main(argv=None):
         parser.error("--m, --n and --k must not be negative")
     dtype, b_transposed = DTYPES[args.dtype], not args.b_row_major
     print(common.describe_run())
-    check(args.m, args.n, args.k, dtype, transpose_b=b_transposed)
+    check(VARIANTS, args.m, args.n, args.k, dtype, transpose_b=b_transposed)
     print(f"check passed: {', '.join(VARIANTS)} match float64 at {args.m}x{args.n}x{args.k}\n")
     rows = benchmark(args.m, args.n, args.k, dtype, b_transposed)
     common.print_table(rows, common.TIMING_COLUMNS)

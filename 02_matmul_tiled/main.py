@@ -14,7 +14,8 @@ loaded A tile serves BLOCK_N columns of C at once, so A is read N / BLOCK_N time
 A worked example with tiles of 2 (on a GPU tl.dot needs 16 or more): A (3, 4) and B (4, 5),
 row-major, so their strides (elements to the next row, column) are (4, 1) and (5, 1). C has 2 x 3
 tiles; program pid computes tile (pid // 3, pid % 3): program 4 rows [2, 3], columns [2, 3]. Its
-loop's k is 0, then 2; the code keeps ks = [0, 1] and moves the pointers by BLOCK_K instead:
+loop's k is 0, then 2. The code never adds k to ks = [0, 1]: it moves the pointers on by BLOCK_K
+elements a step, which reaches the same addresses:
 
     k   k + ks   A offsets rows[:, None] * 4 + (k + ks)[None, :]   B: (k + ks)[:, None] * 5 + cols
     0   [0, 1]   [[ 8,  9], [ -,  -]]                              [[ 2,  3], [ 7,  8]]
@@ -22,6 +23,9 @@ loop's k is 0, then 2; the code keeps ks = [0, 1] and moves the pointers by BLOC
 
 Row 3 is past M = 3: the mask rows < M switches its loads off (they read 0, which adds nothing)
 and its store. The program stores C[2, 2] and C[2, 3] at offsets 2 * 5 + [2, 3] = [12, 13].
+
+The core is the first kernel and grouped order; autotuning, descriptors and the persistent kernel
+are what makes it as fast as cuBLAS, and the sections after them connect it to PyTorch.
 """
 
 import argparse
@@ -52,7 +56,6 @@ def simple_matmul_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # the C tile, the K step
 ):  # fmt: skip
     # Add in float32 (float64 for float64): a 16-bit running sum would round small products away.
-    # c_ptr's dtype is a pointer type, such as pointer<fp16>; .element_ty is what it points to.
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
     tiles_n = tl.cdiv(N, BLOCK_N)
     pid_m, pid_n = tl.program_id(0) // tiles_n, tl.program_id(0) % tiles_n  # row-major order
@@ -96,8 +99,8 @@ def reference(a, b):  # what matmul computes, in PyTorch
 
 
 def check(m, n, k, dtype=torch.float32, precision=None, transpose_a=False, transpose_b=False):
-    """VARIANTS (below) that take the layout, then matmul, the entry, into an out= of NaN, against
-    float64 under torch's float32 `precision` (None: as set); returns the names checked."""
+    """Runs each variant (VARIANTS, near the end) that takes this layout, and matmul, into an out=
+    of NaN; compares with float64. precision: torch's float32 matmul precision, None: as set."""
     with float32_matmul_precision(precision):
         a, b = random_matrix(m, k, dtype, transpose_a), random_matrix(k, n, dtype, transpose_b)
         expected = reference(a.double(), b.double())
@@ -138,15 +141,36 @@ def interpretable(a, b):  # on a GPU the `if` is False at compile time: it does 
     return a, b
 
 
+# ## Grouped program order
+# The GPU starts programs roughly in the order of their ids, a wave at a time (as many as fit on
+# the GPU's SMs, its streaming multiprocessors: 132 on an H100 or H200), and a tile that a wave
+# reads twice comes from the L2 cache the second time. In row-major order a wave computes a few
+# whole rows of C tiles: few row strips of A but all of B. Grouped order walks GROUP_M tile rows
+# down before it moves a column right, so a wave covers a squarer patch of C. Below, a wave of 4
+# programs reads 1 strip of A and 4 of B in row-major order, 2 and 2 grouped:
+#
+#     row-major:   0  1  2  3         grouped, GROUP_M = 2:   0  2  4  6
+#                  4  5  6  7                                 1  3  5  7
+#                  8  9 10 11                                 8 10 12 14
+#                 12 13 14 15                                 9 11 13 15
+@triton.jit
+def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(tile row, tile column) of program pid in grouped order; the last group may be short."""
+    tiles_per_group = GROUP_M * tl.cdiv(N, BLOCK_N)
+    group, in_group = pid // tiles_per_group, pid % tiles_per_group
+    rows_in_group = min(tl.cdiv(M, BLOCK_M) - group * GROUP_M, GROUP_M)
+    return group * GROUP_M + in_group % rows_in_group, in_group // rows_in_group
+
+
 # ## Autotuning the tile
 # matmul_simple fixed the tile at 64 x 64 x 32, but the best tile depends on the sizes and dtype:
-# a large C wants 128 x 256 tiles (fewer loads per multiply-add), a small one smaller tiles, so
-# that every SM (streaming multiprocessor: 132 on an H100 SXM or H200) gets a program. num_stages
-# says how many K steps of tiles load ahead while the tensor cores multiply; they wait in shared
-# memory, the SM's small fast memory. num_warps: a program's threads, in warps of 32 that run in
+# a large C wants 128 x 256 tiles (fewer loads per multiply-add), a small C smaller tiles, so that
+# every SM gets a program. A triton.Config holds a tile and two launch options. num_stages: how
+# many K steps of tiles are loaded ahead while the tensor cores multiply; they wait in shared
+# memory, the SM's small fast memory. num_warps: the program's threads, in warps of 32 that run in
 # step. BLOCK_K 32 suits float32, whose tiles take twice the bytes; the last two tiles serve C of
-# few tiles (BLOCK_M 16 for M <= 16, a decoding step: results/NOTES.md item 43).
-TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M (see grouped order), num_stages, num_warps
+# few tile rows (BLOCK_M 16 for M <= 16, a decoding step).
+TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps
     (128, 256, 64, 8, 3, 8), (128, 256, 64, 4, 3, 8), (256, 128, 64, 8, 3, 8),
     (128, 256, 32, 8, 4, 8), (256, 128, 32, 8, 3, 8), (128, 128, 64, 8, 4, 4),
     (128, 128, 32, 8, 4, 4), (128, 64, 32, 8, 4, 4), (64, 256, 32, 8, 4, 4),
@@ -171,44 +195,22 @@ def prune(configs, named_args, **kwargs):
     return fit or configs
 
 
-# @triton.autotune(configs=..., key=...) times each config on the first call with new key values
-# and reuses the fastest. The key is what picks the tile: M, N, K and INPUT_PRECISION (TF32 tiles
-# run at another rate); Triton adds the dtypes. A new shape costs one round of timing, 5 + 20 ms
-# a config left after prune, 0.21 s on an H200 (plus compiles the first time N or K changes
-# divisibility by 16); cache_results=True keeps the choice on disk for the next process. A config
-# needing more shared memory than the SM has fails to launch: the autotuner times it as infinite.
-TUNING = dict(key=["M", "N", "K", "INPUT_PRECISION"], cache_results=True)
-TUNING["prune_configs_by"] = {"early_config_prune": prune}
-TUNING["do_bench"] = lambda fn, quantiles: triton.testing.do_bench(fn, 5, 20, quantiles=quantiles)
+def quick_bench(fn, quantiles):  # times a config for 20 ms after 5 ms of warm-up (default 100, 25)
+    return triton.testing.do_bench(fn, warmup=5, rep=20, quantiles=quantiles)
 
 
-# ## Grouped program order
-# The GPU starts programs roughly in the order of their ids, a wave at a time, and a tile that a
-# wave reads twice comes from the L2 cache the second time. In row-major order a wave computes a
-# few whole rows of C tiles: few row strips of A but all of B. Grouped order walks GROUP_M tile
-# rows down before it moves a column right, so a wave covers a squarer patch of C. Below, a wave of
-# 4 programs reads 1 strip of A and 4 of B in row-major order, 2 and 2 grouped:
-#
-#     row-major:   0  1  2  3         grouped, GROUP_M = 2:   0  2  4  6
-#                  4  5  6  7                                 1  3  5  7
-#                  8  9 10 11                                 8 10 12 14
-#                 12 13 14 15                                 9 11 13 15
-@triton.jit
-def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    """(tile row, tile column) of program pid in grouped order; the last group may be short."""
-    tiles_per_group = GROUP_M * tl.cdiv(N, BLOCK_N)
-    group, in_group = pid // tiles_per_group, pid % tiles_per_group
-    rows_in_group = min(tl.cdiv(M, BLOCK_M) - group * GROUP_M, GROUP_M)
-    return group * GROUP_M + in_group % rows_in_group, in_group // rows_in_group
-
-
-# The pointer kernel is simple_matmul_kernel with two changes: @triton.autotune picks the tile, and
-# grouped_tile replaces the row-major line. Triton compiles a kernel anew for what it sees in
-# integer arguments (equal to 1, divisible by 16) to use those facts ("specializes"); M only masks
-# rows, so do_not_specialize keeps one kernel for every M. N and K stay specialized: knowing them
-# multiples of 16, the compiler sees the masks switch 16 neighbouring elements on or off together
-# and loads them with one wide instruction, not one per element (results/NOTES.md item 47).
-@triton.autotune(configs=CONFIGS, **TUNING)
+# The pointer kernel is simple_matmul_kernel with three changes. @triton.autotune times each
+# config left after prune on the first call with new key values, and reuses the fastest. Triton
+# compiles a kernel anew for facts it sees in integer arguments, such as "divisible by 16", and
+# uses them ("specializes"); M only masks rows, so do_not_specialize=["M"] keeps one compiled
+# kernel for every M. And grouped_tile replaces the row-major line.
+@triton.autotune(
+    configs=CONFIGS,
+    key=["M", "N", "K", "INPUT_PRECISION"],  # what picks the tile; Triton adds the dtypes
+    prune_configs_by={"early_config_prune": prune},
+    do_bench=quick_bench,  # a config that needs more shared memory than an SM has times as inf
+    cache_results=True,  # keep each choice on disk for the next process
+)
 @triton.jit(do_not_specialize=["M"])
 def matmul_pointer_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,  # as in simple_matmul_kernel
@@ -258,36 +260,31 @@ def launch_pointer(a, b, c):
 # Broken, they gave wrong numbers without an error on an H200, so persistent_problem checks them.
 def persistent_problem(a, b, c):
     """Why descriptors cannot take c = a @ b, or None. Under TF32 the kernel reads k_major_b(b)
-    (below), which takes any b. A stride of 0 (an expand()ed view) passes the 16-byte rule, but a
-    descriptor's rows must be distinct."""
+    (below), which takes any b."""
     tf32 = input_precision(a.dtype) == "tf32"
     for name, t in (("a", a), ("b", None if tf32 else b), ("the output", c)):
-        if t is not None and (reason := common.descriptor_problem(t) or 0 in t.stride()):
-            reason = "a stride is 0" if reason is True else reason
+        if t is None:
+            continue
+        # A stride of 0 (an expand()ed view) passes the 16-byte rule, but rows must be distinct.
+        reason = common.descriptor_problem(t) or ("a stride is 0" if 0 in t.stride() else None)
+        if reason:
             where = f"{name} {tuple(t.shape)} strides {t.stride()}"
             return f"matmul_persistent: a tensor descriptor cannot describe {where}: {reason}"
 
 
 # ## A persistent kernel
-# Above, one program per C tile runs in waves (as many programs at a time as the SMs hold); an SM
-# idles while its finished tile is stored and the next program's first tiles arrive. Here one
-# program per SM walks tiles start, start + PROGRAMS, ... in grouped order; tl.range(flatten=True)
-# lets the compiler pipeline the tile and K loops as one: the next tile's first loads start while
-# this tile's last products run (as Triton's tutorial 09-persistent-matmul). M, N, K and the row
-# strides are not specialized: each new value would compile anew (1 to 2 s) for no gain. The tile
-# is a rule, not autotuned: an autotuner timing right after heavy GPU work chose a slower one
-# (results/NOTES.md item 56). Waves matter here too: at 3072^3, 288 tiles on 132 SMs take three
-# turns, the last 18% full; 576 half-size tiles take five, the last 36% full. Two more changes:
-# TF32 tensor cores read float32 tiles of B only with K contiguous, and the compiler would
-# rearrange each tile of a row-major B on every step (NOTES item 14), so under TF32 the
-# wrapper hands over B^T (N, K), made by transpose_kernel, and the kernel multiplies by the loaded
-# tile's `.T`. The epilogue (the store after a tile's K loop) stages the tile in shared memory; a
-# 128 x 256 float32 tile fits only in two halves.
+# Above, one program per C tile runs in waves; an SM idles while its finished tile is stored and
+# the next program's first tiles arrive. Here one program per SM walks tiles start, start +
+# PROGRAMS, ... in grouped order, and tl.range(flatten=True) lets the compiler pipeline the tile
+# and K loops as one: the next tile's first loads start while this tile's last products run. The
+# tile is a rule (results/NOTES.md item 56): 128 x 256 does more work per load, but 128 x 128
+# where it leaves fewer programs idle on their last turn.
 def wave_fill(m, n, block_n, programs):  # the share of the programs' turns that get a C tile
     tiles = triton.cdiv(m, 128) * triton.cdiv(n, block_n)
     return tiles / (triton.cdiv(tiles, programs) * programs)
 
 
+@functools.cache  # the host pays 2 us for each triton.cdiv: work out a shape's tile once
 def persistent_tile(element_size, m, n, programs):
     """Tile and launch options: 128 x 256 (about 10% faster per product) unless 128 x 128 tiles
     fill the programs' turns over 10% better; K steps of 128 bytes; 64 x 64 in float64."""
@@ -300,6 +297,7 @@ def persistent_tile(element_size, m, n, programs):
     return tile | dict(GROUP_M=8, EPILOGUE_SUBTILE=wide and element_size == 4)
 
 
+# No specializing on sizes or row strides (see above): each new value would compile anew, 1-2 s.
 @triton.jit(do_not_specialize=["M", "N", "K", "stride_am", "stride_b", "stride_cm"])
 def matmul_persistent_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,  # as in matmul_pointer_kernel; b_ptr: B, or B^T (N, K)
@@ -307,7 +305,7 @@ def matmul_persistent_kernel(
     PROGRAMS: tl.constexpr, B_TRANSPOSED: tl.constexpr,  # programs (one per SM); b_ptr holds B^T
     INPUT_PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    EPILOGUE_SUBTILE: tl.constexpr,  # store C in two halves: a float32 C tile then fits
+    EPILOGUE_SUBTILE: tl.constexpr,  # store C in two halves (see the end of the loop)
 ):  # fmt: skip
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
     # No pointers, no masks: three descriptors, each made once for the whole loop.
@@ -318,8 +316,8 @@ def matmul_persistent_kernel(
         b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
     C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # columns of each store
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # The store counts tiles itself (always equal to `tile`), as Triton's tutorial does: the store
-    # then does not depend on the loop's `tile`, and overlaps the next tile's first loads better.
+    # The store finds its tile from its own counter, store_tile, which always equals `tile`: the
+    # store then does not wait on the flattened loop's `tile`, and overlaps the next loads better.
     store_tile = tl.program_id(0) - PROGRAMS
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
@@ -327,15 +325,20 @@ def matmul_persistent_kernel(
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
         for k in range(0, K, BLOCK_K):
             a = a_desc.load([pid_m * BLOCK_M, k])
+            # TF32 tensor cores read float32 B tiles only with K contiguous; for a row-major B
+            # the compiler would rearrange every tile (NOTES item 14), so the wrapper hands over
+            # B^T and the kernel uses the loaded tile's .T, a (BLOCK_K, BLOCK_N) view.
             if B_TRANSPOSED:
-                b = b_desc.load([pid_n * BLOCK_N, k]).T  # a (BLOCK_K, BLOCK_N) view of the tile
+                b = b_desc.load([pid_n * BLOCK_N, k]).T
             else:
                 b = b_desc.load([k, pid_n * BLOCK_N])
             a, b = interpretable(a, b)
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
         store_tile += PROGRAMS
         pid_m, pid_n = grouped_tile(store_tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        if EPILOGUE_SUBTILE:  # columns as (2, BLOCK_N // 2), the 2 moved last, split in halves
+        # The store (the epilogue) stages the tile in shared memory, where a 128 x 256 float32
+        # tile fits only in halves: view the columns as (2, BLOCK_N // 2), move the 2 last, split.
+        if EPILOGUE_SUBTILE:
             halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
             left, right = tl.split(halves)
             c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_desc.dtype))
@@ -346,20 +349,18 @@ def matmul_persistent_kernel(
 
 @triton.jit
 def transpose_kernel(
-    src_ptr, dst_ptr,  # B (K, N), any strides; B^T (N, K), rows contiguous, written here
-    K, N, stride_src_k, stride_src_n, stride_dst_n,  # B's shape and strides; B^T's row stride
+    b_ptr, bt_ptr,  # B (K, N), any strides; B^T (N, K), rows contiguous, written here
+    K, N, stride_bk, stride_bn, stride_btn,  # B's shape and strides; B^T's row stride
     BLOCK: tl.constexpr,  # side of the square tile each program moves
 ):  # fmt: skip
     tiles_n = tl.cdiv(N, BLOCK)
     ks = (tl.program_id(0) // tiles_n) * BLOCK + tl.arange(0, BLOCK)
     ns = (tl.program_id(0) % tiles_n) * BLOCK + tl.arange(0, BLOCK)
-    src = (
-        src_ptr + ks.to(tl.int64)[:, None] * stride_src_k + ns.to(tl.int64)[None, :] * stride_src_n
-    )
-    tile = tl.load(src, mask=(ks[:, None] < K) & (ns[None, :] < N))
+    b_ptrs = b_ptr + ks.to(tl.int64)[:, None] * stride_bk + ns.to(tl.int64)[None, :] * stride_bn
+    tile = tl.load(b_ptrs, mask=(ks[:, None] < K) & (ns[None, :] < N))
     # tl.trans moves the tile between threads, so that loads and stores both run along rows.
-    dst = dst_ptr + ns.to(tl.int64)[:, None] * stride_dst_n + ks[None, :]
-    tl.store(dst, tl.trans(tile), mask=(ns[:, None] < N) & (ks[None, :] < K))
+    bt_ptrs = bt_ptr + ns.to(tl.int64)[:, None] * stride_btn + ks[None, :]
+    tl.store(bt_ptrs, tl.trans(tile), mask=(ns[:, None] < N) & (ks[None, :] < K))
 
 
 def k_major_b(b, block=64):
@@ -463,9 +464,9 @@ def validate(a, b, name="matmul"):
 
 # ## Autograd: a torch.autograd.Function
 # For a loss L, dL/dA = dC @ B^T and dL/dB = A^T @ dC: the same product on transposed views (swapped
-# strides, nothing copied), which the kernels take as they are. A transposed view is no layout for
-# a descriptor (bar B^T under TF32), so the gradients mostly run on the slower pointer kernel. The
-# backward calls matmul: with create_graph=True (second derivatives) autograd records it too.
+# strides, nothing copied). A transposed view breaks the descriptor rules (bar B^T under TF32), so
+# the gradients mostly run on the slower pointer kernel. backward() calls matmul, so that with
+# create_graph=True (second derivatives) autograd records it too.
 class Matmul(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -488,7 +489,7 @@ def gradients(ctx, grad_c, product):
 def matmul(a, b, out=None):
     """a @ b for a (M, K), b (K, N) of one float dtype, any strides (float32 follows torch's TF32
     setting): differentiable and compilable, or written into out."""
-    if torch.compiler.is_compiling():  # torch.compile records the op and never sees the launch
+    if torch.compiler.is_compiling():  # torch.compile records the registered op (below)
         return common.write_out(matmul_op(a, b), out)
     wants_grad = getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
     if out is None and wants_grad and torch.is_grad_enabled():
@@ -497,9 +498,8 @@ def matmul(a, b, out=None):
 
 
 # ## The registered op: torch.ops.triton_lessons.matmul, for torch.compile
-# custom_op makes the forward one opaque node for torch.compile (triton_op would trace into the
-# kernels, which fails when interpreted, and the host's planning: SM count, autotuner). Its fake
-# gives the output's shape and dtype without a launch, validating as the entry does; the backward
+# custom_op makes the forward one opaque node that torch.compile does not look into. Its fake
+# gives the output's shape and dtype without a launch, validating as matmul does; the backward
 # calls the op, so the compiled graph records it too.
 @torch.library.custom_op("triton_lessons::matmul", mutates_args=())
 def matmul_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -524,19 +524,19 @@ def benchmark(m, n, k, dtype="float16", precision="highest"):
         calls = {name: lambda f=f: f(a, b) for name, f in VARIANTS.items() if name not in refused}
         calls["matmul"] = lambda: matmul(a, b)
         # The kernel matmul picks, launched with its arguments made ahead: no Python around it.
-        if min(m, n, k) > 0 and pick(a, b, c) == "persistent":
+        picked = pick(a, b, c) if min(m, n, k) > 0 else None  # None: no launch
+        if picked == "persistent":
             bt, programs = k_major_b(b) if precision == "tf32" else b, sm_count(a.device)
             kernel, grid = matmul_persistent_kernel, (programs,)
             strides = (a.stride(0), bt.stride(0), c.stride(0))
-            args = (a, bt, c, m, n, k, *strides, programs, bt is not b)
+            args = (a, bt, c, m, n, k, *strides, programs, bt is not b, precision)
             named = persistent_tile(a.element_size(), m, n, programs)
             common.set_descriptor_allocator()
         else:
             kernel, grid = matmul_pointer_kernel, tile_grid(m, n)
-            args, named = (a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride()), {}
-        if min(m, n, k) > 0:  # Triton's Autotuner keeps the @triton.jit function as .fn
-            name = f"{getattr(kernel, 'fn', kernel).__name__}[grid] bare"
-            calls[name] = lambda: kernel[grid](*args, INPUT_PRECISION=precision, **named)
+            args, named = (a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(), precision), {}
+        if picked:
+            calls[f"matmul_{picked}_kernel[grid] bare"] = lambda: kernel[grid](*args, **named)
         calls["torch"] = lambda: reference(a, b)
         # Under sustained matmuls the GPU reaches its power limit and lowers its clock: a second of
         # torch.matmul first, else whoever is timed first looks fast (results/NOTES.md item 28).
@@ -580,8 +580,7 @@ def main(argv=None):
     dtype, shape = DTYPES[args.dtype], f"{args.m}x{args.n}x{args.k}"
     print(common.describe_run())
     with float32_matmul_precision(args.precision):
-        a = torch.empty((args.m, args.k), dtype=dtype, device=common.DEVICE)
-        b = torch.empty((args.k, args.n), dtype=dtype, device=common.DEVICE)
+        a, b = random_matrix(args.m, args.k, dtype), random_matrix(args.k, args.n, dtype)
         for name, reason in refusals(a, b).items():
             print(f"variant {name!r} left out: {reason}")
     checked = check(args.m, args.n, args.k, dtype, args.precision)

@@ -8,25 +8,24 @@ torch.compile. x has shape (..., D), w (D,); with the leading dims of x flattene
     grad_x[r, d] = grad_y[r] * w[d]              an outer product: nothing to add up
     grad_w[d]    = sum_r x[r, d] * grad_y[r]     a sum over every row of x
 
-A worked example: x of shape (5, 6), stored row after row, so x[r, d] lies r * 6 + d elements
-after x[0, 0]: its strides (elements from one row, or column, to the next) are (6, 1). A kernel
-runs as many copies, called programs, as its grid asks for; here one per tile of ROWS_TILE = 2
-rows, so cdiv(5, 2) = 3 programs. Program 1 owns rows 2 and 3 and walks the columns in steps of
-D_TILE = 4. Its first step reads the elements at offsets
+A worked example. A Triton kernel runs many times in parallel, as many as its launch grid says;
+each run is called a program and knows its number, tl.program_id(0). Take x of shape (5, 6),
+stored row after row, so x[r, d] lies r * 6 + d elements after x[0, 0], and give each program 2
+rows, walked 4 columns at a time: cdiv(5, 2) = 3 programs. Program 1 owns rows 2 and 3; its first
+step reads the elements at offsets row * 6 + column, broadcast as in torch:
 
-    row_ids[:, None] * stride_row + cols[None, :] * stride_col
-        = [[2], [3]] * 6 + [[0, 1, 2, 3]] * 1 = [[12, 13, 14, 15],
-                                                 [18, 19, 20, 21]]
+    [[2], [3]] * 6 + [[0, 1, 2, 3]] = [[12, 13, 14, 15],
+                                       [18, 19, 20, 21]]
 
-Its second step takes columns 4 to 7, offsets [[16, 17, 18, 19], [22, 23, 24, 25]]. Columns 6
-and 7 are not in the row: 18, 19 are x[3, 0], x[3, 1] and 24, 25 are x[4, 0], x[4, 1], which would
-be added into y[2] and y[3]; in program 2 the same step reaches 30 and 31, past the end of x. The
-mask cols < D switches those loads off: [[16, 17, -, -], [22, 23, -, -]], as row_ids < rows
-switches off row 5 in program 2. Each program adds its products into a 2 x 4 accumulator, step
-after step, and at the end sums each row of it into y[r] (tl.sum(acc, axis=1)).
+Its second step takes columns 4 to 7, offsets [[16, 17, 18, 19], [22, 23, 24, 25]], but columns
+6 and 7 are not in the row: 18, 19 and 24, 25 are the first elements of rows 3 and 4, and in
+program 2 the same step reaches 30 and 31, past the end of x. A mask, column < 6, switches those
+loads off ([[16, 17, -, -], [22, 23, -, -]]), as row < 5 switches off row 5 in program 2. Each
+program adds its products into a 2 x 4 accumulator and at the end sums each row into y[r].
 """
 
 import argparse
+import functools
 import math
 import sys
 from pathlib import Path
@@ -57,15 +56,15 @@ def simple_forward_kernel(
     ROWS_TILE: tl.constexpr,  # rows per program
     D_TILE: tl.constexpr,  # columns per step
 ):  # fmt: skip
-    # An `if` on a dtype or constexpr runs once, at compile time; the `for` over D runs on the GPU.
-    # Multiply and add in float32 (float64 for float64 x): 16 bits would lose the low bits.
-    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
     # tl.arange(0, ROWS_TILE) is a block, a small tensor inside the program: 0, 1, ..., ROWS_TILE
     # - 1. Arithmetic on blocks is elementwise and broadcasts as in torch. A block's shape is a
-    # power of two known when the kernel compiles, so ROWS_TILE is a tl.constexpr.
+    # power of two fixed at compile time, so ROWS_TILE is a tl.constexpr: a compile-time constant.
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
     row_starts = row_ids.to(tl.int64) * stride_row  # int64: row * stride can pass 2^31
+    # An `if` on a dtype or constexpr runs once, at compile time; the `for` over D runs on the GPU.
+    # Multiply and add in float32 (float64 for float64 x): 16 bits would lose the low bits.
+    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
@@ -92,23 +91,22 @@ def reference(x, weight):  # the plain PyTorch expression
     return (x * weight).sum(-1)
 
 
-def check(x):
-    """y, grad_x and grad_w of each variant (VARIANTS, near the end) through autograd, for this x,
-    a random w and grad_y, against float64; outputs start as NaN, so unwritten ones fail."""
+def check(x, variants):
+    """Runs each of `variants` (name -> function of x and w) through autograd on this x, a random w
+    and grad_y, and compares y, grad_x and grad_w with float64. Returns the names checked."""
     weight = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
     x64, w64, g64 = x.double(), weight.double(), grad_y.double()[..., None]
     leading = tuple(range(x.dim() - 1))
-    exact_grad_x = g64 * w64  # one product, rounded once: compare with its rounding
-    expected = {  # name: (float64 value, the same on |x|, |w| to scale the tolerance, terms)
+    exact_grad_x = g64 * w64  # one product, rounded once as the kernel rounds it
+    expected = {  # name: (float64 value; for the tolerance, the maths on |x| and the terms added)
         "y": ((x64 * w64).sum(-1), (x64.abs() * w64.abs()).sum(-1), x.shape[-1]),
         "grad_x": (exact_grad_x.to(x.dtype).double(), exact_grad_x.abs(), 1),
         "grad_w": ((x64 * g64).sum(leading), (x64.abs() * g64.abs()).sum(leading), g64.numel()),
     }
-    checked = []
-    for name, fn in VARIANTS.items():
+    for name, fn in variants.items():
         x_in, w_in = x.detach().requires_grad_(), weight.detach().requires_grad_()
-        with common.uninitialized_memory_is_nan():
+        with common.uninitialized_memory_is_nan():  # so an element never written fails
             y = fn(x_in, w_in)
             got = (y, *torch.autograd.grad(y, (x_in, w_in), grad_y))
         for (what, (want, magnitude, terms)), value in zip(expected.items(), got):
@@ -116,17 +114,16 @@ def check(x):
             if value.dtype != x.dtype:
                 raise AssertionError(f"{case}: dtype {value.dtype}, expected {x.dtype}")
             common.assert_close(value, want, magnitude, terms, case)
-        checked.append(name)
-    return checked
+    return list(variants)
 
 
-# ## Tuning the tile, and wide loads
+# ## Faster, step 1: let the autotuner choose the tile
 # forward_simple fixed the tile at 16 rows x 64 columns, but the fastest tile depends on D: wide
-# rows want wide tiles (long reads), narrow rows many rows per tile. @triton.autotune(configs=...,
-# key=["D"]) on a kernel times each triton.Config in the list on the first call with a new D, and
-# keeps the fastest for every later call with that D, whatever its row count. A warp is 32 threads
-# that run in step; num_warps says how many share a program's tile. TILES: (ROWS_TILE, D_TILE,
-# num_warps); on 12 shapes one of these was within 1% of the best of 15 tried (NOTES item 41).
+# rows want wide tiles (long reads), narrow rows many rows per tile. @triton.autotune(CONFIGS,
+# key=["D"]) on a kernel times each triton.Config in CONFIGS on the first call with a new D, and
+# keeps the fastest for every later call with that D, whatever its row count. A config sets the
+# constexprs (the tile) and num_warps, the warps (groups of 32 threads that run in step) sharing
+# a program's tile. TILES: (ROWS_TILE, D_TILE, num_warps), measured (results/NOTES.md item 41).
 TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4), (128, 128, 8), (16, 256, 4)]
 TILES += [(8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
 if common.INTERPRETED:
@@ -134,6 +131,8 @@ if common.INTERPRETED:
 CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w in TILES]
 
 
+# A cost detail: tiles_for_d drops tiles far from D's width before any timing, each config is
+# timed briefly (warmup and rep in ms; Triton's defaults 25, 100), cache_results saves choices.
 def tiles_for_d(configs, named_args, **kwargs):
     """Configs worth timing: D tiles from min(W, 128) to max(W, 32), W = next_power_of_2(D)."""
     width = triton.next_power_of_2(named_args["D"])
@@ -141,37 +140,35 @@ def tiles_for_d(configs, named_args, **kwargs):
     return fit or configs
 
 
-# Tuning a new D then costs about half a second once the kernels have compiled: each config is
-# timed briefly (5 ms of warm-up, 20 of timing); cache_results keeps the choice on disk.
-TUNING = dict(key=["D"], prune_configs_by={"early_config_prune": tiles_for_d}, cache_results=True)
-TUNING["do_bench"] = lambda fn, quantiles: triton.testing.do_bench(fn, 5, 20, quantiles=quantiles)
+CHEAP_TUNING = dict(prune_configs_by={"early_config_prune": tiles_for_d}, cache_results=True)
+CHEAP_TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20)
 
 
-# Wide loads: a thread moves at most 16 bytes per load instruction (4 float32, 8 bfloat16), and the
-# compiler uses such loads only if it knows, as it compiles, that each group of 4 (or 8) columns
-# starts 16-byte aligned, lies side by side and is masked alike. Triton compiles a kernel for each
-# set of facts it sees in the arguments ("specializes"): a pointer 16-byte aligned, stride_col ==
-# 1, an integer that divides by 16. 1000 is no multiple of 16, so the compiler cannot tell that
-# cols < D is equal across 4 neighbouring columns: each load takes one element. Written (D // 4) * 4
-# (D_ALIGN = 4 = gcd(1000, 4)) the bound is still 1000, visibly a multiple of 4. X_ROW_ALIGN does
-# the same for the row stride. do_not_specialize: no new kernel each time rows divides by 16 or not.
-@triton.autotune(configs=CONFIGS, **TUNING)
-@triton.jit(do_not_specialize=["rows"])
+# ## Faster, step 2: wide loads, from a bound the compiler can see divides by 4
+# (D // 4) * 4 equals D (say D = 1000), but because 4 is a constexpr (D_ALIGN) the compiler knows
+# the result divides by 4, so it can load 4 columns at once. A thread moves up to 16 bytes (4
+# float32) per load instruction where the compiler can prove that the 4 columns start 16-byte
+# aligned and are masked alike, which `cols < D` does not show. Triton specializes: it compiles one
+# version of a kernel per set of facts its arguments show (a pointer 16-byte aligned, an integer
+# dividing by 16), and 1000 shows none. alignment() gives D_ALIGN, the largest power of two up to 16
+# bytes dividing D, and X_ROW_ALIGN, the same for the row stride.
+@triton.autotune(configs=CONFIGS, key=["D"], **CHEAP_TUNING)
+@triton.jit(do_not_specialize=["rows"])  # rows only bounds a mask: no versions for its facts
 def forward_kernel(
     x_ptr, w_ptr, y_ptr, rows, D, stride_row, stride_col,  # as in simple_forward_kernel
     X_ROW_ALIGN: tl.constexpr,  # a power of two that divides stride_row
     D_ALIGN: tl.constexpr,  # a power of two that divides D
-    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # as there
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # as there; the autotuner sets them
 ):  # fmt: skip
-    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32  # as there
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
     row_starts = row_ids.to(tl.int64) * ((stride_row // X_ROW_ALIGN) * X_ROW_ALIGN)
     D_aligned = (D // D_ALIGN) * D_ALIGN  # equal to D; the compiler now sees D_ALIGN divide it
+    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32  # as there
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
-        col_mask = cols < D_aligned
+        col_mask = cols < D_aligned  # the one change in the loop: a mask alike on D_ALIGN columns
         offsets = row_starts[:, None] + cols[None, :].to(tl.int64) * stride_col
         x = tl.load(x_ptr + offsets, mask=row_mask[:, None] & col_mask[None, :], other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
@@ -195,14 +192,27 @@ def forward_pointer(x2d, weight, y):
     )
 
 
+# style -> its launcher. (02 and 03 show block pointers and their successor, tensor descriptors.)
+FORWARDS = {"simple": forward_simple, "pointer": forward_pointer}
+
+
 # ## The backward pass
 # grad_x = grad_y (outer) w needs no sum. grad_w[d] sums over every row, which many programs
 # share: had each added into grad_w with atomic adds, the order of the additions, so the rounding,
-# would change from run to run. Instead the grid is (D tiles, P programs per D tile). Program p
-# visits row tiles p, p + P, p + 2P, ...: it writes their grad_x and adds x * grad_y into its
-# accumulator, whose column sums it stores in row p of a (P, D) buffer of partial sums.
+# would change from run to run. Instead the grid is 2-D, (D tiles, P): program (t, p) takes D
+# tile t and visits row tiles p, p + P, p + 2P, ..., writing their grad_x and adding x * grad_y
+# into its accumulator, whose column sums go to row p of a (P, D) buffer of partial sums; then
 # sum_partials_kernel adds each column of it in a fixed order: the same bits on every call.
-@triton.autotune(configs=CONFIGS, **TUNING)
+# For D = 8 in two D tiles of 4 columns, 5 row tiles and P = 2:
+#     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0, 0:4]
+#     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1, 0:4]
+#     programs (1, 0) and (1, 1): the same for columns 4-7 -> partial[0, 4:8] and partial[1, 4:8]
+# P: about PROGRAMS_PER_SM programs on each SM (streaming multiprocessor, a GPU core) were the D
+# tiles 128 wide, and at least one per SM (results/NOTES.md items 17 and 26).
+PROGRAMS_PER_SM = 8
+
+
+@triton.autotune(configs=CONFIGS, key=["D"], **CHEAP_TUNING)
 @triton.jit(do_not_specialize=["rows"])
 def backward_kernel(
     x_ptr, w_ptr, grad_y_ptr,  # x (rows, D) of any strides; w and grad_y as w and y in forward
@@ -221,7 +231,7 @@ def backward_kernel(
     col_mask = cols < D_aligned
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(acc_dtype)
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
-    for tile in range(p, tl.cdiv(rows, ROWS_TILE), tl.num_programs(1)):
+    for tile in range(p, tl.cdiv(rows, ROWS_TILE), tl.num_programs(1)):  # p, p + P, p + 2P, ...
         row_ids = (tile * ROWS_TILE + tl.arange(0, ROWS_TILE)).to(tl.int64)
         row_mask = row_ids < rows
         mask = row_mask[:, None] & col_mask[None, :]
@@ -235,6 +245,7 @@ def backward_kernel(
         grad_y = grad_y.to(acc_dtype)
         if NEED_GRAD_X:  # the product rounded once, into grad_x's dtype, as PyTorch rounds it
             grad_x = (grad_y[:, None] * w[None, :]).to(grad_x_ptr.dtype.element_ty)
+            # grad_x's row stride: D, written D_aligned so the compiler sees D_ALIGN divide it.
             tl.store(grad_x_ptr + (row_ids * D_aligned)[:, None] + cols[None, :], grad_x, mask=mask)
         if NEED_GRAD_W:
             acc += x.to(acc_dtype) * grad_y[:, None]
@@ -259,13 +270,8 @@ def sum_partials_kernel(
     tl.store(grad_w_ptr + cols, tl.sum(acc, axis=0).to(grad_w_ptr.dtype.element_ty), cols < D)
 
 
-# P, the programs per D tile: about PROGRAMS_PER_SM on each SM (streaming multiprocessor, a GPU
-# core) were the D tiles 128 wide, and at least one per SM (measured: NOTES items 17 and 26).
-PROGRAMS_PER_SM = 8
-
-
-def backward(x2d, weight, grad_y, need_grad_x, need_grad_w):
-    """(grad_x, grad_w) of y = x2d @ weight; a gradient not needed comes back as None."""
+def launch_backward(x2d, weight, grad_y, need_grad_x, need_grad_w):
+    """(grad_x, grad_w) of y = x2d @ weight from the two kernels; None for a gradient not needed."""
     rows, D = x2d.shape
     weight = weight.contiguous()  # the kernel reads w[d] at w_ptr + d
     grad_x = x2d.new_empty(x2d.shape) if need_grad_x else None
@@ -296,17 +302,12 @@ def sum_partials(partial, grad_w):
     sum_partials_kernel[grid](partial, grad_w, P, D, BLOCK_P=block_p, BLOCK_D=block_d)
 
 
-# style -> its launcher. (02 and 03 show block pointers and their successor, tensor descriptors.)
-FORWARDS = {"simple": forward_simple, "pointer": forward_pointer}
-
-
 # ## Autograd: a torch.autograd.Function
-# forward() runs the forward kernel and saves x and w for backward(), which runs backward_kernel.
-# Second derivatives: with create_graph=True (gradgradcheck, hessian) autograd records the
-# backward to differentiate it again, and it cannot look into a kernel. So with grad mode on in
-# backward(), the gradients come from differentiable calls: grad_x is a product, and grad_w =
-# x^T grad_y is weighted_sum itself, on the transposed view x.T.
-def forward(x, weight, style="pointer"):
+# WeightedSum.forward runs launch_forward and saves x and w for WeightedSum.backward. For second
+# derivatives (create_graph=True: gradgradcheck, hessian) autograd records the backward to
+# differentiate it again, and it cannot look into a kernel; so with grad mode on, backward() uses
+# differentiable calls: grad_x is a product, and grad_w = x^T grad_y is weighted_sum itself on x.T.
+def launch_forward(x, weight, style="pointer"):
     """y = x @ weight for x of shape (..., D), through the forward kernel of `style`."""
     x2d = rearrange(x, "... d -> (...) d")  # a view where the leading dims merge, else a copy
     if x2d.numel() == 0:  # sums of no terms are 0: no launch, nothing for an autotuner to time
@@ -320,22 +321,25 @@ class WeightedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, style):
         ctx.save_for_backward(x, weight)
-        return forward(x, weight, style)
+        return launch_forward(x, weight, style)
 
     @staticmethod
     def backward(ctx, grad_y):
-        return (*gradients(*ctx.saved_tensors, grad_y, ctx.needs_input_grad, backward), None)
+        return (*gradients(*ctx.saved_tensors, grad_y, ctx.needs_input_grad), None)
 
 
-def gradients(x, weight, grad_y, needs_input_grad, fused_backward):
-    """(grad_x, grad_w) of y = x @ weight, None where not needed; fused_backward: as `backward`."""
+def gradients(x, weight, grad_y, needs_input_grad, through_op=False):
+    """(grad_x, grad_w) of y = x @ weight, None where not needed. through_op: launch the kernels
+    through the registered backward_op (below), which torch.compile can record."""
     need_grad_x, need_grad_w = needs_input_grad[:2]
     x2d, grad_y = rearrange(x, "... d -> (...) d"), grad_y.reshape(-1)
     if torch.is_grad_enabled():  # create_graph=True: differentiable calls only
         grad_x = grad_y[:, None] * weight if need_grad_x else None
         grad_w = weighted_sum(x2d.T, grad_y) if need_grad_w else None
+    elif through_op:  # the op returns both gradients
+        grad_x, grad_w = backward_op(x2d, weight, grad_y)
     else:
-        grad_x, grad_w = fused_backward(x2d, weight, grad_y, need_grad_x, need_grad_w)
+        grad_x, grad_w = launch_backward(x2d, weight, grad_y, need_grad_x, need_grad_w)
     return (None if grad_x is None else grad_x.reshape(x.shape)), grad_w
 
 
@@ -347,7 +351,7 @@ def weighted_sum(x, weight, style="pointer"):
         return torch.ops.triton_lessons.weighted_sum(x, weight, style)
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
         return WeightedSum.apply(x, weight, style)
-    return forward(x, weight, style)  # no gradients wanted: skip autograd's bookkeeping
+    return launch_forward(x, weight, style)  # no gradients wanted: skip autograd's bookkeeping
 
 
 def validate(x, weight, style="pointer"):
@@ -379,11 +383,11 @@ VARIANTS = {style: lambda x, w, style=style: weighted_sum(x, w, style) for style
 # On a GPU torch.compile can trace a Triton launch (torch.library.triton_op is made for that), but
 # not under the CPU interpreter. custom_op makes the forward one opaque node; register_fake gives
 # the compiler the output's shape and dtype without a launch; register_autograd gives gradients,
-# through backward_op, which computes both. Each op checks its inputs as the entry does.
+# through a second op, backward_op, that computes both; weighted_sum_op validates as the entry.
 @torch.library.custom_op("triton_lessons::weighted_sum", mutates_args=())
 def weighted_sum_op(x: torch.Tensor, weight: torch.Tensor, style: str = "pointer") -> torch.Tensor:
     validate(x, weight, style)
-    return forward(x, weight, style)
+    return launch_forward(x, weight, style)
 
 
 @weighted_sum_op.register_fake
@@ -394,21 +398,18 @@ def _(x, weight, style="pointer"):
 
 @torch.library.custom_op("triton_lessons::weighted_sum_backward", mutates_args=())
 def backward_op(x2d: torch.Tensor, w: torch.Tensor, grad_y: torch.Tensor) -> list[torch.Tensor]:
-    return list(backward(x2d, w, grad_y, True, True))  # an op returns tensors, never None
+    return list(launch_backward(x2d, w, grad_y, True, True))  # an op returns tensors, never None
 
 
 backward_op.register_fake(lambda x2d, w, grad_y: [x2d.new_empty(x2d.shape), w.new_empty(w.shape)])
 
 
-def op_backward(ctx, grad_y):  # under torch.compile, backward_op runs the kernels
-    def fused(x2d, w, grad_y, need_grad_x, need_grad_w):
-        return backward_op(x2d, w, grad_y)
-
-    return (*gradients(*ctx.saved_tensors, grad_y, ctx.needs_input_grad, fused), None)
+def op_gradients(ctx, grad_y):  # weighted_sum_op's backward, as register_autograd calls it
+    return (*gradients(*ctx.saved_tensors, grad_y, ctx.needs_input_grad, through_op=True), None)
 
 
 weighted_sum_op.register_autograd(
-    op_backward, setup_context=lambda ctx, inputs, output: ctx.save_for_backward(*inputs[:2])
+    op_gradients, setup_context=lambda ctx, inputs, output: ctx.save_for_backward(*inputs[:2])
 )
 
 
@@ -484,7 +485,7 @@ def main(argv=None):
         parser.error(f"--rows and --dim must be >= 0, got {args.rows} and {args.dim}")
     print(common.describe_run())
     x = torch.randn(args.rows, args.dim, dtype=DTYPES[args.dtype], device=common.DEVICE)
-    checked = check(x)
+    checked = check(x, VARIANTS)
     print(f"check passed: y, grad_x and grad_w of {', '.join(checked)} match float64\n")
     common.print_table(benchmark(args.rows, args.dim, args.dtype), common.TIMING_COLUMNS)
     if common.INTERPRETED:

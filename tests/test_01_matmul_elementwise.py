@@ -10,6 +10,11 @@ VARIANT_NAMES = list(ex.VARIANTS)
 ENTRIES = ["matmul_elementwise", *VARIANT_NAMES]
 
 
+def only(variant):
+    """The one-entry dict of VARIANTS that ex.check takes."""
+    return {variant: ex.VARIANTS[variant]}
+
+
 def entry_fn(entry):
     return ex.matmul_elementwise if entry == "matmul_elementwise" else ex.VARIANTS[entry]
 
@@ -42,19 +47,19 @@ def test_variants_are_the_lessons_two():
     ],
 )
 def test_sizes(variant, m, n, k):
-    ex.check(m, n, k, torch.float32, variants=[variant])
+    ex.check(only(variant), m, n, k, torch.float32)
 
 
 @pytest.mark.parametrize("variant", VARIANT_NAMES)
 def test_a_thousand_outputs(variant):
-    ex.check(1000, 1, 3, torch.float32, variants=[variant])
-    ex.check(1, 1001, 2, torch.float32, variants=[variant])
+    ex.check(only(variant), 1000, 1, 3, torch.float32)
+    ex.check(only(variant), 1, 1001, 2, torch.float32)
 
 
 @pytest.mark.parametrize("variant", VARIANT_NAMES)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
 def test_dtypes(variant, dtype):
-    ex.check(5, 7, 300, dtype, variants=[variant])
+    ex.check(only(variant), 5, 7, 300, dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
@@ -83,7 +88,7 @@ def test_float64_accumulates_in_float64(variant):
 @pytest.mark.parametrize("transpose_a", [False, True])
 @pytest.mark.parametrize("transpose_b", [False, True])
 def test_transposed_views(variant, transpose_a, transpose_b):
-    ex.check(4, 6, 37, torch.float32, transpose_a, transpose_b, variants=[variant])
+    ex.check(only(variant), 4, 6, 37, torch.float32, transpose_a, transpose_b)
 
 
 def check_sliced(variant, m, n, k, dtype, step, transpose_a=False, transpose_b=False):
@@ -141,7 +146,7 @@ def test_worked_example_of_the_docstring():
 
 @pytest.mark.parametrize("variant", VARIANT_NAMES)
 def test_k_zero_writes_zeros(variant):
-    ex.check(3, 4, 0, torch.float32, variants=[variant])
+    ex.check(only(variant), 3, 4, 0, torch.float32)
     out = torch.full((3, 4), float("nan"), device=common.DEVICE)
     assert ex.VARIANTS[variant](randn(3, 0), randn(0, 4), out=out) is out
     assert torch.equal(out, torch.zeros(3, 4, device=common.DEVICE))
@@ -150,7 +155,7 @@ def test_k_zero_writes_zeros(variant):
 @pytest.mark.parametrize("variant", VARIANT_NAMES)
 @pytest.mark.parametrize("m, n, k", [(0, 3, 4), (3, 0, 4), (0, 0, 0)])
 def test_empty_outputs(variant, m, n, k):
-    ex.check(m, n, k, torch.float32, variants=[variant])
+    ex.check(only(variant), m, n, k, torch.float32)
     for fn in ex.VARIANTS[variant], ex.matmul_elementwise:
         assert fn(randn(m, k), randn(k, n)).shape == (m, n)
 
@@ -181,13 +186,13 @@ def test_reference_is_torch_matmul():
     assert torch.equal(ex.reference(a, b), a @ b)
 
 
-def test_check_catches_a_wrong_kernel(monkeypatch):
-    monkeypatch.setitem(ex.VARIANTS, "wrong", lambda a, b, out=None: out.copy_((a @ b).T))
+def test_check_catches_a_wrong_kernel():
+    wrong = {"wrong": lambda a, b, out=None: out.copy_((a @ b).T)}
     with pytest.raises(AssertionError, match="wrong 4x4x4"):
-        ex.check(4, 4, 4, variants=["wrong"])
-    monkeypatch.setitem(ex.VARIANTS, "forgets", lambda a, b, out=None: out)  # leaves the NaN
+        ex.check(wrong, 4, 4, 4)
+    forgets = {"forgets": lambda a, b, out=None: out}  # leaves the NaN
     with pytest.raises(AssertionError, match="forgets.*got nan"):
-        ex.check(2, 2, 3, variants=["forgets"])
+        ex.check(forgets, 2, 2, 3)
 
 
 BAD_INPUTS = {
@@ -493,8 +498,8 @@ def test_autotune_key_is_what_the_lesson_names():
 def test_every_config_on_gpu():
     for index in range(support.most_configs(ex)):
         with support.pinned_config(ex, index):
-            ex.check(5, 7, 300, torch.float16, variants=["vector_k"])
-            ex.check(4, 6, 1001, torch.float32, transpose_a=True, variants=["vector_k"])
+            ex.check(only("vector_k"), 5, 7, 300, torch.float16)
+            ex.check(only("vector_k"), 4, 6, 1001, torch.float32, transpose_a=True)
             check_sliced("vector_k", 3, 5, 77, torch.float64, step=2, transpose_b=True)
 
 
@@ -502,8 +507,8 @@ def test_every_config_on_gpu():
 @pytest.mark.parametrize("variant", VARIANT_NAMES)
 def test_more_than_65535_columns(variant):
     # A 2-D grid (M, N) would fail here: CUDA's second grid axis stops at 65535.
-    ex.check(2, 70000, 3, torch.float32, variants=[variant])
-    ex.check(70000, 2, 3, torch.float16, transpose_a=True, variants=[variant])
+    ex.check(only(variant), 2, 70000, 3, torch.float32)
+    ex.check(only(variant), 70000, 2, 3, torch.float16, transpose_a=True)
 
 
 @support.gpu_only
@@ -524,8 +529,8 @@ def test_offsets_past_2_to_the_31(variant):
 @support.gpu_only
 @pytest.mark.parametrize("variant", VARIANT_NAMES)
 def test_larger_sizes_on_gpu(variant):
-    ex.check(513, 257, 1031, torch.float32, variants=[variant])
-    ex.check(300, 200, 4097, torch.bfloat16, transpose_a=True, transpose_b=True, variants=[variant])
+    ex.check(only(variant), 513, 257, 1031, torch.float32)
+    ex.check(only(variant), 300, 200, 4097, torch.bfloat16, transpose_a=True, transpose_b=True)
 
 
 @support.gpu_only

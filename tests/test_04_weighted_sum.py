@@ -50,13 +50,13 @@ def assert_matches_float64(y, grads, x, w, g, what):
 )
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_sizes(rows, d, dtype):
-    assert ws.check(layout(rows, d, dtype)) == list(ws.VARIANTS)
+    assert ws.check(layout(rows, d, dtype), ws.VARIANTS) == list(ws.VARIANTS)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
 @pytest.mark.parametrize("how", LAYOUTS)
 def test_dtypes_and_layouts(dtype, how):
-    assert ws.check(layout(37, 104, dtype, how)) == list(ws.VARIANTS)
+    assert ws.check(layout(37, 104, dtype, how), ws.VARIANTS) == list(ws.VARIANTS)
 
 
 @support.gpu_only
@@ -66,7 +66,7 @@ def test_every_config_on_gpu(index):
     # config
     # `index`, forward and backward, on D = 1000 (a masked tile) and rows of 16-byte multiples.
     with support.pinned_config(ws, index):
-        assert ws.check(layout(1001, 1000)) == list(ws.VARIANTS)
+        assert ws.check(layout(1001, 1000), ws.VARIANTS) == list(ws.VARIANTS)
 
 
 @pytest.mark.parametrize(
@@ -74,12 +74,12 @@ def test_every_config_on_gpu(index):
     [((3,), "contiguous"), ((2, 3), "contiguous"), ((3,), "transposed"), ((2, 2), "sliced")],
 )
 def test_leading_dims(batch, how):
-    assert ws.check(layout(7, 40, how=how, batch=batch)) == list(ws.VARIANTS)
+    assert ws.check(layout(7, 40, how=how, batch=batch), ws.VARIANTS) == list(ws.VARIANTS)
 
 
 @pytest.mark.parametrize("rows, d", [(0, 8), (0, 1), (4, 0)])
 def test_empty(rows, d):
-    assert ws.check(layout(rows, d)) == list(ws.VARIANTS)
+    assert ws.check(layout(rows, d), ws.VARIANTS) == list(ws.VARIANTS)
 
 
 @pytest.mark.parametrize("name", list(ws.VARIANTS))
@@ -407,7 +407,7 @@ def test_check_catches_an_output_element_left_unwritten(monkeypatch):
     with pytest.raises(
         AssertionError, match=r"simple y on x \(9, 8\).*1 of 9 elements off.*got nan"
     ):
-        ws.check(layout(9, 8))
+        ws.check(layout(9, 8), ws.VARIANTS)
 
 
 def test_wrong_device_type():
@@ -501,7 +501,7 @@ def test_side_stream():
     [(65536, 1024, torch.float32), (4097, 4096, torch.bfloat16), (65536, 1000, torch.float16)],
 )
 def test_large_gpu(rows, d, dtype):
-    assert ws.check(layout(rows, d, dtype)) == list(ws.VARIANTS)
+    assert ws.check(layout(rows, d, dtype), ws.VARIANTS) == list(ws.VARIANTS)
 
 
 @support.gpu_only

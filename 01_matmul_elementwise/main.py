@@ -14,13 +14,13 @@ i * stride_am + k * stride_ak.
 Worked example: A 2x3 and B 3x2, both row-major (rows stored one after another), so A.stride()
 is (stride_am, stride_ak) = (3, 1) and B.stride() is (stride_bk, stride_bn) = (2, 1).
 
-    A at a_ptr     B at b_ptr     C: program p writes C[p // 2, p % 2]
+    A at a_ptr     B at b_ptr     C (strides (2, 1)): program p writes C[p // 2, p % 2]
     a0 a1 a2       b0 b1          p0 p1
     a3 a4 a5       b2 b3          p2 p3
                    b4 b5
 
 Program 3 computes C[1, 1]: its loop starts at A[1, 0] and B[0, 1] and moves on by stride_ak = 1
-and stride_bk = 2 a step; it stores a3*b1 + a4*b3 + a5*b5 at c_ptr + 1*2 + 1*1 = c_ptr + 3.
+and stride_bk = 2 per step; it stores a3*b1 + a4*b3 + a5*b5 at c_ptr + 1*2 + 1*1 = c_ptr + 3.
 
     k = 0:  a_ptr + 1*3 + 0*1 = a_ptr + 3 (a3)    b_ptr + 0*2 + 1*1 = b_ptr + 1 (b1)
     k = 1:  a_ptr + 1*3 + 1*1 = a_ptr + 4 (a4)    b_ptr + 1*2 + 1*1 = b_ptr + 3 (b3)
@@ -63,18 +63,18 @@ def scalar_kernel(
     stride_bk, stride_bn,  # the same for B
     stride_cm, stride_cn,  # and for C
 ):  # fmt: skip
+    # Safeguards: int64 (next line), since row * stride_am can pass int32's 2^31 in a large A; and
+    # a float32 sum (float64 for a float64 C), since a 16-bit sum loses each product's low bits.
     pid = tl.program_id(0).to(tl.int64)  # this program's number: p in the docstring
     row, col = pid // N, pid % N  # the element of C this program computes
-    # Safeguards: int64 above, since row * stride_am can pass int32's 2^31 in a large A; and a
-    # float32 sum (float64 for a float64 C), since a 16-bit sum loses each product's low bits.
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
-    a_ptrs = a_ptr + row * stride_am  # A[row, 0]
-    b_ptrs = b_ptr + col * stride_bn  # B[0, col]
+    a_ptr += row * stride_am  # now at A[row, 0]: one pointer, moved along as the loop runs
+    b_ptr += col * stride_bn  # B[0, col]
     acc = tl.zeros((), dtype=acc_dtype)  # a 0-d block, one number: this program's own sum
     for _ in range(K):
-        acc += tl.load(a_ptrs).to(acc_dtype) * tl.load(b_ptrs).to(acc_dtype)
-        a_ptrs += stride_ak  # one step along the row of A
-        b_ptrs += stride_bk  # one step down the column of B
+        acc += tl.load(a_ptr).to(acc_dtype) * tl.load(b_ptr).to(acc_dtype)
+        a_ptr += stride_ak  # one step along the row of A
+        b_ptr += stride_bk  # one step down the column of B
     tl.store(c_ptr + row * stride_cm + col * stride_cn, acc.to(c_ptr.dtype.element_ty))
 
 
@@ -114,7 +114,7 @@ def check(variants, m, n, k, dtype=torch.float32, transpose_a=False, transpose_b
 # The tool is the block, a small tensor inside one program: tl.arange(0, BLOCK_K) is the block
 # 0, 1, ..., BLOCK_K - 1. Arithmetic on blocks is elementwise, as in torch; a block's elements
 # (lanes) are spread over the program's threads. Its size must be known when the kernel is
-# compiled, so BLOCK_K is a tl.constexpr, a compile-time constant (each value is compiled apart).
+# compiled, so BLOCK_K is a tl.constexpr, a compile-time constant (each value gets its own kernel).
 # Where stride_ak is 1 (or stride_bk, as in W.T), neighbouring lanes read neighbouring addresses,
 # which the GPU fetches together.
 CONFIGS = [triton.Config({"BLOCK_K": b}, num_warps=w) for b in (64, 128, 256) for w in (1, 2)]
@@ -124,7 +124,7 @@ CONFIGS = [triton.Config({"BLOCK_K": b}, num_warps=w) for b in (64, 128, 256) fo
     configs=CONFIGS[:1] if common.INTERPRETED else CONFIGS,  # on a CPU there is nothing to time
     # It times every config on the first call with a new key and reuses the fastest. The key is
     # what decides the winner: the loop's length K, whether a step reads contiguous memory (the
-    # k-strides), and N, how many programs in a row reuse one row of A.
+    # k-strides), and N, how many consecutive programs reuse one row of A.
     key=["N", "K", "stride_ak", "stride_bk"],
     cache_results=True,  # keep the timings on disk for the next run
 )
@@ -150,7 +150,7 @@ def vector_k_kernel(
 
 
 def vector_k(a, b, out=None):
-    """a @ b with vector_k_kernel: one program per element of C, BLOCK_K values of k per step."""
+    """a @ b with vector_k_kernel; the autotuner passes BLOCK_K and num_warps, unseen here."""
     m, n, k, c = prepare(a, b, out)
     vector_k_kernel[(m * n,)](a, b, c, n, k, *a.stride(), *b.stride(), *c.stride())
     return common.write_out(c, out)

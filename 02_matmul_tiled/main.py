@@ -68,7 +68,7 @@ def simple_matmul_kernel(
     b_ptrs = b_ptr + ks.to(tl.int64)[:, None] * stride_bk + cols.to(tl.int64)[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
     for k in range(0, K, BLOCK_K):
-        # Elements past M, past N, or past K in the last step load 0 instead (the masks).
+        # Masks: rows past M, columns past N, and k + ks past K (ks < K - k) load 0 instead.
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
         b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
         a, b = interpretable(a, b)  # the interpreter's bfloat16 fix, nothing on a GPU
@@ -155,7 +155,7 @@ def interpretable(a, b):  # on a GPU the `if` is False at compile time: it does 
 #                 12 13 14 15                                 9 11 13 15
 @triton.jit
 def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    """(tile row, tile column) of program pid in grouped order; the last group may be short."""
+    """(tile row, tile column) of pid: a group's ids run down (% gives the row), then right."""
     tiles_per_group = GROUP_M * tl.cdiv(N, BLOCK_N)
     group, in_group = pid // tiles_per_group, pid % tiles_per_group
     rows_in_group = min(tl.cdiv(M, BLOCK_M) - group * GROUP_M, GROUP_M)
@@ -168,7 +168,7 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # every SM gets a program. A triton.Config holds a tile and two launch options. num_stages: how
 # many K steps of tiles are loaded ahead while the tensor cores multiply; they wait in shared
 # memory, the SM's small fast memory. num_warps: the program's threads, in warps of 32 that run in
-# step. BLOCK_K 32 suits float32, whose tiles take twice the bytes; the last two tiles serve C of
+# step. BLOCK_K 32 suits float32, whose tiles take twice the bytes; the last two entries serve C of
 # few tile rows (BLOCK_M 16 for M <= 16, a decoding step).
 TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps
     (128, 256, 64, 8, 3, 8), (128, 256, 64, 4, 3, 8), (256, 128, 64, 8, 3, 8),
@@ -208,7 +208,7 @@ def quick_bench(fn, quantiles):  # times a config for 20 ms after 5 ms of warm-u
     configs=CONFIGS,
     key=["M", "N", "K", "INPUT_PRECISION"],  # what picks the tile; Triton adds the dtypes
     prune_configs_by={"early_config_prune": prune},
-    do_bench=quick_bench,  # a config that needs more shared memory than an SM has times as inf
+    do_bench=quick_bench,  # a config too big for shared memory fails, timed as inf
     cache_results=True,  # keep each choice on disk for the next process
 )
 @triton.jit(do_not_specialize=["M"])
@@ -318,7 +318,7 @@ def matmul_persistent_kernel(
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     # The store finds its tile from its own counter, store_tile, which always equals `tile`: the
     # store then does not wait on the flattened loop's `tile`, and overlaps the next loads better.
-    store_tile = tl.program_id(0) - PROGRAMS
+    store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store: equal to tile
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)

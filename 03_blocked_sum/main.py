@@ -1,9 +1,9 @@
 """Column sums, out = x.sum(0): a blocked reduction in Triton, fast on every matrix shape.
 
 You learn the pattern behind Triton reductions: a program adds whole tiles of x into a 2-D
-accumulator `acc` and reduces acc once, after its loop. Each GPU thread running the program adds
-its own elements of the tile, with no exchange between threads; a tl.sum every step would combine
-values across threads every step, far dearer than an add. Faster forms follow. For x (M, N):
+accumulator `acc` and reduces acc once, after its loop. A program runs on many GPU threads; each
+adds its own elements of the tile, with no exchange between threads, where a tl.sum every step
+would combine values across threads every step, far dearer than an add. For x (M, N):
 
     out[j]       = sum_i x[i, j]        one sum per column
     grad_x[i, j] = grad_out[j]          d out[j] / d x[i, j] = 1: grad_out on every row
@@ -18,10 +18,10 @@ acc of that 2 x 4 shape. Its first step reads the elements at offsets
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] * 1 = [[ 4,  5,  6,  7],
                                                  [10, 11, 12, 13]]
 
-Columns 6 and 7 are not in x (offsets 6, 7, 12, 13 hold x[1, 0], x[1, 1], x[2, 0], x[2, 1]): the
-mask cols < N switches those loads off: [[4, 5, -, -], [10, 11, -, -]]. The second step reads rows
-2 and 3, the third rows 4 and 5; row 5 is past M (its offsets lie past the end of x), and the mask
-rows < M switches it off. Then tl.sum(acc, axis=0) adds acc's two rows into out[4] and out[5].
+Columns 6 and 7 are not in x (offsets 6, 7 hold x[1, 0], x[1, 1]): the mask cols < N switches
+those loads off: [[4, 5, -, -], [10, 11, -, -]]. The second step reads rows 2 and 3, the third rows
+4 and 5; row 5 is past M (past the end of x), and the mask rows < M switches it off. So acc[0]
+holds rows 0 + 2 + 4 and acc[1] rows 1 + 3; tl.sum(acc, axis=0) adds them into out[4] and out[5].
 """
 
 import argparse
@@ -50,9 +50,9 @@ def simple_column_sum_kernel(
     M, N, stride_m, stride_n,  # sizes; elements from x[i, j] to x[i + 1, j], and to x[i, j + 1]
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # rows per step, columns per program
 ):  # fmt: skip
-    # tl.constexpr: a compile-time constant. A Python choice on one or on a dtype, like the
-    # `... if ... else ...` on the next line, is made once, at compile time. Add in float32
-    # (float64 for float64 x): a 16-bit running sum drops small terms as it grows.
+    # tl.constexpr: a compile-time constant. A Python `if` on a constexpr or a dtype (like the next
+    # line's) is made once, at compile time; a `for` up to a runtime bound like M runs on the GPU.
+    # Add in float32 (float64 for float64 x): a 16-bit running sum drops small terms as it grows.
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
     # tl.arange(0, BLOCK_N) is a block, a small tensor inside the program: 0, 1, ..., BLOCK_N - 1.
     # Arithmetic on blocks is elementwise and broadcasts as in torch. A block's shape is a power of
@@ -100,7 +100,7 @@ def check(x, variants):
 
 
 # ## A faster kernel, part 1: tuning the tile, which is fixed at 16 x 64 in the simple kernel
-# Narrow x wants narrow tiles (wider ones load padding), a program that walks few rows short ones.
+# Narrow x wants narrow tiles (wider ones load padding); few rows per program want short tiles.
 # A program runs on num_warps warps (groups of 32 threads that run in step), which share the tile.
 # @triton.autotune(configs=..., key=...) times each triton.Config on the first call with new key
 # values, then reuses the fastest. Here (BLOCK_M, BLOCK_N, num_warps, STAGES), STAGES being the
@@ -133,9 +133,9 @@ def plan_splits(M, N, device=common.DEVICE):
     wanted = PROGRAMS_PER_SM * sms  # on the CPU 4, so that the tests split small matrices
     column_blocks = triton.cdiv(max(N, 1), 128)  # BLOCK_N is not chosen yet: 128, a middle width
     if M <= ROW_ALIGN or 2 * column_blocks >= wanted:  # half the programs wanted, or more: no split
-        return 1, triton.next_power_of_2(max(M, 1))  # rounded up: near M share one tuning
+        return 1, triton.next_power_of_2(max(M, 1))  # a tuning key: near M reuse one tuning
     rows = triton.cdiv(M, triton.cdiv(wanted, column_blocks))
-    # No tile may cross into the next chunk: the kernels further on mask rows only at M.
+    # No tile may cross into the next chunk: block_ptr and descriptor kernels mask rows only at M.
     rows_per_split = triton.cdiv(rows, ROW_ALIGN) * ROW_ALIGN
     return triton.cdiv(M, rows_per_split), rows_per_split
 
@@ -271,7 +271,7 @@ def column_sums_descriptor(x, out):
     split_sums(column_sum_descriptor_kernel, x, out, x.stride(0))
 
 
-# style -> its launcher. blocked_sum runs "pointer": any strides, every Triton, one-row tiles.
+# style -> its launcher. blocked_sum runs "pointer": any strides, every Triton, (1, 1024) tiles.
 FORWARDS = {"simple": column_sums_simple}
 FORWARDS["pointer"] = lambda x, out: split_sums(column_sum_kernel, x, out, *x.stride())
 FORWARDS |= {"block_ptr": column_sums_block_ptr, "descriptor": column_sums_descriptor}

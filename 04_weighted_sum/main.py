@@ -56,9 +56,9 @@ def simple_forward_kernel(
     ROWS_TILE: tl.constexpr,  # rows per program
     D_TILE: tl.constexpr,  # columns per step
 ):  # fmt: skip
-    # tl.arange(0, ROWS_TILE) is a block, a small tensor inside the program: 0, 1, ..., ROWS_TILE
-    # - 1. Arithmetic on blocks is elementwise and broadcasts as in torch. A block's shape is a
-    # power of two fixed at compile time, so ROWS_TILE is a tl.constexpr: a compile-time constant.
+    # tl.arange(0, ROWS_TILE) is a block, a small tensor inside the program, like
+    # torch.arange(ROWS_TILE). Arithmetic on blocks is elementwise and broadcasts as in torch. A
+    # block's shape is a power of two fixed at compile time, so ROWS_TILE is a tl.constexpr.
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
     row_starts = row_ids.to(tl.int64) * stride_row  # int64: row * stride can pass 2^31
@@ -99,7 +99,7 @@ def check(x, variants):
     x64, w64, g64 = x.double(), weight.double(), grad_y.double()[..., None]
     leading = tuple(range(x.dim() - 1))
     exact_grad_x = g64 * w64  # one product, rounded once as the kernel rounds it
-    expected = {  # name: (float64 value; for the tolerance, the maths on |x| and the terms added)
+    expected = {  # name: (float64 truth; for the tolerance: sum of |products|, number of terms)
         "y": ((x64 * w64).sum(-1), (x64.abs() * w64.abs()).sum(-1), x.shape[-1]),
         "grad_x": (exact_grad_x.to(x.dtype).double(), exact_grad_x.abs(), 1),
         "grad_w": ((x64 * g64).sum(leading), (x64.abs() * g64.abs()).sum(leading), g64.numel()),
@@ -145,13 +145,13 @@ CHEAP_TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, 
 
 
 # ## Faster, step 2: wide loads, from a bound the compiler can see divides by 4
-# (D // 4) * 4 equals D (say D = 1000), but because 4 is a constexpr (D_ALIGN) the compiler knows
-# the result divides by 4, so it can load 4 columns at once. A thread moves up to 16 bytes (4
-# float32) per load instruction where the compiler can prove that the 4 columns start 16-byte
-# aligned and are masked alike, which `cols < D` does not show. Triton specializes: it compiles one
-# version of a kernel per set of facts its arguments show (a pointer 16-byte aligned, an integer
-# dividing by 16), and 1000 shows none. alignment() gives D_ALIGN, the largest power of two up to 16
-# bytes dividing D, and X_ROW_ALIGN, the same for the row stride.
+# A thread loads up to 16 bytes (4 float32) with one instruction, but only where the compiler can
+# prove that the 4 columns start 16-byte aligned and that the mask is all on or all off across
+# them. Triton specializes: it compiles a version of a kernel per set of facts its arguments show
+# (a pointer 16-byte aligned, an integer divisible by 16), and D = 1000 shows none. But 1000 =
+# 4 * 250: passed D_ALIGN = 4 as a constexpr, (D // D_ALIGN) * D_ALIGN is still D, and now visibly
+# divisible by 4. X_ROW_ALIGN does the same for the row starts. alignment() computes both: the gcd
+# with the number of elements in 16 bytes.
 @triton.autotune(configs=CONFIGS, key=["D"], **CHEAP_TUNING)
 @triton.jit(do_not_specialize=["rows"])  # rows only bounds a mask: no versions for its facts
 def forward_kernel(
@@ -181,8 +181,8 @@ def alignment(x2d):  # the largest powers of two, up to 16 bytes, dividing the r
     return dict(X_ROW_ALIGN=math.gcd(x2d.stride(0), vector), D_ALIGN=math.gcd(x2d.shape[1], vector))
 
 
-def row_tiles(rows):  # the grid, a function of the config that the autotuner is running
-    return lambda config: (triton.cdiv(rows, config["ROWS_TILE"]),)
+def row_tiles(rows):  # the grid: a function of the launch's arguments (a dict), ROWS_TILE too
+    return lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)
 
 
 def forward_pointer(x2d, weight, y):
@@ -207,8 +207,8 @@ FORWARDS = {"simple": forward_simple, "pointer": forward_pointer}
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0, 0:4]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1, 0:4]
 #     programs (1, 0) and (1, 1): the same for columns 4-7 -> partial[0, 4:8] and partial[1, 4:8]
-# P: about PROGRAMS_PER_SM programs on each SM (streaming multiprocessor, a GPU core) were the D
-# tiles 128 wide, and at least one per SM (results/NOTES.md items 17 and 26).
+# P = max(SMs, PROGRAMS_PER_SM * SMs / cdiv(D, 128)): about 8 programs per SM (streaming
+# multiprocessor, a GPU core), counting D tiles as 128 wide, never under 1 (NOTES items 17, 26).
 PROGRAMS_PER_SM = 8
 
 
@@ -282,7 +282,7 @@ def launch_backward(x2d, weight, grad_y, need_grad_x, need_grad_w):
     P = max(sms, triton.cdiv(PROGRAMS_PER_SM * sms, triton.cdiv(D, 128)))
     P = min(P, rows)  # no more programs than rows (ROWS_TILE is not chosen yet); idle ones store 0
     partial = x2d.new_empty((P, D), dtype=torch.promote_types(x2d.dtype, torch.float32))
-    backward_kernel[lambda config: (triton.cdiv(D, config["D_TILE"]), P)](
+    backward_kernel[lambda meta: (triton.cdiv(D, meta["D_TILE"]), P)](
         x2d, weight, grad_y, grad_x, partial, rows, D, x2d.stride(0), x2d.stride(1),
         grad_y.stride(0), NEED_GRAD_X=need_grad_x, NEED_GRAD_W=need_grad_w,
         **alignment(x2d),
@@ -347,7 +347,7 @@ def weighted_sum(x, weight, style="pointer"):
     """x @ weight over the last dim of x (..., D), weight (D,): a tensor of shape x.shape[:-1],
     differentiable twice and compilable. `style` picks the forward kernel."""
     validate(x, weight, style)
-    if torch.compiler.is_compiling():
+    if torch.compiler.is_compiling():  # see "The registered op" below
         return torch.ops.triton_lessons.weighted_sum(x, weight, style)
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
         return WeightedSum.apply(x, weight, style)

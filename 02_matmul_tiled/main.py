@@ -195,10 +195,6 @@ def prune(configs, named_args, **kwargs):
     return fit or configs
 
 
-def quick_bench(fn, quantiles):  # times a config for 20 ms after 5 ms of warm-up (default 100, 25)
-    return triton.testing.do_bench(fn, warmup=5, rep=20, quantiles=quantiles)
-
-
 # The pointer kernel is simple_matmul_kernel with three changes. @triton.autotune times each
 # config left after prune on the first call with new key values, and reuses the fastest. Triton
 # compiles a kernel anew for facts it sees in integer arguments, such as "divisible by 16", and
@@ -208,7 +204,9 @@ def quick_bench(fn, quantiles):  # times a config for 20 ms after 5 ms of warm-u
     configs=CONFIGS,
     key=["M", "N", "K", "INPUT_PRECISION"],  # what picks the tile; Triton adds the dtypes
     prune_configs_by={"early_config_prune": prune},
-    do_bench=quick_bench,  # a config too big for shared memory fails, timed as inf
+    # Each config timed for 20 ms after 5 of warm-up (Triton's defaults: 100 and 25 ms); one too
+    # big for shared memory fails to launch and times as inf.
+    do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
     cache_results=True,  # keep each choice on disk for the next process
 )
 @triton.jit(do_not_specialize=["M"])

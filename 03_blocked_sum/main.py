@@ -152,7 +152,7 @@ def prune_configs(configs, named_args, **kwargs):
 # key: what picks the tile, N and rows_per_split (Triton adds the dtypes). cache_results keeps the
 # choice on disk; do_bench, Triton's timer, gets shorter windows, so that a new shape tunes quickly.
 TUNING = dict(prune_configs_by={"early_config_prune": prune_configs}, cache_results=True)
-TUNING["do_bench"] = lambda fn, quantiles: triton.testing.do_bench(fn, 5, 20, quantiles=quantiles)
+TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20)
 
 
 # The simple kernel with the three changes: autotuned, program_id(1) picks a chunk of rows (and

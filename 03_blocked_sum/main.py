@@ -87,24 +87,27 @@ def check(x, variants):
     """Run each of `variants` (name -> function(x, out=)) on x against x.sum(0) in float64, into
     an out filled with NaN so that an element left unwritten fails. Returns the names checked."""
     expected, magnitude = reference(x.double()), reference(x.double().abs())
-    # The tensor-descriptor variant (further on) cannot read an x whose strides break its rules.
-    skip = {"descriptor"} if common.descriptor_problem(x) else set()
-    names = [name for name in variants if name not in skip]
-    for name in names:
+    for name in variants:
         out = torch.full((x.shape[1],), float("nan"), dtype=x.dtype, device=x.device)
         with common.uninitialized_memory_is_nan():  # memory a variant allocates starts as NaN too
             variants[name](x, out=out)
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
         common.assert_close(out, expected, magnitude, x.shape[0], case)
-    return names
+    return list(variants)
 
 
-# ## A faster kernel, part 1: tuning the tile, which is fixed at 16 x 64 in the simple kernel
-# Narrow x wants narrow tiles (wider ones load padding); few rows per program want short tiles.
-# A program runs on num_warps warps (groups of 32 threads that run in step), which share the tile.
-# @triton.autotune(configs=..., key=...) times each triton.Config on the first call with new key
-# values, then reuses the fastest. Here (BLOCK_M, BLOCK_N, num_warps, STAGES), STAGES being the
-# tiles the loop loads ahead: seven configs picked by timing (results/NOTES.md item 41).
+# ## A faster kernel: three changes, a section each; column_sum_kernel makes all three, marked
+# (1) tuning: picking the tile and warps per shape; (2) splitting the rows of a tall, narrow x
+# over more programs; (3) pipelining: loading the next tiles while adding the current one.
+#
+# ## Change (1): tuning the tile (the simple kernel's is fixed at 16 x 64)
+# The best tile depends on x: a narrow x wants narrow tiles (a wide tile would load mostly
+# padding), and a program with few rows to add wants short ones. A program runs on num_warps
+# warps: groups of 32 threads that run in step and share the program's tile. A triton.Config
+# names a tile and a warp count; @triton.autotune, written on the kernel, times every config on
+# the first call with new values of its `key` arguments, then reuses the fastest. A TILES row:
+# (BLOCK_M, BLOCK_N, num_warps, STAGES), STAGES for change (3). The seven won a sweep of many
+# shapes (results/NOTES.md item 41).
 TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2), (32, 128, 4, 2)]
 TILES += [(128, 128, 8, 1), (1, 1024, 8, 1)]
 if common.INTERPRETED:
@@ -113,13 +116,15 @@ CONFIGS = [
     triton.Config({"BLOCK_M": m, "BLOCK_N": n, "STAGES": s}, num_warps=w) for m, n, w, s in TILES
 ]
 
-# ## A faster kernel, part 2: splitting the rows of a tall, skinny x
-# With one program per block of BLOCK_N (>= 32) columns, x of 1048576 x 64 gets at most two
-# programs; a program runs on one SM (streaming multiprocessor, one of the GPU's 132 cores on an
-# H100), and two SMs cannot draw all the memory bandwidth. So split the rows when x has too few
-# column blocks to keep every SM busy: program (c, s) of a 2-D grid sums chunk s of column block c
-# into row s of a float32 (splits, N) buffer of partial sums; a second pass adds each column in a
-# fixed order: the same bits every call, unlike atomic adds (programs adding into out, any order).
+# ## Change (2): splitting the rows of a tall, narrow x
+# A program runs on one SM (streaming multiprocessor: one of the GPU's cores; an H100 has 132).
+# x of 1048576 x 64 has one block of columns, so the simple kernel runs one program: one SM works,
+# and memory, which only many SMs together keep busy, mostly waits. So:
+# - the grid gets a second axis: program (c, s) adds up chunk s of the rows of column block c;
+# - it writes its sums into row s of a float32 (splits, N) buffer of partial sums;
+# - a second pass adds up each column of that buffer into out.
+# The second pass adds in a fixed order, so every call gives the same bits. Atomic adds (each
+# program adding straight into out) would land in any order, and round differently each time.
 PROGRAMS_PER_SM = 4  # more made the chunks shorter and the second pass larger: slower
 ROW_ALIGN = max(config.kwargs["BLOCK_M"] for config in CONFIGS)  # the tallest tile
 
@@ -133,69 +138,73 @@ def plan_splits(M, N, device=common.DEVICE):
     wanted = PROGRAMS_PER_SM * sms  # on the CPU 4, so that the tests split small matrices
     column_blocks = triton.cdiv(max(N, 1), 128)  # BLOCK_N is not chosen yet: 128, a middle width
     if M <= ROW_ALIGN or 2 * column_blocks >= wanted:  # half the programs wanted, or more: no split
-        return 1, triton.next_power_of_2(max(M, 1))  # a tuning key: near M reuse one tuning
+        # One chunk of all M rows. rows_per_split is in the autotuner's key, so round it up to a
+        # power of two: then an M of 1000 and one of 1001 share one tuning.
+        return 1, triton.next_power_of_2(max(M, 1))
     rows = triton.cdiv(M, triton.cdiv(wanted, column_blocks))
-    # No tile may cross into the next chunk: block_ptr and descriptor kernels mask rows only at M.
+    # A chunk is a whole number of tiles, so no tile reaches into the next chunk (the kernel with
+    # block pointers, further on, can stop a tile only at M, not at the end of its chunk).
     rows_per_split = triton.cdiv(rows, ROW_ALIGN) * ROW_ALIGN
     return triton.cdiv(M, rows_per_split), rows_per_split
 
 
-# ## A faster kernel, part 3: the tuned, split, pipelined kernel
+# ## Change (3): pipelining
+# A load from memory takes hundreds of cycles. With STAGES > 1 the loop asks for the next
+# STAGES - 1 tiles before it adds the current one, so that memory is always busy. Triton does
+# this by itself only in loops that feed tl.dot; tl.range(..., num_stages=STAGES) asks for it.
+#
+# ## The three changes together: column_sum_kernel
 def prune_configs(configs, named_args, **kwargs):
-    """Tiles no wider than N nor taller than rows_per_split (to powers of two), else the least."""
+    """A tile wider than N or taller than a chunk would only load padding (sizes rounded up to
+    powers of two): drop it. If none fits, keep the smallest tile."""
     width = triton.next_power_of_2(named_args["N"])
     height = triton.next_power_of_2(named_args["rows_per_split"])
     fit = [c for c in configs if c.kwargs["BLOCK_N"] <= width and c.kwargs["BLOCK_M"] <= height]
     return fit or [min(configs, key=lambda c: c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"])]
 
 
-# key: what picks the tile, N and rows_per_split (Triton adds the dtypes). cache_results keeps the
-# choice on disk; do_bench, Triton's timer, gets shorter windows, so that a new shape tunes quickly.
+# The autotuner's settings, the same for both tuned kernels of this lesson:
+# - key=["N", "rows_per_split"]: the arguments whose values pick the tile (Triton adds the
+#   dtypes). A new N or chunk length tunes again; a new M alone does not.
+# - prune_configs_by: prune_configs drops the configs not worth timing before they are timed;
+# - cache_results=True: the winner is saved on disk, so the next run of the script skips timing;
+# - do_bench: the timer, with shorter windows than its default, so that a new shape tunes fast.
+# And do_not_specialize: Triton compiles a separate version when an int argument is 1 or a
+# multiple of 16 (it "specializes" on that fact); M only bounds the loop: one version for any M.
 TUNING = dict(prune_configs_by={"early_config_prune": prune_configs}, cache_results=True)
 TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20)
 
 
-# The simple kernel with the three changes: autotuned, program_id(1) picks a chunk of rows (and
-# the row of out), a pipelined loop. do_not_specialize: Triton compiles anew for an integer
-# argument equal to 1 or a multiple of 16 ("specializes"); M only bounds the loop, so not for M.
-@triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"], **TUNING)
+@triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"], **TUNING)  # (1)
 @triton.jit(do_not_specialize=["M"])
 def column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,  # as in simple_column_sum_kernel; out (splits, N)
     rows_per_split,  # rows in each chunk: a multiple of BLOCK_M, or at least M
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,  # STAGES: see the loop
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,
 ):  # fmt: skip
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
-    chunk = tl.program_id(1)
+    chunk = tl.program_id(1)  # (2) which chunk of rows: 0 where x is not split
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     col_offsets = cols.to(tl.int64) * stride_n
-    row_start = chunk * rows_per_split
+    row_start = chunk * rows_per_split  # (2) the chunk's rows: row_start up to row_stop
     row_stop = tl.minimum(row_start + rows_per_split, M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
-    # Pipelining: with STAGES > 1 each step starts loading the next STAGES - 1 tiles before adding
-    # its own, keeping memory busy; Triton does that unasked only in loops that feed tl.dot.
-    for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):
+    for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):  # (3)
         rows = i0 + tl.arange(0, BLOCK_M)
         offsets = rows.to(tl.int64)[:, None] * stride_m + col_offsets[None, :]
         mask = (rows < row_stop)[:, None] & col_mask[None, :]
         acc += tl.load(x_ptr + offsets, mask=mask, other=0.0).to(acc_dtype)
-    sums = tl.sum(acc, axis=0)
+    sums = tl.sum(acc, axis=0)  # (2) into row `chunk` of out: the partial sums, or out itself
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
-
-
-def sum_partials(partial, out):
-    """out[j] = the sum of partial[:, j], always in the same order: the simple problem again, in
-    tiles of up to 256 rows and 4096 elements (few, large loads: this pass waits on memory)."""
-    block_m = min(triton.next_power_of_2(partial.shape[0]), 256)
-    column_sums_simple(partial, out, block_m, max(16, min(256, 4096 // block_m)))
 
 
 def split_sums(kernel, x, out, *strides):
     """out = x.sum(0) through `kernel` (which takes these strides of x), then the second pass."""
     M, N = x.shape
     splits, rows_per_split = plan_splits(M, N, x.device)
-    # Autotuned: Triton fills in BLOCK_M, BLOCK_N and STAGES, and calls grid with a dict of them.
+    # The number of programs depends on BLOCK_N, which the autotuner picks, so grid is a function:
+    # Triton calls it with the chosen config's values (meta, a dict) before it launches.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
     if splits == 1:  # one chunk writes its sums straight into out, in x's dtype
         return kernel[grid](x, out, M, N, *strides, rows_per_split)
@@ -204,11 +213,24 @@ def split_sums(kernel, x, out, *strides):
     sum_partials(partial, out)
 
 
+def sum_partials(partial, out):
+    """The second pass: out[j] = the sum of partial[:, j], always in the same order. It is the
+    simple problem again; it waits on memory, so it gets few, large loads: tiles of up to 256
+    rows and 4096 elements."""
+    block_m = min(triton.next_power_of_2(partial.shape[0]), 256)
+    column_sums_simple(partial, out, block_m, max(16, min(256, 4096 // block_m)))
+
+
 # ## Block pointers: column_sum_kernel with another way to load a tile
-# tl.make_block_ptr describes x once (shape, strides, and the tile to start at): Triton computes
-# the int64 addresses, boundary_check zero-fills rows past M and columns past N, and tl.advance
-# moves the tile down. Older tutorials teach them; deprecated in Triton 3.7 and removed in 3.9,
-# this style is left out where common.block_pointers_unavailable() says they do not run.
+# Block pointers were Triton's first API for loading tiles, and older tutorials use them. Triton
+# 3.7 deprecated them and 3.9 removed them, for tensor descriptors (lesson 02), so this style runs
+# only where common.block_pointers_unavailable() finds that they work. They replace the pointer
+# arithmetic of column_sum_kernel:
+# - tl.make_block_ptr describes x once: its shape, its strides, where the first tile starts and
+#   the tile's shape. Triton then computes every element's address itself, in int64;
+# - tl.load(tile, boundary_check=(0, 1)) loads the tile, with zeros for rows past M and columns
+#   past N (the dims 0 and 1 it checks);
+# - tl.advance(tile, (BLOCK_M, 0)) moves the tile BLOCK_M rows down.
 @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"], **TUNING)
 @triton.jit(do_not_specialize=["M"])
 def column_sum_block_ptr_kernel(
@@ -236,45 +258,10 @@ def column_sums_block_ptr(x, out):
         split_sums(column_sum_block_ptr_kernel, x, out, *x.stride())
 
 
-# ## Tensor descriptors: column_sum_kernel, loading each tile through a descriptor
-# tl.make_tensor_descriptor replaced block pointers. On Hopper GPUs a descriptor load is one TMA
-# copy (the Tensor Memory Accelerator moves a tile into shared memory, the SM's fast on-chip store)
-# zero-filled past the shape. Rules: last stride 1, base and other strides 16-byte aligned, <= 256
-# elements a side. Broken, they gave wrong sums without an error on an H200: such an x is refused.
-DESCRIPTOR_CONFIGS = [c for c in CONFIGS if max(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) <= 256]
-
-
-@triton.autotune(configs=DESCRIPTOR_CONFIGS, key=["N", "rows_per_split"], **TUNING)
-@triton.jit(do_not_specialize=["M"])
-def column_sum_descriptor_kernel(
-    x_ptr, out_ptr, M, N, stride_m, rows_per_split,  # as in column_sum_kernel; stride_n is 1
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,
-):  # fmt: skip
-    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
-    chunk, col_start = tl.program_id(1), tl.program_id(0) * BLOCK_N
-    row_start = chunk * rows_per_split
-    row_stop = tl.minimum(row_start + rows_per_split, M)
-    x_desc = tl.make_tensor_descriptor(x_ptr, [M, N], [stride_m, 1], [BLOCK_M, BLOCK_N])
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
-    for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):  # STAGES copies at once
-        acc += x_desc.load([i0, col_start]).to(acc_dtype)
-    cols = col_start + tl.arange(0, BLOCK_N)
-    sums = tl.sum(acc, axis=0)
-    tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=cols < N)
-
-
-def column_sums_descriptor(x, out):
-    if (problem := common.descriptor_problem(x)) is not None:
-        where = f"x {tuple(x.shape)} {x.dtype} with strides {x.stride()}"
-        raise ValueError(f"the descriptor style cannot take {where}: {problem}")
-    common.set_descriptor_allocator()  # a descriptor made in a kernel needs scratch memory
-    split_sums(column_sum_descriptor_kernel, x, out, x.stride(0))
-
-
 # style -> its launcher. blocked_sum runs "pointer": any strides, every Triton, (1, 1024) tiles.
 FORWARDS = {"simple": column_sums_simple}
 FORWARDS["pointer"] = lambda x, out: split_sums(column_sum_kernel, x, out, *x.stride())
-FORWARDS |= {"block_ptr": column_sums_block_ptr, "descriptor": column_sums_descriptor}
+FORWARDS["block_ptr"] = column_sums_block_ptr
 UNAVAILABLE = {"block_ptr": common.block_pointers_unavailable()}  # style -> why it cannot run
 UNAVAILABLE = {style: why for style, why in UNAVAILABLE.items() if why is not None}
 FORWARDS = {style: launch for style, launch in FORWARDS.items() if style not in UNAVAILABLE}
@@ -356,14 +343,13 @@ def benchmark(rows, cols, dtype="float32"):
     kernel (a split x also runs the second) and torch; GB/s of x read once and the sums written."""
     x = torch.randn(rows, cols, dtype=DTYPES.get(dtype, dtype), device=common.DEVICE)
     calls = {"torch": lambda: x.sum(0)}
-    skip = {"descriptor"} if common.descriptor_problem(x) else set()
-    calls |= {name: lambda fn=fn: fn(x) for name, fn in VARIANTS.items() if name not in skip}
+    calls |= {name: lambda fn=fn: fn(x) for name, fn in VARIANTS.items()}
     calls["blocked_sum"] = lambda: blocked_sum(x)
     splits, rows_per_split = plan_splits(rows, cols, x.device)
     dtype = x.dtype if splits == 1 else torch.promote_types(x.dtype, torch.float32)
     out = x.new_empty((splits, cols), dtype=dtype)  # the sums, or partial sums
+    grid = lambda meta: (triton.cdiv(cols, meta["BLOCK_N"]), splits)  # noqa: E731
     args = (x, out, rows, cols, *x.stride(), rows_per_split)
-    grid = lambda config: (triton.cdiv(cols, config["BLOCK_N"]), splits)  # noqa: E731
     calls["column_sum_kernel[grid] bare"] = lambda: column_sum_kernel[grid](*args)
     case = f"{rows}x{cols} {str(x.dtype).removeprefix('torch.')}"
     nbytes, results = (rows * cols + cols) * x.element_size(), []
@@ -389,8 +375,6 @@ def main(argv=None):
     for name, reason in UNAVAILABLE.items():
         print(f"variant {name!r} left out: {reason}")
     x = torch.randn(args.rows, args.cols, dtype=DTYPES[args.dtype], device=common.DEVICE)
-    if problem := common.descriptor_problem(x):
-        print(f"variant 'descriptor' left out: it cannot take this x: {problem}")
     print(f"check passed: {', '.join(check(x, VARIANTS))} match float64\n")
     common.print_table(benchmark(args.rows, args.cols, args.dtype), common.TIMING_COLUMNS)
     return 0

@@ -118,12 +118,13 @@ def check(x, variants):
 
 
 # ## Faster, step 1: let the autotuner choose the tile
-# forward_simple fixed the tile at 16 rows x 64 columns, but the fastest tile depends on D: wide
-# rows want wide tiles (long reads), narrow rows many rows per tile. @triton.autotune(CONFIGS,
-# key=["D"]) on a kernel times each triton.Config in CONFIGS on the first call with a new D, and
-# keeps the fastest for every later call with that D, whatever its row count. A config sets the
-# constexprs (the tile) and num_warps, the warps (groups of 32 threads that run in step) sharing
-# a program's tile. TILES: (ROWS_TILE, D_TILE, num_warps), measured (results/NOTES.md item 41).
+# forward_simple fixes the tile at 16 rows x 64 columns. The fastest tile depends on D: wide rows
+# want wide tiles (long reads), narrow rows want many rows per tile. So:
+# - TILES lists candidates, (ROWS_TILE, D_TILE, num_warps), picked by measurement (NOTES.md item
+#   41). num_warps: how many warps (groups of 32 threads that run in step) share a program's tile;
+# - a triton.Config holds one candidate: values for the constexprs, and num_warps;
+# - @triton.autotune(configs=CONFIGS, key=["D"]), written on the kernel, times every config on the
+#   first call with a new D and keeps the fastest for every later call with that D, any rows.
 TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4), (128, 128, 8), (16, 256, 4)]
 TILES += [(8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
 if common.INTERPRETED:
@@ -131,8 +132,10 @@ if common.INTERPRETED:
 CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w in TILES]
 
 
-# A cost detail: tiles_for_d drops tiles far from D's width before any timing, each config is
-# timed briefly (warmup and rep in ms; Triton's defaults 25, 100), cache_results saves choices.
+# Three more settings keep the tuning cheap (CHEAP_TUNING, below):
+# - prune_configs_by: tiles_for_d drops tiles far from D's width before any timing;
+# - do_bench: each config is timed briefly, warmup=5 and rep=20 ms (Triton's defaults: 25, 100);
+# - cache_results=True: the choice is saved on disk, for the next run of the script.
 def tiles_for_d(configs, named_args, **kwargs):
     """Configs worth timing: D tiles from min(W, 128) to max(W, 32), W = next_power_of_2(D)."""
     width = triton.next_power_of_2(named_args["D"])
@@ -145,13 +148,15 @@ CHEAP_TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, 
 
 
 # ## Faster, step 2: wide loads, from a bound the compiler can see divides by 4
-# A thread loads up to 16 bytes (4 float32) with one instruction, but only where the compiler can
-# prove that the 4 columns start 16-byte aligned and that the mask is all on or all off across
-# them. Triton specializes: it compiles a version of a kernel per set of facts its arguments show
-# (a pointer 16-byte aligned, an integer divisible by 16), and D = 1000 shows none. But 1000 =
-# 4 * 250: passed D_ALIGN = 4 as a constexpr, (D // D_ALIGN) * D_ALIGN is still D, and now visibly
-# divisible by 4. X_ROW_ALIGN does the same for the row starts. alignment() computes both: the gcd
-# with the number of elements in 16 bytes.
+# A thread can load 16 bytes (4 float32) with one instruction, a wide load, where it would
+# otherwise issue four 4-byte loads. The compiler emits a wide load only where it can prove that
+# - the 4 columns start at a 16-byte aligned address, and
+# - the mask is the same (all on, or all off) across the 4.
+# It learns such facts from the arguments: Triton compiles a separate version of a kernel for the
+# facts they show, such as a pointer that is 16-byte aligned or an integer divisible by 16 (it
+# "specializes"). D = 1000 shows no such fact, though 1000 = 4 * 250. So alignment() passes
+# D_ALIGN = 4 as a constexpr, and the kernel masks with D_aligned = (D // D_ALIGN) * D_ALIGN: the
+# same 1000, but now visibly a multiple of 4. X_ROW_ALIGN does the same for the row stride.
 @triton.autotune(configs=CONFIGS, key=["D"], **CHEAP_TUNING)
 @triton.jit(do_not_specialize=["rows"])  # rows only bounds a mask: no versions for its facts
 def forward_kernel(
@@ -181,15 +186,12 @@ def alignment(x2d):  # the largest powers of two, up to 16 bytes, dividing the r
     return dict(X_ROW_ALIGN=math.gcd(x2d.stride(0), vector), D_ALIGN=math.gcd(x2d.shape[1], vector))
 
 
-def row_tiles(rows):  # the grid: a function of the launch's arguments (a dict), ROWS_TILE too
-    return lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)
-
-
 def forward_pointer(x2d, weight, y):
     rows, D = x2d.shape
-    forward_kernel[row_tiles(rows)](
-        x2d, weight, y, rows, D, x2d.stride(0), x2d.stride(1), **alignment(x2d)
-    )
+    # The number of programs depends on ROWS_TILE, which the autotuner picks, so grid is a
+    # function: Triton calls it with the chosen config's values (meta, a dict) before it launches.
+    grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
+    forward_kernel[grid](x2d, weight, y, rows, D, x2d.stride(0), x2d.stride(1), **alignment(x2d))
 
 
 # style -> its launcher. (02 and 03 show block pointers and their successor, tensor descriptors.)
@@ -197,12 +199,13 @@ FORWARDS = {"simple": forward_simple, "pointer": forward_pointer}
 
 
 # ## The backward pass
-# grad_x = grad_y (outer) w needs no sum. grad_w[d] sums over every row, which many programs
-# share: had each added into grad_w with atomic adds, the order of the additions, so the rounding,
-# would change from run to run. Instead the grid is 2-D, (D tiles, P): program (t, p) takes D
-# tile t and visits row tiles p, p + P, p + 2P, ..., writing their grad_x and adding x * grad_y
-# into its accumulator, whose column sums go to row p of a (P, D) buffer of partial sums; then
-# sum_partials_kernel adds each column of it in a fixed order: the same bits on every call.
+# Each element of grad_x = grad_y (outer) w is one product: no sum. grad_w[d] sums over every
+# row, and many programs share the rows. Had each program added into grad_w with atomic adds, the
+# order of the additions, and so the rounding, would change from run to run. Instead:
+# - the grid is 2-D, (D tiles, P): program (t, p) takes D tile t and row tiles p, p + P, ...;
+# - for each row tile it writes that tile of grad_x and adds x * grad_y into its accumulator;
+# - at the end it writes the accumulator's column sums into row p of partial, a (P, D) buffer;
+# - sum_partials_kernel adds up each column of partial in a fixed order: the same bits each call.
 # For D = 8 in two D tiles of 4 columns, 5 row tiles and P = 2:
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0, 0:4]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1, 0:4]
@@ -303,10 +306,10 @@ def sum_partials(partial, grad_w):
 
 
 # ## Autograd: a torch.autograd.Function
-# WeightedSum.forward runs launch_forward and saves x and w for WeightedSum.backward. For second
-# derivatives (create_graph=True: gradgradcheck, hessian) autograd records the backward to
-# differentiate it again, and it cannot look into a kernel; so with grad mode on, backward() uses
-# differentiable calls: grad_x is a product, and grad_w = x^T grad_y is weighted_sum itself on x.T.
+# WeightedSum.forward runs the forward kernel and saves x and w; backward runs backward_kernel.
+# Second derivatives (create_graph=True, as in gradgradcheck or hessian) need autograd to record
+# the backward itself, and it cannot see into a kernel. So there backward uses calls it can record:
+# grad_x is a torch product, and grad_w = x^T grad_y is weighted_sum itself, run on x.T.
 def launch_forward(x, weight, style="pointer"):
     """y = x @ weight for x of shape (..., D), through the forward kernel of `style`."""
     x2d = rearrange(x, "... d -> (...) d")  # a view where the leading dims merge, else a copy
@@ -433,7 +436,7 @@ def benchmark(rows, dim, dtype="float32"):
     fwd["pointer, inputs need grad"] = lambda: weighted_sum(*leaves)
     bare_args = (x, weight, torch.empty(rows, **kw), rows, dim, *x.stride())
     bare_named = alignment(x)
-    grid = row_tiles(rows)
+    grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
     fwd["forward_kernel[grid] bare"] = lambda: forward_kernel[grid](*bare_args, **bare_named)
     fwd = {name: (call, lambda: None) for name, call in fwd.items()}  # name: (call, its setup)
     # A backward's setup makes new leaves and runs a forward on the stream that times it: autograd
@@ -488,11 +491,8 @@ def main(argv=None):
     checked = check(x, VARIANTS)
     print(f"check passed: y, grad_x and grad_w of {', '.join(checked)} match float64\n")
     common.print_table(benchmark(args.rows, args.dim, args.dtype), common.TIMING_COLUMNS)
-    if common.INTERPRETED:
-        print("\nUnder the interpreter the times are Python's on the CPU, not a GPU's.")
-    else:
-        print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed; host us: a call's")
-        print("CPU time; x torch: PyTorch's time over ours; % of ceiling: of a device copy.")
+    print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed (interpreted: the CPU's")
+    print("time); host us: a call's CPU time; x torch: PyTorch's time over ours.")
     return 0
 
 

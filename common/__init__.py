@@ -33,21 +33,21 @@ def describe_run():  # one line naming what the numbers were measured on
     return f"{where} | torch {torch.__version__} | triton {triton.__version__}"
 
 
-def gpu_ms(fn, setup=lambda: None):
-    """Median ms of do_bench (L2 flushed) replaying fn() from a CUDA graph made after setup(): the
-    host's Python is not counted. Interpreted: the median wall time of three calls."""
+def measure(fn, setup=lambda: None):
+    """(GPU ms, host us) of fn(), each after setup(). GPU: do_bench's median (L2 flushed) of fn()
+    replayed from a CUDA graph, so the host's Python is not counted. Host: the median over nine
+    rounds of 100 calls back to back, which the GPU queues (the host never waits). Interpreted:
+    the median wall time of three calls, and no host time, since the host does all the work."""
+    setup()
     if INTERPRETED:
-        setup()
         fn()
-        return statistics.median(timeit.repeat(fn, number=1, repeat=3)) * 1e3
-    return triton.testing.do_bench(capture_graph(fn, setup).replay, return_mode="median")
+        return statistics.median(timeit.repeat(fn, number=1, repeat=3)) * 1e3, None
+    gpu = triton.testing.do_bench(capture_graph(fn, setup).replay, return_mode="median")
+    setup()
+    return gpu, host_us(fn)
 
 
-def host_us(fn, calls=100, rounds=9):
-    """Host us of a call of fn(), median over rounds of `calls` calls back to back (the GPU queues
-    their kernels: the host never waits). None interpreted, where the host does all the work."""
-    if INTERPRETED:
-        return None
+def host_us(fn, calls=100, rounds=9):  # host us of a call of fn() on a GPU, as measure() says
     fn()
     per_call = []
     for _ in range(rounds):
@@ -58,12 +58,6 @@ def host_us(fn, calls=100, rounds=9):
         per_call.append((time.perf_counter() - start) / calls)
     torch.cuda.synchronize()
     return statistics.median(per_call) * 1e6
-
-
-def measure(fn, setup=lambda: None):  # (GPU ms, host us) of fn(), each after setup()
-    gpu = gpu_ms(fn, setup)
-    setup()
-    return gpu, host_us(fn)
 
 
 def timing_row(case, variant, times, torch_times, throughput, unit, ceiling=None):
@@ -89,7 +83,7 @@ def copy_ceiling_gbps():
     eagerly: at 1 GiB the host's share is noise, and a CUDA graph may copy on other engines."""
     src = torch.randn((1 << 22) if INTERPRETED else (1 << 28), device=DEVICE)
     copy = functools.partial(torch.empty_like(src).copy_, src)
-    ms = gpu_ms(copy) if INTERPRETED else triton.testing.do_bench(copy, return_mode="median")
+    ms = measure(copy)[0] if INTERPRETED else triton.testing.do_bench(copy, return_mode="median")
     return gbps(2 * src.numel() * src.element_size(), ms)
 
 

@@ -31,39 +31,25 @@ def assert_sums(result, x, what):
     common.assert_close(result, x64.sum(0), x64.abs().sum(0), x.shape[0], what)
 
 
-def descriptor_can_take(x):
-    return x.numel() > 0 and common.descriptor_problem(x) is None
-
-
 @pytest.mark.parametrize(
     "m, n",
     [(1, 1), (1, 17), (17, 1), (17, 17), (1000, 17), (17, 1000), (1001, 33), (100, 1001), (64, 64)],
 )
 def test_sizes(m, n):
-    x = layout(m, n)
-    expected = [s for s in bs.VARIANTS if s != "descriptor" or descriptor_can_take(x)]
-    assert bs.check(x, bs.VARIANTS) == expected
+    assert bs.check(layout(m, n), bs.VARIANTS) == list(bs.VARIANTS)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("how", ["contiguous", "transposed", "sliced", "every_other_row"])
 def test_dtypes_and_layouts(dtype, how):
-    x = layout(300, 40, dtype, how)
-    expected = [s for s in bs.VARIANTS if s != "descriptor" or descriptor_can_take(x)]
-    assert bs.check(x, bs.VARIANTS) == expected
-
-
-def test_every_other_row_is_descriptor_aligned():
-    descriptor_only = {"descriptor": bs.VARIANTS["descriptor"]}
-    # Row stride 2 * 40 floats = 320 bytes, a multiple of 16: a descriptor can read this view.
-    assert bs.check(layout(300, 40, how="every_other_row"), descriptor_only) == ["descriptor"]
+    assert bs.check(layout(300, 40, dtype, how), bs.VARIANTS) == list(bs.VARIANTS)
 
 
 @support.gpu_only
 @pytest.mark.parametrize("index", range(support.most_configs(bs)))
 def test_every_config_on_gpu(index):
     # The other tests tune between two configs per kernel (support.load): here each kernel runs
-    # its config `index`, on a matrix whose rows are split (two passes) and descriptor-aligned.
+    # its config `index`, on a matrix whose rows are split (two passes).
     with support.pinned_config(bs, index):
         assert bs.plan_splits(1000, 1100, DEVICE)[0] > 1
         assert bs.check(layout(1000, 1100), bs.VARIANTS) == list(bs.VARIANTS)
@@ -167,8 +153,7 @@ def test_out_problems(name):
 @pytest.mark.parametrize("m, n", [(1000, 20), (300, 3), (1001, 33)])
 def test_split_shapes_split(m, n):
     assert bs.plan_splits(m, n, DEVICE)[0] > 1
-    expected = [s for s in bs.VARIANTS if s != "descriptor" or n % 4 == 0]
-    assert bs.check(layout(m, n), bs.VARIANTS) == expected
+    assert bs.check(layout(m, n), bs.VARIANTS) == list(bs.VARIANTS)
 
 
 @pytest.mark.parametrize("name", list(bs.VARIANTS))
@@ -214,36 +199,11 @@ def test_plan_splits_splits_tall_inputs_but_not_wide_ones():
 
 def test_pruning_always_leaves_a_fitting_config():
     for n, rows in [(1, 1), (1, 1000), (1000, 1), (64, 2048), (10**6, 64)]:
-        for configs in (bs.CONFIGS, bs.DESCRIPTOR_CONFIGS):
-            kept = bs.prune_configs(configs, {"N": n, "rows_per_split": rows})
-            assert kept and all(c in configs for c in kept)
-    assert all(max(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) <= 256 for c in bs.DESCRIPTOR_CONFIGS)
+        kept = bs.prune_configs(bs.CONFIGS, {"N": n, "rows_per_split": rows})
+        assert kept and all(c in bs.CONFIGS for c in kept)
 
 
 # --- Styles that refuse -----------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("how", ["transposed", "sliced"])
-def test_descriptor_refuses_unaligned_views(how):
-    x = layout(40, 20, how=how)
-    with pytest.raises(ValueError, match="descriptor style cannot take"):
-        bs.blocked_sum(x, style="descriptor")
-    assert_sums(bs.blocked_sum(x), x, f"blocked_sum on a {how} view")
-
-
-@pytest.mark.parametrize(
-    "n, dtype",
-    [(10, torch.float32), (333, torch.float32), (1, torch.float64)],
-)
-def test_descriptor_refuses_unaligned_row_strides(n, dtype):
-    with pytest.raises(ValueError, match="not a multiple of 16"):
-        bs.VARIANTS["descriptor"](layout(8, n, dtype))
-
-
-def test_descriptor_refuses_an_unaligned_base():
-    x = torch.randn(8 * 16 + 1, device=DEVICE)[1:].view(8, 16)
-    with pytest.raises(ValueError, match="not 16-byte aligned"):
-        bs.blocked_sum(x, style="descriptor")
 
 
 @pytest.mark.skipif(common.block_pointers_unavailable() is None, reason="block pointers run here")
@@ -402,22 +362,12 @@ def test_benchmark_rows():
     assert {tuple(sorted(case)) for case in bs.SWEEP} == {("cols", "dtype", "rows")}
 
 
-def test_benchmark_leaves_out_a_descriptor_that_cannot_take_x():
-    assert "descriptor" not in [r["variant"] for r in bs.benchmark(40, 10, "float32")]
-
-
 def test_main_runs(capsys):
     assert bs.main(["--rows", "300", "--cols", "20", "--dtype", "bfloat16"]) == 0
     out = capsys.readouterr().out
     assert "check passed" in out and "column_sum_kernel[grid] bare" in out
     for name, reason in bs.UNAVAILABLE.items():
         assert f"variant {name!r} left out: {reason}" in out
-
-
-def test_main_says_why_the_descriptor_is_left_out(capsys):
-    assert bs.main(["--rows", "20", "--cols", "10"]) == 0
-    out = capsys.readouterr().out
-    assert "variant 'descriptor' left out: it cannot take this x: stride 10" in out
 
 
 @pytest.mark.parametrize("flag", ["--rows", "--cols"])

@@ -4,7 +4,10 @@ What you learn: how a kernel's work is split into programs (copies of the kernel
 run in parallel, each told its number by tl.program_id; the grid says how many to launch), how
 strides turn an index into an address, what a block is (a small tensor inside one program, its
 size fixed at compile time: scalar_kernel works on single numbers, vector_k_kernel on blocks),
-and why this plan is far slower than torch.matmul.
+and why this plan is far slower than torch.matmul. If you know CUDA: a program is like a thread
+block, not a thread. You write what the whole program does, on single numbers or on blocks, and
+Triton spreads a block's elements over the program's threads (num_warps groups of 32). You never
+index a thread.
 
 The maths: C = A @ B for A (M, K) and B (K, N) is C[i, j] = sum over k of A[i, k] * B[k, j].
 No element needs another, so we launch M * N programs; program p computes C[p // N, p % N]. A
@@ -46,15 +49,19 @@ import torch
 ROOT = str(Path(__file__).resolve().parent.parent)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # so that `import common` finds the repository's common/
-import common  # noqa: E402  (on a CPU it turns on Triton's interpreter: must precede @triton.jit)
+# Without a GPU, common sets TRITON_INTERPRET=1: Triton then runs each program in Python on the
+# CPU, one after another (slowly). It must be set before the first @triton.jit, hence this order.
+import common  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32", "float64")}
 
 
-# @triton.jit compiles the function for the GPU. A tensor argument arrives as a pointer to its
-# first element (ptr.dtype.element_ty is its dtype); tl.load and tl.store read and write there.
+# @triton.jit compiles the function for the GPU: Python syntax, but not run by Python. An `if` on
+# a dtype is settled when it compiles; a `for` over a value like K becomes a loop on the GPU.
+# A tensor argument arrives as a pointer to its first element (ptr.dtype.element_ty is its
+# dtype); tl.load and tl.store read and write there. Pointer + 1 is the next element, not byte.
 @triton.jit
 def scalar_kernel(
     a_ptr, b_ptr, c_ptr,  # addresses of A[0, 0], B[0, 0] and C[0, 0]
@@ -117,26 +124,15 @@ def check(variants, m, n, k, dtype=torch.float32, transpose_a=False, transpose_b
 # compiled, so BLOCK_K is a tl.constexpr, a compile-time constant (each value gets its own kernel).
 # Where stride_ak is 1 (or stride_bk, as in W.T), neighbouring lanes read neighbouring addresses,
 # which the GPU fetches together.
-CONFIGS = [triton.Config({"BLOCK_K": b}, num_warps=w) for b in (64, 128, 256) for w in (1, 2)]
-
-
-@triton.autotune(  # picks BLOCK_K and num_warps, as which run fastest depends on the sizes
-    configs=CONFIGS[:1] if common.INTERPRETED else CONFIGS,  # on a CPU there is nothing to time
-    # It times every config on the first call with a new key and reuses the fastest. The key is
-    # what decides the winner: the loop's length K, whether a step reads contiguous memory (the
-    # k-strides), and N, how many consecutive programs reuse one row of A.
-    key=["N", "K", "stride_ak", "stride_bk"],
-    cache_results=True,  # keep the timings on disk for the next run
-)
 @triton.jit
 def vector_k_kernel(
     a_ptr, b_ptr, c_ptr, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    BLOCK_K: tl.constexpr,  # values of k per step, a power of 2, chosen by the autotuner
+    BLOCK_K: tl.constexpr,  # values of k per step, a power of 2
 ):  # fmt: skip
     pid = tl.program_id(0).to(tl.int64)  # as in scalar_kernel
     row, col = pid // N, pid % N
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
-    offs_k = tl.arange(0, BLOCK_K).to(tl.int64)  # int64: k * stride_ak passes 2^31 in a large A.T
+    offs_k = tl.arange(0, BLOCK_K).to(tl.int64)  # int64: in A.T, stride_ak = M; k * M may pass 2^31
     acc = tl.zeros((BLOCK_K,), dtype=acc_dtype)  # BLOCK_K partial sums, added up once at the end
     for k0 in range(0, K, BLOCK_K):
         k = k0 + offs_k  # the BLOCK_K values of k this step covers
@@ -149,10 +145,15 @@ def vector_k_kernel(
     tl.store(c_ptr + row * stride_cm + col * stride_cn, total.to(c_ptr.dtype.element_ty))
 
 
+# Fixed for simplicity: 128 values of k a step, on 2 warps. Lesson 02 lets @triton.autotune pick.
+VECTOR_K_LAUNCH = dict(BLOCK_K=128, num_warps=2)
+
+
 def vector_k(a, b, out=None):
-    """a @ b with vector_k_kernel; the autotuner passes BLOCK_K and num_warps, unseen here."""
+    """a @ b with vector_k_kernel: one program per element of C, BLOCK_K values of k per step."""
     m, n, k, c = prepare(a, b, out)
-    vector_k_kernel[(m * n,)](a, b, c, n, k, *a.stride(), *b.stride(), *c.stride())
+    args = (a, b, c, n, k, *a.stride(), *b.stride(), *c.stride())
+    vector_k_kernel[(m * n,)](*args, **VECTOR_K_LAUNCH)
     return common.write_out(c, out)
 
 
@@ -242,7 +243,7 @@ def benchmark(m, n, k, dtype=torch.float32, b_transposed=True):
     args = (a, b, c, n, k, *a.stride(), *b.stride(), *c.stride())
     calls = {name: (lambda fn=fn: fn(a, b)) for name, fn in VARIANTS.items()}
     calls["matmul_elementwise"] = lambda: matmul_elementwise(a, b)
-    calls["vector_k_kernel[grid]"] = lambda: vector_k_kernel[(m * n,)](*args)
+    calls["vector_k_kernel[grid]"] = lambda: vector_k_kernel[(m * n,)](*args, **VECTOR_K_LAUNCH)
     calls["torch"] = lambda: torch.matmul(a, b)
     times = {name: common.measure(fn) for name, fn in calls.items()}
     layout = "b=W.T" if b_transposed else "b row-major"
@@ -274,9 +275,8 @@ def explain(m, n, k, dtype, rows):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
+    formatter = argparse.ArgumentDefaultsHelpFormatter  # --help shows the defaults
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=formatter)
     size = 16 if common.INTERPRETED else 1024  # the interpreter runs programs one at a time
     parser.add_argument("--m", type=int, default=size, help="rows of a and of the output")
     parser.add_argument("--n", type=int, default=size, help="columns of b and of the output")

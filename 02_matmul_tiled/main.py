@@ -14,8 +14,8 @@ loaded A tile serves BLOCK_N columns of C at once, so A is read N / BLOCK_N time
 A worked example with tiles of 2 (on a GPU tl.dot needs 16 or more): A (3, 4) and B (4, 5),
 row-major, so their strides (elements to the next row, column) are (4, 1) and (5, 1). C has 2 x 3
 tiles; program pid computes tile (pid // 3, pid % 3): program 4 rows [2, 3], columns [2, 3]. Its
-loop's k is 0, then 2. The code never adds k to ks = [0, 1]: it moves the pointers on by BLOCK_K
-elements a step, which reaches the same addresses:
+loop's k is 0, then 2. The table shows the addresses each step reads; the code reaches them without
+adding k to ks = [0, 1]: it starts the pointers at ks and moves them on by BLOCK_K after each step.
 
     k   k + ks   A offsets rows[:, None] * 4 + (k + ks)[None, :]   B: (k + ks)[:, None] * 5 + cols
     0   [0, 1]   [[ 8,  9], [ -,  -]]                              [[ 2,  3], [ 7,  8]]
@@ -52,7 +52,7 @@ def simple_matmul_kernel(
     a_ptr, b_ptr, c_ptr,  # pointers to A[0, 0], B[0, 0] and C[0, 0]; any strides
     M, N, K,  # C is (M, N); K is the length of each dot product
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,  # to the next row, column
-    INPUT_PRECISION: tl.constexpr,  # "tf32" or "ieee": see input_precision()
+    INPUT_PRECISION: tl.constexpr,  # float32 dots: "tf32" (fast, rounded) or "ieee" (exact)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # the C tile, the K step
 ):  # fmt: skip
     # Add in float32 (float64 for float64): a 16-bit running sum would round small products away.
@@ -63,7 +63,8 @@ def simple_matmul_kernel(
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     ks = tl.arange(0, BLOCK_K)
-    # int64: row * stride_am passes 2^31 in a large A, where int32 arithmetic would wrap around.
+    # (BLOCK_M, BLOCK_K) pointers: rows[:, None] is a column, ks[None, :] a row, and + broadcasts
+    # them as in torch. int64: row * stride_am passes 2^31 in a large A, where int32 would wrap.
     a_ptrs = a_ptr + rows.to(tl.int64)[:, None] * stride_am + ks.to(tl.int64)[None, :] * stride_ak
     b_ptrs = b_ptr + ks.to(tl.int64)[:, None] * stride_bk + cols.to(tl.int64)[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
@@ -72,8 +73,9 @@ def simple_matmul_kernel(
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
         b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
         a, b = interpretable(a, b)  # the interpreter's bfloat16 fix, nothing on a GPU
+        # tl.dot(a, b, acc) returns acc + a @ b, computed on the tensor cores.
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
-        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # the next K step
+        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # the next K step, again in int64
         b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
     c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * stride_cm + cols.to(tl.int64)[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
@@ -236,7 +238,9 @@ def matmul_pointer_kernel(
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
-def tile_grid(m, n):  # one program per C tile of the config the autotuner is running
+# The number of programs depends on the tile, which the autotuner picks, so the grid is a function:
+# Triton calls it with the config's values (a dict) before it launches: one program per C tile.
+def tile_grid(m, n):
     return lambda config: (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
 
 
@@ -248,7 +252,8 @@ def launch_pointer(a, b, c):
     )  # fmt: skip
 
 
-# ## Tensor descriptors
+# ## Tensor descriptors (this and the next two sections: skip them on a first read)
+# They make matmul as fast as cuBLAS; the lesson's core ends above, and "Autograd" goes on from it.
 # The pointer kernel builds a tile of addresses and masks on every K step. A tensor descriptor,
 # tl.make_tensor_descriptor(base, shape, strides, block shape), describes the whole matrix once;
 # desc.load([row, col]) then reads the block-shaped tile whose first element is there. Reads past
@@ -271,12 +276,13 @@ def persistent_problem(a, b, c):
 
 
 # ## A persistent kernel
-# Above, one program per C tile runs in waves; an SM idles while its finished tile is stored and
-# the next program's first tiles arrive. Here one program per SM walks tiles start, start +
-# PROGRAMS, ... in grouped order, and tl.range(flatten=True) lets the compiler pipeline the tile
-# and K loops as one: the next tile's first loads start while this tile's last products run. The
-# tile is a rule (results/NOTES.md item 56): 128 x 256 does more work per load, but 128 x 128
-# where it leaves fewer programs idle on their last turn.
+# With one program per C tile, an SM sits idle between programs: while a finished tile is stored,
+# and until the next program's first loads arrive. A persistent kernel launches one program per
+# SM instead, and each loops over many tiles: program p computes tiles p, p + PROGRAMS,
+# p + 2 * PROGRAMS, ... in grouped order. tl.range(..., flatten=True) lets the compiler treat the
+# tile loop and the K loop as one loop, so the next tile's first loads start while this tile's
+# last products run. The tile is a rule, not tuned (NOTES.md item 56): 128 x 256 does more work
+# per load, but 128 x 128 wins where it leaves fewer programs idle in the last round of tiles.
 def wave_fill(m, n, block_n, programs):  # the share of the programs' turns that get a C tile
     tiles = triton.cdiv(m, 128) * triton.cdiv(n, block_n)
     return tiles / (triton.cdiv(tiles, programs) * programs)
@@ -314,8 +320,8 @@ def matmul_persistent_kernel(
         b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
     C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # columns of each store
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # The store finds its tile from its own counter, store_tile, which always equals `tile`: the
-    # store then does not wait on the flattened loop's `tile`, and overlaps the next loads better.
+    # store_tile counts along with `tile` and always equals it. The store uses this copy so that
+    # it does not depend on the flattened loop's counter, and so overlaps the next tile's loads.
     store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store: equal to tile
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
@@ -559,9 +565,8 @@ SWEEP += [dict(m=1000, n=1001, k=999, dtype=d) for d in ("float16", "bfloat16")]
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
+    formatter = argparse.ArgumentDefaultsHelpFormatter  # --help shows the defaults
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=formatter)
     size = 256 if common.INTERPRETED else 4096  # the interpreter runs programs one at a time
     parser.add_argument("--m", type=int, default=size, help="rows of A and C")
     parser.add_argument("--n", type=int, default=size, help="columns of B and C")
@@ -585,11 +590,8 @@ def main(argv=None):
     print(f"check {shape} {args.dtype}: {', '.join(checked)} match float64\n")
     rows = benchmark(args.m, args.n, args.k, dtype, args.precision)
     common.print_table(rows, common.TIMING_COLUMNS)
-    if common.INTERPRETED:
-        print("\nUnder the interpreter the times are Python's on the CPU, not a GPU's.")
-    else:
-        print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed; host us: a call's")
-        print("CPU time; x torch: PyTorch's time over ours. matmul runs one of the variants.")
+    print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed (interpreted: the CPU's")
+    print("time); host us: a call's CPU time; x torch: PyTorch's time over ours.")
     return 0
 
 

@@ -490,17 +490,12 @@ def test_sweep_cases_are_valid():
         assert case["dtype"] in ex.DTYPES
 
 
-def test_autotune_key_is_what_the_lesson_names():
-    assert ex.vector_k_kernel.keys == ["N", "K", "stride_ak", "stride_bk"]
-
-
-@support.gpu_only
-def test_every_config_on_gpu():
-    for index in range(support.most_configs(ex)):
-        with support.pinned_config(ex, index):
-            ex.check(only("vector_k"), 5, 7, 300, torch.float16)
-            ex.check(only("vector_k"), 4, 6, 1001, torch.float32, transpose_a=True)
-            check_sliced("vector_k", 3, 5, 77, torch.float64, step=2, transpose_b=True)
+@pytest.mark.parametrize("block_k", [16, 128, 256])
+def test_vector_k_at_other_block_sizes(block_k, monkeypatch):
+    # K shorter than a step, a step and a half, and several steps, whatever BLOCK_K is.
+    monkeypatch.setitem(ex.VECTOR_K_LAUNCH, "BLOCK_K", block_k)
+    for k in (5, 200, 1001):
+        ex.check(only("vector_k"), 4, 6, k, torch.float32, transpose_a=True)
 
 
 @support.gpu_only

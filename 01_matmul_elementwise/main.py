@@ -4,10 +4,10 @@ What you learn: how a kernel's work is split into programs (copies of the kernel
 run in parallel, each told its number by tl.program_id; the grid says how many to launch), how
 strides turn an index into an address, what a block is (a small tensor inside one program, its
 size fixed at compile time: scalar_kernel works on single numbers, vector_k_kernel on blocks),
-and why this plan is far slower than torch.matmul. If you know CUDA: a program is like a thread
-block, not a thread. You write what the whole program does, on single numbers or on blocks, and
-Triton spreads a block's elements over the program's threads (num_warps groups of 32). You never
-index a thread.
+and why this plan is far slower than torch.matmul. If you know CUDA: a program is like a CUDA
+thread block, not a thread (in Triton, "block" means the small tensor). You write what the whole
+program does, on single numbers or on blocks, and Triton spreads a block's elements over the
+program's threads (num_warps groups of 32). You never index a thread.
 
 The maths: C = A @ B for A (M, K) and B (K, N) is C[i, j] = sum over k of A[i, k] * B[k, j].
 No element needs another, so we launch M * N programs; program p computes C[p // N, p % N]. A
@@ -70,14 +70,14 @@ def scalar_kernel(
     stride_bk, stride_bn,  # the same for B
     stride_cm, stride_cn,  # and for C
 ):  # fmt: skip
-    # Safeguards: int64 (next line), since row * stride_am can pass int32's 2^31 in a large A; and
-    # a float32 sum (float64 for a float64 C), since a 16-bit sum loses each product's low bits.
+    # int64, so that row * stride_am below is computed in 64 bits: it can pass 2^31 in a large A.
     pid = tl.program_id(0).to(tl.int64)  # this program's number: p in the docstring
     row, col = pid // N, pid % N  # the element of C this program computes
+    # Sum in float32 (float64 for a float64 C): a 16-bit sum would lose each product's low bits.
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
     a_ptr += row * stride_am  # now at A[row, 0]: one pointer, moved along as the loop runs
     b_ptr += col * stride_bn  # B[0, col]
-    acc = tl.zeros((), dtype=acc_dtype)  # a 0-d block, one number: this program's own sum
+    acc = tl.zeros((), dtype=acc_dtype)  # a 0-d block: one number, in acc_dtype from the start
     for _ in range(K):
         acc += tl.load(a_ptr).to(acc_dtype) * tl.load(b_ptr).to(acc_dtype)
         a_ptr += stride_ak  # one step along the row of A
@@ -88,8 +88,9 @@ def scalar_kernel(
 def scalar(a, b, out=None):
     """a @ b with scalar_kernel: one program per element of C, one k per step."""
     m, n, k, c = prepare(a, b, out)  # checks the arguments: see "Checking the arguments" below
-    # grid (m * n,) launches m * n programs. num_warps=1: one warp (32 threads that run in step);
-    # a scalar program gives the other 31 nothing to do (results/NOTES.md item 1).
+    # kernel[grid](arguments, launch options): grid (m * n,) launches m * n programs, numbered
+    # 0 to m * n - 1. num_warps=1, a launch option: one warp (32 threads that run in step), as a
+    # program that works on single numbers gives the other threads nothing to do.
     scalar_kernel[(m * n,)](a, b, c, n, k, *a.stride(), *b.stride(), *c.stride(), num_warps=1)
     return common.write_out(c, out)  # c, or out holding c when out was given
 
@@ -243,6 +244,7 @@ def benchmark(m, n, k, dtype=torch.float32, b_transposed=True):
     args = (a, b, c, n, k, *a.stride(), *b.stride(), *c.stride())
     calls = {name: (lambda fn=fn: fn(a, b)) for name, fn in VARIANTS.items()}
     calls["matmul_elementwise"] = lambda: matmul_elementwise(a, b)
+    # The bare launch, with no checks: its gap to vector_k is what the wrapper's Python costs.
     calls["vector_k_kernel[grid]"] = lambda: vector_k_kernel[(m * n,)](*args, **VECTOR_K_LAUNCH)
     calls["torch"] = lambda: torch.matmul(a, b)
     times = {name: common.measure(fn) for name, fn in calls.items()}
@@ -270,8 +272,6 @@ def explain(m, n, k, dtype, rows):
         f"{(m * k + k * n) * dtype.itemsize:,}: each value of a is loaded N = {n:,} times, each "
         f"of b M = {m:,} times. vector_k reads {common.gbps(loaded, ms):.3g} GB/s, mostly cached."
     )
-    if common.INTERPRETED:
-        print("(Under the interpreter these times are Python's on the CPU, not a GPU's.)")
 
 
 def main(argv=None):

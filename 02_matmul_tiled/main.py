@@ -14,8 +14,8 @@ loaded A tile serves BLOCK_N columns of C at once, so A is read N / BLOCK_N time
 A worked example with tiles of 2 (on a GPU tl.dot needs 16 or more): A (3, 4) and B (4, 5),
 row-major, so their strides (elements to the next row, column) are (4, 1) and (5, 1). C has 2 x 3
 tiles; program pid computes tile (pid // 3, pid % 3): program 4 rows [2, 3], columns [2, 3]. Its
-loop's k is 0, then 2. The table shows the addresses each step reads; the code reaches them without
-adding k to ks = [0, 1]: it starts the pointers at ks and moves them on by BLOCK_K after each step.
+loop's k is 0, then 2. The table shows the offsets each step reads; x[:, None] makes a column of
+x, y[None, :] a row of y, and + broadcasts the two into a grid, as in torch:
 
     k   k + ks   A offsets rows[:, None] * 4 + (k + ks)[None, :]   B: (k + ks)[:, None] * 5 + cols
     0   [0, 1]   [[ 8,  9], [ -,  -]]                              [[ 2,  3], [ 7,  8]]
@@ -23,9 +23,6 @@ adding k to ks = [0, 1]: it starts the pointers at ks and moves them on by BLOCK
 
 Row 3 is past M = 3: the mask rows < M switches its loads off (they read 0, which adds nothing)
 and its store. The program stores C[2, 2] and C[2, 3] at offsets 2 * 5 + [2, 3] = [12, 13].
-
-The core is the first kernel and grouped order; autotuning, descriptors and the persistent kernel
-are what makes it as fast as cuBLAS, and the sections after them connect it to PyTorch.
 """
 
 import argparse
@@ -72,10 +69,11 @@ def simple_matmul_kernel(
         # Masks: rows past M, columns past N, and k + ks past K (ks < K - k) load 0 instead.
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
         b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
-        a, b = interpretable(a, b)  # the interpreter's bfloat16 fix, nothing on a GPU
+        a, b = interpretable(a, b)  # a CPU-interpreter fix (below), nothing on a GPU: skip it
         # tl.dot(a, b, acc) returns acc + a @ b, computed on the tensor cores.
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
-        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # the next K step, again in int64
+        # The next K step: move the pointers on by BLOCK_K (in int64) rather than add k to ks.
+        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak
         b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
     c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * stride_cm + cols.to(tl.int64)[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
@@ -117,21 +115,6 @@ def check(m, n, k, dtype=torch.float32, precision=None, transpose_a=False, trans
     return names
 
 
-@contextlib.contextmanager
-def float32_matmul_precision(precision):  # "highest", "high", "medium", or None: unchanged
-    before = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision(precision or before)
-    try:
-        yield
-    finally:
-        torch.set_float32_matmul_precision(before)
-
-
-def random_matrix(rows, cols, dtype, transposed=False):  # transposed: the .T of a (cols, rows)
-    t = torch.randn((cols, rows) if transposed else (rows, cols), device=common.DEVICE).to(dtype)
-    return t.T if transposed else t
-
-
 INTERPRETED = tl.constexpr(common.INTERPRETED)  # a global a kernel reads must be a tl.constexpr
 
 
@@ -160,8 +143,9 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
     """(tile row, tile column) of pid: a group's ids run down (% gives the row), then right."""
     tiles_per_group = GROUP_M * tl.cdiv(N, BLOCK_N)
     group, in_group = pid // tiles_per_group, pid % tiles_per_group
-    rows_in_group = min(tl.cdiv(M, BLOCK_M) - group * GROUP_M, GROUP_M)
-    return group * GROUP_M + in_group % rows_in_group, in_group // rows_in_group
+    first_row = group * GROUP_M
+    rows_in_group = min(tl.cdiv(M, BLOCK_M) - first_row, GROUP_M)  # the last group may be short
+    return first_row + in_group % rows_in_group, in_group // rows_in_group  # pid 5: row 1, col 2
 
 
 # ## Autotuning the tile
@@ -320,8 +304,10 @@ def matmul_persistent_kernel(
         b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
     C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # columns of each store
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # store_tile counts along with `tile` and always equals it. The store uses this copy so that
-    # it does not depend on the flattened loop's counter, and so overlaps the next tile's loads.
+    # store_tile counts along with `tile` and always equals it. With flatten=True the compiler
+    # starts the next tile (new `tile`, first loads) before this tile's store; a store placed by
+    # `tile` would tie the two together. A separate counter keeps them apart (as Triton's
+    # persistent-matmul tutorial does).
     store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store: equal to tile
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
@@ -340,8 +326,9 @@ def matmul_persistent_kernel(
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
         store_tile += PROGRAMS
         pid_m, pid_n = grouped_tile(store_tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        # The store (the epilogue) stages the tile in shared memory, where a 128 x 256 float32
-        # tile fits only in halves: view the columns as (2, BLOCK_N // 2), move the 2 last, split.
+        # The epilogue (the code after the K loop, which writes C): the store stages the tile in
+        # shared memory, where a 128 x 256 float32 tile fits only in halves. So view its columns
+        # as (2, BLOCK_N // 2), move the 2 last, and split.
         if EPILOGUE_SUBTILE:
             halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
             left, right = tl.split(halves)
@@ -392,7 +379,7 @@ def launch_persistent(a, b, c):
     (m, k), n, precision = a.shape, b.shape[1], input_precision(a.dtype)
     b_arg = k_major_b(b) if precision == "tf32" else b
     programs = sm_count(a.device)
-    common.set_descriptor_allocator()
+    common.set_descriptor_allocator()  # a descriptor made in a kernel needs scratch memory
     matmul_persistent_kernel[(programs,)](
         a, b_arg, c, m, n, k, a.stride(0), b_arg.stride(0), c.stride(0),
         PROGRAMS=programs, B_TRANSPOSED=precision == "tf32", INPUT_PRECISION=precision,
@@ -542,8 +529,7 @@ def benchmark(m, n, k, dtype="float16", precision="highest"):
         if picked:
             calls[f"matmul_{picked}_kernel[grid] bare"] = lambda: kernel[grid](*args, **named)
         calls["torch"] = lambda: reference(a, b)
-        # Under sustained matmuls the GPU reaches its power limit and lowers its clock: a second of
-        # torch.matmul first, else whoever is timed first looks fast (results/NOTES.md item 28).
+        # A second of torch.matmul first brings the GPU to its sustained clock (NOTES item 28).
         if not common.INTERPRETED:
             triton.testing.do_bench(calls["torch"], warmup=1000, rep=1)
         times = {name: common.measure(call) for name, call in calls.items()}
@@ -554,6 +540,21 @@ def benchmark(m, n, k, dtype="float16", precision="highest"):
         common.timing_row(case, name, t, times["torch"], common.tflops(flops, t[0]), "TFLOP/s")
         for name, t in times.items()
     ]
+
+
+@contextlib.contextmanager
+def float32_matmul_precision(precision):  # "highest", "high", "medium", or None: unchanged
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision or before)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+def random_matrix(rows, cols, dtype, transposed=False):  # transposed: the .T of a (cols, rows)
+    t = torch.randn((cols, rows) if transposed else (rows, cols), device=common.DEVICE).to(dtype)
+    return t.T if transposed else t
 
 
 # `make bench` on a GPU: large cubes, then the shapes that taught the dispatch rule.

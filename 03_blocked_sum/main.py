@@ -1,9 +1,7 @@
 """Column sums, out = x.sum(0): a blocked reduction in Triton, fast on every matrix shape.
 
-You learn the pattern behind Triton reductions: a program adds whole tiles of x into a 2-D
-accumulator `acc` and reduces acc once, after its loop. A program runs on many GPU threads; each
-adds its own elements of the tile, with no exchange between threads, where a tl.sum every step
-would combine values across threads every step, far dearer than an add. For x (M, N):
+You learn the pattern behind Triton reductions: keep a 2-D accumulator the shape of a tile, add
+whole tiles into it, and reduce it once, after the loop. For x (M, N):
 
     out[j]       = sum_i x[i, j]        one sum per column
     grad_x[i, j] = grad_out[j]          d out[j] / d x[i, j] = 1: grad_out on every row
@@ -22,6 +20,11 @@ Columns 6 and 7 are not in x (offsets 6, 7 hold x[1, 0], x[1, 1]): the mask cols
 those loads off: [[4, 5, -, -], [10, 11, -, -]]. The second step reads rows 2 and 3, the third rows
 4 and 5; row 5 is past M (past the end of x), and the mask rows < M switches it off. So acc[0]
 holds rows 0 + 2 + 4 and acc[1] rows 1 + 3; tl.sum(acc, axis=0) adds them into out[4] and out[5].
+
+Why a 2-D acc: a program runs on many GPU threads, and each holds some elements of the tile. With
+a 1-D acc of BLOCK_N sums, every step would be `acc += tl.sum(tile, axis=0)`, and tl.sum makes the
+threads swap values with one another. With acc the tile's shape, a step is an elementwise add:
+each thread adds its own elements, and the threads swap values only once, in the final tl.sum.
 """
 
 import argparse
@@ -106,8 +109,8 @@ def check(x, variants):
 # warps: groups of 32 threads that run in step and share the program's tile. A triton.Config
 # names a tile and a warp count; @triton.autotune, written on the kernel, times every config on
 # the first call with new values of its `key` arguments, then reuses the fastest. A TILES row:
-# (BLOCK_M, BLOCK_N, num_warps, STAGES), STAGES for change (3). The seven won a sweep of many
-# shapes (results/NOTES.md item 41).
+# (BLOCK_M, BLOCK_N, num_warps, STAGES), STAGES for change (3). The seven won a timed sweep of
+# many shapes: narrow x won with 32-wide tiles, a wide x of few rows with 1 x 1024.
 TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2), (32, 128, 4, 2)]
 TILES += [(128, 128, 8, 1), (1, 1024, 8, 1)]
 if common.INTERPRETED:
@@ -137,13 +140,15 @@ def plan_splits(M, N, device=common.DEVICE):
     sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 1
     wanted = PROGRAMS_PER_SM * sms  # on the CPU 4, so that the tests split small matrices
     column_blocks = triton.cdiv(max(N, 1), 128)  # BLOCK_N is not chosen yet: 128, a middle width
-    if M <= ROW_ALIGN or 2 * column_blocks >= wanted:  # half the programs wanted, or more: no split
+    too_short = M <= ROW_ALIGN  # no more than one tile of rows
+    enough_programs = 2 * column_blocks >= wanted  # column blocks alone give half the programs
+    if too_short or enough_programs:
         # One chunk of all M rows. rows_per_split is in the autotuner's key, so round it up to a
         # power of two: then an M of 1000 and one of 1001 share one tuning.
         return 1, triton.next_power_of_2(max(M, 1))
     rows = triton.cdiv(M, triton.cdiv(wanted, column_blocks))
-    # A chunk is a whole number of tiles, so no tile reaches into the next chunk (the kernel with
-    # block pointers, further on, can stop a tile only at M, not at the end of its chunk).
+    # A chunk is a whole number of tiles, so that no tile reaches into the next chunk (the
+    # block-pointer kernel below cannot stop a tile at the end of a chunk, only at M).
     rows_per_split = triton.cdiv(rows, ROW_ALIGN) * ROW_ALIGN
     return triton.cdiv(M, rows_per_split), rows_per_split
 
@@ -169,13 +174,13 @@ def prune_configs(configs, named_args, **kwargs):
 # - prune_configs_by: prune_configs drops the configs not worth timing before they are timed;
 # - cache_results=True: the winner is saved on disk, so the next run of the script skips timing;
 # - do_bench: the timer, with shorter windows than its default, so that a new shape tunes fast.
-# And do_not_specialize: Triton compiles a separate version when an int argument is 1 or a
-# multiple of 16 (it "specializes" on that fact); M only bounds the loop: one version for any M.
 TUNING = dict(prune_configs_by={"early_config_prune": prune_configs}, cache_results=True)
 TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20)
 
 
 @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"], **TUNING)  # (1)
+# do_not_specialize: Triton compiles a separate version when an int argument is 1 or a multiple
+# of 16 (it "specializes" on that fact); M only bounds the loop, so one version serves any M.
 @triton.jit(do_not_specialize=["M"])
 def column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,  # as in simple_column_sum_kernel; out (splits, N)
@@ -258,13 +263,19 @@ def column_sums_block_ptr(x, out):
         split_sums(column_sum_block_ptr_kernel, x, out, *x.stride())
 
 
-# style -> its launcher. blocked_sum runs "pointer": any strides, every Triton, (1, 1024) tiles.
-FORWARDS = {"simple": column_sums_simple}
-FORWARDS["pointer"] = lambda x, out: split_sums(column_sum_kernel, x, out, *x.stride())
-FORWARDS["block_ptr"] = column_sums_block_ptr
-UNAVAILABLE = {"block_ptr": common.block_pointers_unavailable()}  # style -> why it cannot run
-UNAVAILABLE = {style: why for style, why in UNAVAILABLE.items() if why is not None}
-FORWARDS = {style: launch for style, launch in FORWARDS.items() if style not in UNAVAILABLE}
+def column_sums_pointer(x, out):  # what blocked_sum runs: any strides, every Triton version
+    split_sums(column_sum_kernel, x, out, *x.stride())
+
+
+# ## From here on: PyTorch around the kernels, not Triton (skip on a first read)
+# The call path: blocked_sum(x) -> checks -> BlockedSum (autograd) or FORWARDS[style] directly;
+# under torch.compile, blocked_sum -> the registered op -> blocked_sum with gradients off.
+block_ptr_problem = common.block_pointers_unavailable()  # None where block pointers work
+UNAVAILABLE = {"block_ptr": block_ptr_problem} if block_ptr_problem else {}  # style -> why not
+FORWARDS = {"simple": column_sums_simple, "pointer": column_sums_pointer}  # style -> its launcher
+if not UNAVAILABLE:
+    FORWARDS["block_ptr"] = column_sums_block_ptr
+# The default s=style fixes each function's style now; without it each would see the last one.
 VARIANTS = {style: lambda x, out=None, s=style: blocked_sum(x, out, s) for style in FORWARDS}
 
 

@@ -71,7 +71,7 @@ def simple_forward_kernel(
         col_mask = cols < D
         # A (ROWS_TILE, D_TILE) grid of offsets, int64 like row_starts (x.T has a large stride_col).
         offsets = row_starts[:, None] + cols[None, :].to(tl.int64) * stride_col
-        # Masked-off elements (lanes) load nothing and take `other`: 0 adds nothing to the sum.
+        # Masked-off elements load nothing and take `other`: 0 adds nothing to the sum.
         x = tl.load(x_ptr + offsets, mask=row_mask[:, None] & col_mask[None, :], other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
@@ -82,6 +82,7 @@ def forward_simple(x2d, weight, y):
     """y[r] = sum_d x2d[r, d] * weight[d], for x2d of shape (rows, D), written into y."""
     rows, D = x2d.shape
     grid = (triton.cdiv(rows, 16),)  # how many programs: one per 16 rows
+    # kernel[grid](...) launches grid[0] programs; constexprs (ROWS_TILE, D_TILE) go by keyword.
     simple_forward_kernel[grid](
         x2d, weight, y, rows, D, x2d.stride(0), x2d.stride(1), ROWS_TILE=16, D_TILE=64
     )
@@ -151,7 +152,8 @@ CHEAP_TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, 
 # A thread can load 16 bytes (4 float32) with one instruction, a wide load, where it would
 # otherwise issue four 4-byte loads. The compiler emits a wide load only where it can prove that
 # - the 4 columns start at a 16-byte aligned address, and
-# - the mask is the same (all on, or all off) across the 4.
+# - the mask is the same (all on, or all off) across the 4;
+# - the 4 are next to each other: stride_col is 1 (Triton specializes an int equal to 1, too).
 # It learns such facts from the arguments: Triton compiles a separate version of a kernel for the
 # facts they show, such as a pointer that is 16-byte aligned or an integer divisible by 16 (it
 # "specializes"). D = 1000 shows no such fact, though 1000 = 4 * 250. So alignment() passes
@@ -194,8 +196,7 @@ def forward_pointer(x2d, weight, y):
     forward_kernel[grid](x2d, weight, y, rows, D, x2d.stride(0), x2d.stride(1), **alignment(x2d))
 
 
-# style -> its launcher. (02 and 03 show block pointers and their successor, tensor descriptors.)
-FORWARDS = {"simple": forward_simple, "pointer": forward_pointer}
+FORWARDS = {"simple": forward_simple, "pointer": forward_pointer}  # style -> its launcher
 
 
 # ## The backward pass
@@ -210,8 +211,8 @@ FORWARDS = {"simple": forward_simple, "pointer": forward_pointer}
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0, 0:4]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1, 0:4]
 #     programs (1, 0) and (1, 1): the same for columns 4-7 -> partial[0, 4:8] and partial[1, 4:8]
-# P = max(SMs, PROGRAMS_PER_SM * SMs / cdiv(D, 128)): about 8 programs per SM (streaming
-# multiprocessor, a GPU core), counting D tiles as 128 wide, never under 1 (NOTES items 17, 26).
+# P is fixed before the autotuner picks D_TILE, so it assumes 128-wide D tiles: cdiv(D, 128) * P
+# programs make about 8 per SM (streaming multiprocessor, a GPU core), and P is at least the SMs.
 PROGRAMS_PER_SM = 8
 
 
@@ -283,7 +284,7 @@ def launch_backward(x2d, weight, grad_y, need_grad_x, need_grad_w):
     grad_w = torch.empty_like(weight) if need_grad_w else None
     sms = torch.cuda.get_device_properties(x2d.device).multi_processor_count if x2d.is_cuda else 1
     P = max(sms, triton.cdiv(PROGRAMS_PER_SM * sms, triton.cdiv(D, 128)))
-    P = min(P, rows)  # no more programs than rows (ROWS_TILE is not chosen yet); idle ones store 0
+    P = min(P, rows)  # at most one per row; a program left with no row tile writes zeros
     partial = x2d.new_empty((P, D), dtype=torch.promote_types(x2d.dtype, torch.float32))
     backward_kernel[lambda meta: (triton.cdiv(D, meta["D_TILE"]), P)](
         x2d, weight, grad_y, grad_x, partial, rows, D, x2d.stride(0), x2d.stride(1),
@@ -305,11 +306,10 @@ def sum_partials(partial, grad_w):
     sum_partials_kernel[grid](partial, grad_w, P, D, BLOCK_P=block_p, BLOCK_D=block_d)
 
 
-# ## Autograd: a torch.autograd.Function
+# ## Autograd, a torch.autograd.Function (from here on PyTorch, not Triton: skip on a first read)
 # WeightedSum.forward runs the forward kernel and saves x and w; backward runs backward_kernel.
-# Second derivatives (create_graph=True, as in gradgradcheck or hessian) need autograd to record
-# the backward itself, and it cannot see into a kernel. So there backward uses calls it can record:
-# grad_x is a torch product, and grad_w = x^T grad_y is weighted_sum itself, run on x.T.
+# Second derivatives (create_graph=True) need autograd to record the backward, and it cannot see
+# into a kernel: there backward uses grad_x = a torch product, grad_w = weighted_sum on x.T.
 def launch_forward(x, weight, style="pointer"):
     """y = x @ weight for x of shape (..., D), through the forward kernel of `style`."""
     x2d = rearrange(x, "... d -> (...) d")  # a view where the leading dims merge, else a copy
@@ -336,7 +336,7 @@ def gradients(x, weight, grad_y, needs_input_grad, through_op=False):
     through the registered backward_op (below), which torch.compile can record."""
     need_grad_x, need_grad_w = needs_input_grad[:2]
     x2d, grad_y = rearrange(x, "... d -> (...) d"), grad_y.reshape(-1)
-    if torch.is_grad_enabled():  # create_graph=True: differentiable calls only
+    if torch.is_grad_enabled():  # autograd turns it on in backward only under create_graph=True
         grad_x = grad_y[:, None] * weight if need_grad_x else None
         grad_w = weighted_sum(x2d.T, grad_y) if need_grad_w else None
     elif through_op:  # the op returns both gradients
@@ -382,11 +382,12 @@ VARIANTS = {style: lambda x, w, style=style: weighted_sum(x, w, style) for style
 
 
 # ## The registered op, for torch.compile
-# Under torch.compile, weighted_sum calls an op registered with torch.library, not the Function.
-# On a GPU torch.compile can trace a Triton launch (torch.library.triton_op is made for that), but
-# not under the CPU interpreter. custom_op makes the forward one opaque node; register_fake gives
-# the compiler the output's shape and dtype without a launch; register_autograd gives gradients,
-# through a second op, backward_op, that computes both; weighted_sum_op validates as the entry.
+# torch.compile cannot trace a Triton launch under the CPU interpreter (on a GPU, an op made with
+# torch.library.triton_op could), so under torch.compile weighted_sum calls this op instead:
+# - custom_op makes the forward one opaque node of the compiled graph;
+# - register_fake gives the compiler the output's shape and dtype, without a launch;
+# - register_autograd gives its gradients, through a second op, backward_op, that computes both.
+# Eager calls use the Function above, the usual way to give kernels gradients.
 @torch.library.custom_op("triton_lessons::weighted_sum", mutates_args=())
 def weighted_sum_op(x: torch.Tensor, weight: torch.Tensor, style: str = "pointer") -> torch.Tensor:
     validate(x, weight, style)
@@ -476,9 +477,8 @@ def benchmark(rows, dim, dtype="float32"):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
+    formatter = argparse.ArgumentDefaultsHelpFormatter  # --help shows the defaults
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=formatter)
     default_rows, default_dim = (1000, 100) if common.INTERPRETED else (65536, 1024)
     parser.add_argument("--rows", type=int, default=default_rows, help="rows of x")
     parser.add_argument("--dim", type=int, default=default_dim, help="D, the length of a row")

@@ -38,8 +38,8 @@ def measure(fn, setup=lambda: None):
     replayed from a CUDA graph, so the host's Python is not counted. Host: the median over nine
     rounds of 100 calls back to back, which the GPU queues (the host never waits). Interpreted:
     the median wall time of three calls, and no host time, since the host does all the work."""
-    setup()
     if INTERPRETED:
+        setup()
         fn()
         return statistics.median(timeit.repeat(fn, number=1, repeat=3)) * 1e3, None
     gpu = triton.testing.do_bench(capture_graph(fn, setup).replay, return_mode="median")

@@ -21,15 +21,15 @@ those loads off: [[4, 5, -, -], [10, 11, -, -]]. The second step reads rows 2 an
 4 and 5; row 5 is past M (past the end of x), and the mask rows < M switches it off. So acc[0]
 holds rows 0 + 2 + 4 and acc[1] rows 1 + 3; tl.sum(acc, axis=0) adds them into out[4] and out[5].
 
-Why a 2-D acc: a program runs on many GPU threads, and each holds some elements of the tile. With
-a 1-D acc of BLOCK_N sums, every step would be `acc += tl.sum(tile, axis=0)`, and tl.sum makes the
-threads swap values with one another. With acc the tile's shape, a step is an elementwise add:
-each thread adds its own elements, and the threads swap values only once, in the final tl.sum.
+Why a 2-D acc: a program runs on many GPU threads, each holding some elements of the tile. A 1-D
+acc would need `acc += tl.sum(tile, axis=0)` every step, and tl.sum makes threads swap values. A
+2-D acc, the tile's shape, makes a step an elementwise add: threads swap only once, at the end.
 """
 
 import argparse
 import functools
 import sys
+import warnings
 from pathlib import Path
 
 import torch
@@ -160,8 +160,8 @@ def plan_splits(M, N, device=common.DEVICE):
 #
 # ## The three changes together: column_sum_kernel
 def prune_configs(configs, named_args, **kwargs):
-    """A tile wider than N or taller than a chunk would only load padding (sizes rounded up to
-    powers of two): drop it. If none fits, keep the smallest tile."""
+    """Drops tiles wider than N or taller than a chunk (they load only padding); if none is left,
+    keeps the smallest."""
     width = triton.next_power_of_2(named_args["N"])
     height = triton.next_power_of_2(named_args["rows_per_split"])
     fit = [c for c in configs if c.kwargs["BLOCK_N"] <= width and c.kwargs["BLOCK_M"] <= height]
@@ -204,33 +204,32 @@ def column_sum_kernel(
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
-def split_sums(kernel, x, out, *strides):
-    """out = x.sum(0) through `kernel` (which takes these strides of x), then the second pass."""
+def column_sums(x, out, kernel=column_sum_kernel):
+    """out = x.sum(0) through `kernel`, then, where the rows split, the second pass: what
+    blocked_sum runs (any strides, every Triton version)."""
     M, N = x.shape
     splits, rows_per_split = plan_splits(M, N, x.device)
     # The number of programs depends on BLOCK_N, which the autotuner picks, so grid is a function:
     # Triton calls it with the chosen config's values (meta, a dict) before it launches.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
     if splits == 1:  # one chunk writes its sums straight into out, in x's dtype
-        return kernel[grid](x, out, M, N, *strides, rows_per_split)
+        return kernel[grid](x, out, M, N, *x.stride(), rows_per_split)
     partial = x.new_empty((splits, N), dtype=torch.promote_types(x.dtype, torch.float32))
-    kernel[grid](x, partial, M, N, *strides, rows_per_split)  # float32 (float64) partial sums
+    kernel[grid](x, partial, M, N, *x.stride(), rows_per_split)  # float32 (float64) partial sums
     sum_partials(partial, out)
 
 
 def sum_partials(partial, out):
-    """The second pass: out[j] = the sum of partial[:, j], always in the same order. It is the
-    simple problem again; it waits on memory, so it gets few, large loads: tiles of up to 256
-    rows and 4096 elements."""
+    """The second pass, out[j] = the sum of partial[:, j] in a fixed order: the simple kernel, with
+    tiles of up to 256 rows and 4096 elements (it waits on memory: few, large loads)."""
     block_m = min(triton.next_power_of_2(partial.shape[0]), 256)
     column_sums_simple(partial, out, block_m, max(16, min(256, 4096 // block_m)))
 
 
 # ## Block pointers: column_sum_kernel with another way to load a tile
-# Block pointers were Triton's first API for loading tiles, and older tutorials use them. Triton
-# 3.7 deprecated them and 3.9 removed them, for tensor descriptors (lesson 02), so this style runs
-# only where common.block_pointers_unavailable() finds that they work. They replace the pointer
-# arithmetic of column_sum_kernel:
+# Block pointers, Triton's first API for loading tiles, are what older tutorials use. Triton 3.7
+# deprecated and 3.9 removed them (for tensor descriptors, lesson 02), so this style runs only
+# where block_ptr_problem() finds they work. They replace column_sum_kernel's pointer arithmetic:
 # - tl.make_block_ptr describes x once: its shape, its strides, where the first tile starts and
 #   the tile's shape. Triton then computes every element's address itself, in int64;
 # - tl.load(tile, boundary_check=(0, 1)) loads the tile, with zeros for rows past M and columns
@@ -259,23 +258,30 @@ def column_sum_block_ptr_kernel(
 
 
 def column_sums_block_ptr(x, out):
-    with common.quiet_block_pointer_warnings():  # Triton 3.7 and 3.8 warn: said above
-        split_sums(column_sum_block_ptr_kernel, x, out, *x.stride())
+    with warnings.catch_warnings():  # Triton 3.7 and 3.8 warn that block pointers are deprecated
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", ".*make_block_ptr is deprecated")
+        column_sums(x, out, column_sum_block_ptr_kernel)
 
 
-def column_sums_pointer(x, out):  # what blocked_sum runs: any strides, every Triton version
-    split_sums(column_sum_kernel, x, out, *x.stride())
+def block_ptr_problem():
+    """Why block pointers do not run here, or None; found by trying, since versions mislead."""
+    try:
+        check(torch.randn(20, 3, device=common.DEVICE), {"block_ptr": column_sums_block_ptr})
+    except Exception as exc:  # any failure, wrong sums included, means "do not use them here"
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return f"tl.make_block_ptr does not run on triton {triton.__version__}: {first_line[:120]}"
+    return None
 
 
 # ## From here on: PyTorch around the kernels, not Triton (skip on a first read)
 # The call path: blocked_sum(x) -> checks -> BlockedSum (autograd) or FORWARDS[style] directly;
 # under torch.compile, blocked_sum -> the registered op -> blocked_sum with gradients off.
-block_ptr_problem = common.block_pointers_unavailable()  # None where block pointers work
-UNAVAILABLE = {"block_ptr": block_ptr_problem} if block_ptr_problem else {}  # style -> why not
-FORWARDS = {"simple": column_sums_simple, "pointer": column_sums_pointer}  # style -> its launcher
+BLOCK_PTR_PROBLEM = block_ptr_problem()  # None where block pointers work
+UNAVAILABLE = {"block_ptr": BLOCK_PTR_PROBLEM} if BLOCK_PTR_PROBLEM else {}  # style -> why not
+FORWARDS = {"simple": column_sums_simple, "pointer": column_sums}  # style -> its launcher
 if not UNAVAILABLE:
     FORWARDS["block_ptr"] = column_sums_block_ptr
-# The default s=style fixes each function's style now; without it each would see the last one.
 VARIANTS = {style: lambda x, out=None, s=style: blocked_sum(x, out, s) for style in FORWARDS}
 
 
@@ -332,8 +338,7 @@ def validate(x, style="pointer"):
 
 # ## The registered op, for torch.compile
 # Under torch.compile blocked_sum calls this op, one opaque node (triton_op would trace the launch,
-# which fails when interpreted). Its fake (what torch.compile runs to learn the output's shape,
-# with no kernel) checks x as blocked_sum, the entry function, does.
+# which fails interpreted). Its fake, run to learn the output's shape without a kernel, validates.
 @torch.library.custom_op("triton_lessons::blocked_sum", mutates_args=())
 def blocked_sum_op(x: torch.Tensor, style: str = "pointer") -> torch.Tensor:
     with torch.no_grad():  # the op's autograd is the one registered below

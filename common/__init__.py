@@ -6,7 +6,6 @@ import contextlib
 import functools
 import os
 import statistics
-import time
 import timeit
 import warnings
 
@@ -18,7 +17,6 @@ INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 DEVICE = torch.device("cpu" if INTERPRETED else "cuda")
 
 import triton  # noqa: E402  (imported after the interpreter switch on purpose)
-import triton.language as tl  # noqa: E402
 
 # A call costs the GPU its kernels' time and the host (Python) the time to queue them. The host
 # does not wait, so in a loop a call costs about the larger; a CUDA graph replays without Python.
@@ -48,16 +46,11 @@ def measure(fn, setup=lambda: None):
 
 
 def host_us(fn, calls=100, rounds=9):  # host us of a call of fn() on a GPU, as measure() says
-    fn()
-    per_call = []
-    for _ in range(rounds):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        per_call.append((time.perf_counter() - start) / calls)
+    fn()  # the first call compiles and tunes
+    # Each round starts on an idle GPU (setup is not timed), so the host never waits for it.
+    seconds = timeit.repeat(fn, setup=torch.cuda.synchronize, number=calls, repeat=rounds)
     torch.cuda.synchronize()
-    return statistics.median(per_call) * 1e6
+    return statistics.median(seconds) / calls * 1e6
 
 
 def timing_row(case, variant, times, torch_times, throughput, unit, ceiling=None):
@@ -130,11 +123,8 @@ def assert_close(actual, expected, magnitude, reduction_length, what, product_ro
     error = (actual.double() - expected).abs()
     excess = torch.where(error <= allowed, 0.0, (error - allowed).nan_to_num(float("inf")) + 1.0)
     if excess.any():
-        worst = int(excess.flatten().argmax())
-        index = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), actual.shape))
-        got, want, err, bound = (
-            t.flatten()[worst].item() for t in (actual, expected, error, allowed)
-        )
+        index = tuple(torch.nonzero(excess == excess.max())[0].tolist())  # the worst element
+        got, want, err, bound = (t[index].item() for t in (actual, expected, error, allowed))
         raise AssertionError(
             f"{what}: {int((excess > 0).sum())} of {actual.numel()} elements off; worst at "
             f"{index}: got {got:.6g}, expected {want:.6g}, error {err:.3g} > allowed {bound:.3g}"
@@ -186,36 +176,6 @@ def write_out(result, out):
         out.copy_(result)
     torch.autograd.graph.increment_version(out)
     return out
-
-
-@contextlib.contextmanager
-def quiet_block_pointer_warnings():  # that they are deprecated: 3.7's, and 3.8's on every use
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.filterwarnings("ignore", ".*make_block_ptr is deprecated")
-        yield
-
-
-@functools.cache
-def block_pointers_unavailable():
-    """Why block pointers cannot run here, or None, from a copy through one, not version strings:
-    3.8's interpreter fails on them, 3.9 removed them, main-branch builds report old versions."""
-
-    @triton.jit
-    def copy_kernel(src_ptr, dst_ptr):
-        src = tl.make_block_ptr(src_ptr, (16,), (1,), offsets=(0,), block_shape=(16,), order=(0,))
-        dst = tl.make_block_ptr(dst_ptr, (16,), (1,), offsets=(0,), block_shape=(16,), order=(0,))
-        tl.store(dst, tl.load(src))
-
-    src = torch.arange(16, dtype=torch.float32, device=DEVICE)
-    dst = torch.full_like(src, float("nan"))
-    try:
-        with quiet_block_pointer_warnings():
-            copy_kernel[(1,)](src, dst)
-    except Exception as exc:  # any failure means "do not use block pointers here"
-        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return f"tl.make_block_ptr does not run on triton {triton.__version__}: {first_line[:120]}"
-    return None if torch.equal(src, dst) else "a block-pointer copy returned wrong values"
 
 
 def descriptor_problem(tensor):

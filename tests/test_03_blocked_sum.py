@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import support
+import triton  # after support, which may switch on the interpreter
 
 bs = support.load("03_blocked_sum")
 common = support.common
@@ -206,10 +207,21 @@ def test_pruning_always_leaves_a_fitting_config():
 # --- Styles that refuse -----------------------------------------------------------------------
 
 
-@pytest.mark.skipif(common.block_pointers_unavailable() is None, reason="block pointers run here")
+@pytest.mark.skipif(bs.BLOCK_PTR_PROBLEM is None, reason="block pointers run here")
 def test_block_ptr_style_refuses_where_block_pointers_are_gone():
     with pytest.raises(ValueError, match="style 'block_ptr': tl.make_block_ptr does not run"):
         bs.blocked_sum(torch.randn(4, 4, device=DEVICE), style="block_ptr")
+
+
+def test_block_ptr_probe_reports_a_failure_and_wrong_sums(monkeypatch):
+    def fails(x, out):
+        raise RuntimeError("no block pointers\nmore detail")
+
+    monkeypatch.setattr(bs, "column_sums_block_ptr", fails)
+    version = triton.__version__
+    assert bs.block_ptr_problem().endswith(f"run on triton {version}: no block pointers")
+    monkeypatch.setattr(bs, "column_sums_block_ptr", lambda x, out: out.fill_(1.0))
+    assert "elements off" in bs.block_ptr_problem()
 
 
 @pytest.mark.parametrize("how", ["contiguous", "transposed", "sliced", "every_other_row"])

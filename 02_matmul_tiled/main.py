@@ -181,19 +181,23 @@ def prune(configs, named_args, **kwargs):
     return fit or configs
 
 
-# The pointer kernel is simple_matmul_kernel with three changes. @triton.autotune times each
-# config left after prune on the first call with new key values, and reuses the fastest. Triton
-# compiles a kernel anew for facts it sees in integer arguments, such as "divisible by 16", and
-# uses them ("specializes"); M only masks rows, so do_not_specialize=["M"] keeps one compiled
-# kernel for every M. And grouped_tile replaces the row-major line.
+# matmul_pointer_kernel is simple_matmul_kernel with three changes:
+# (1) @triton.autotune: on the first call with new values of the `key` arguments it runs each
+#     config and keeps the fastest for later calls with those values. The other settings make
+#     that cheap: prune() drops the tiles that do not fit C before any is timed; do_bench times
+#     each for 20 ms after 5 ms of warm-up (Triton's defaults: 100 and 25), and a config too big
+#     for shared memory fails to launch and counts as infinitely slow; cache_results=True keeps
+#     each choice on disk, for the next run of the script.
+# (2) do_not_specialize=["M"]: Triton compiles a separate version of a kernel for facts it sees in
+#     its integer arguments, such as "divisible by 16" (it "specializes"). M only masks rows, so
+#     one version serves every M, and a new M costs timing but no compiling.
+# (3) grouped_tile replaces the row-major line.
 @triton.autotune(
     configs=CONFIGS,
     key=["M", "N", "K", "INPUT_PRECISION"],  # what picks the tile; Triton adds the dtypes
     prune_configs_by={"early_config_prune": prune},
-    # Each config timed for 20 ms after 5 of warm-up (Triton's defaults: 100 and 25 ms); one too
-    # big for shared memory fails to launch and times as inf.
     do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
-    cache_results=True,  # keep each choice on disk for the next process
+    cache_results=True,
 )
 @triton.jit(do_not_specialize=["M"])
 def matmul_pointer_kernel(
@@ -204,7 +208,7 @@ def matmul_pointer_kernel(
     GROUP_M: tl.constexpr,  # tile rows per group
 ):  # fmt: skip
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
-    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)  # the change
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)  # (3)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     ks = tl.arange(0, BLOCK_K)
@@ -249,9 +253,7 @@ def persistent_problem(a, b, c):
     """Why descriptors cannot take c = a @ b, or None. Under TF32 the kernel reads k_major_b(b)
     (below), which takes any b."""
     tf32 = input_precision(a.dtype) == "tf32"
-    for name, t in (("a", a), ("b", None if tf32 else b), ("the output", c)):
-        if t is None:
-            continue
+    for name, t in [("a", a), ("the output", c)] + ([] if tf32 else [("b", b)]):
         # A stride of 0 (an expand()ed view) passes the 16-byte rule, but rows must be distinct.
         reason = common.descriptor_problem(t) or ("a stride is 0" if 0 in t.stride() else None)
         if reason:
@@ -304,10 +306,9 @@ def matmul_persistent_kernel(
         b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
     C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # columns of each store
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # store_tile counts along with `tile` and always equals it. With flatten=True the compiler
-    # starts the next tile (new `tile`, first loads) before this tile's store; a store placed by
-    # `tile` would tie the two together. A separate counter keeps them apart (as Triton's
-    # persistent-matmul tutorial does).
+    # store_tile is `tile` again, counted apart. With flatten=True the compiler starts the next
+    # tile (its `tile`, its first loads) before this tile's store; a store indexed by `tile` would
+    # tie the two together (Triton's persistent-matmul tutorial keeps a second counter too).
     store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store: equal to tile
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
@@ -444,9 +445,8 @@ def validate(a, b, name="matmul"):
     if a.dtype != b.dtype:
         raise TypeError(f"{name}: a and b must have one dtype, got {a.dtype} and {b.dtype}")
     if a.device != b.device or a.device.type != common.DEVICE.type:
-        raise ValueError(
-            f"{name}: a is on {a.device}, b is on {b.device}; expected one {common.DEVICE.type}"
-        )
+        where = f"a is on {a.device}, b is on {b.device}"
+        raise ValueError(f"{name}: {where}; expected one {common.DEVICE.type}")
     if a.shape[1] != b.shape[0]:
         shapes = f"a {tuple(a.shape)} and b {tuple(b.shape)}"
         raise ValueError(f"{name}: {shapes} do not chain: {a.shape[1]} != {b.shape[0]}")
@@ -561,8 +561,8 @@ def random_matrix(rows, cols, dtype, transposed=False):  # transposed: the .T of
 CUBE_DTYPES = ("float16", "bfloat16", "float32")  # float32 at precision "high": TF32
 SWEEP = [dict(m=n, n=n, k=n, dtype=d, precision="high") for n in (4096, 8192) for d in CUBE_DTYPES]
 SHAPES = [(4000, 4000, 4000), (8192, 8192, 512), (128, 4096, 4096), (16, 8192, 8192)]
+SHAPES += [(1000, 1001, 999)]  # odd sizes: rows not 16-byte aligned
 SWEEP += [dict(m=m, n=n, k=k, dtype=d) for d in ("float16", "bfloat16") for m, n, k in SHAPES]
-SWEEP += [dict(m=1000, n=1001, k=999, dtype=d) for d in ("float16", "bfloat16")]
 
 
 def main(argv=None):

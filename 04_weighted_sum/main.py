@@ -149,16 +149,18 @@ CHEAP_TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, 
 
 
 # ## Faster, step 2: wide loads, from a bound the compiler can see divides by 4
-# A thread can load 16 bytes (4 float32) with one instruction, a wide load, where it would
-# otherwise issue four 4-byte loads. The compiler emits a wide load only where it can prove that
-# - the 4 columns start at a 16-byte aligned address, and
-# - the mask is the same (all on, or all off) across the 4;
-# - the 4 are next to each other: stride_col is 1 (Triton specializes an int equal to 1, too).
-# It learns such facts from the arguments: Triton compiles a separate version of a kernel for the
-# facts they show, such as a pointer that is 16-byte aligned or an integer divisible by 16 (it
-# "specializes"). D = 1000 shows no such fact, though 1000 = 4 * 250. So alignment() passes
-# D_ALIGN = 4 as a constexpr, and the kernel masks with D_aligned = (D // D_ALIGN) * D_ALIGN: the
-# same 1000, but now visibly a multiple of 4. X_ROW_ALIGN does the same for the row stride.
+# A thread can load 16 bytes (4 float32) with one instruction, a wide load, instead of four 4-byte
+# loads. The compiler emits one only where it can prove, for each group of 4 columns, that
+# - they are next to each other: stride_col is 1;
+# - the first starts on a 16-byte boundary: x's start, and every row start, row * stride_row;
+# - the mask cols < D is the same for all 4. With D = 1002, columns 1000 to 1003 would be half in,
+#   half out; only a D that is a multiple of 4 rules that out.
+# The compiler knows only what the arguments show: Triton compiles a version of the kernel for
+# each set of facts it sees in them (it "specializes"), such as a pointer 16-byte aligned, an int
+# equal to 1 or divisible by 16. D = 1000 is a multiple of 4, not of 16: the kernel learns nothing.
+# So alignment() passes D_ALIGN = 4 as a constexpr, and the kernel masks with D_aligned =
+# (D // D_ALIGN) * D_ALIGN. Its value is D, 1000, but its form says "a multiple of 4", and the
+# compiler can use that. X_ROW_ALIGN does the same for the row stride.
 @triton.autotune(configs=CONFIGS, key=["D"], **CHEAP_TUNING)
 @triton.jit(do_not_specialize=["rows"])  # rows only bounds a mask: no versions for its facts
 def forward_kernel(
@@ -211,8 +213,10 @@ FORWARDS = {"simple": forward_simple, "pointer": forward_pointer}  # style -> it
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0, 0:4]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1, 0:4]
 #     programs (1, 0) and (1, 1): the same for columns 4-7 -> partial[0, 4:8] and partial[1, 4:8]
-# P is fixed before the autotuner picks D_TILE, so it assumes 128-wide D tiles: cdiv(D, 128) * P
-# programs make about 8 per SM (streaming multiprocessor, a GPU core), and P is at least the SMs.
+# How many programs share the rows, P: the grid has cdiv(D, D_TILE) x P programs, and about 8 per
+# SM (streaming multiprocessor, one of the GPU's cores) keep every SM busy. P is set before the
+# autotuner picks D_TILE, so it counts D tiles as 128 wide: P = 8 x SMs / cdiv(D, 128), but never
+# fewer than the SMs (the rule measured best: results/NOTES.md items 11 and 26).
 PROGRAMS_PER_SM = 8
 
 
@@ -223,7 +227,7 @@ def backward_kernel(
     grad_x_ptr,  # grad_x[0, 0]; grad_x is a contiguous (rows, D)
     partial_ptr,  # partial[0, 0]; partial is a contiguous (P, D), P = tl.num_programs(1)
     rows, D, stride_row, stride_col,  # as in forward_kernel
-    stride_grad_y,  # elements between grad_y[r] and grad_y[r + 1]; 0 when broadcast (y.sum())
+    stride_grad_y,  # grad_y[r] to grad_y[r + 1]; 0 for y.sum(), whose grad_y is one value expanded
     X_ROW_ALIGN: tl.constexpr, D_ALIGN: tl.constexpr,  # as in forward_kernel
     NEED_GRAD_X: tl.constexpr, NEED_GRAD_W: tl.constexpr,  # which gradients autograd asks for
     ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # as there
@@ -418,11 +422,8 @@ weighted_sum_op.register_autograd(
 
 
 # ## Benchmark and command line
-SWEEP = [
-    dict(rows=rows, dim=dim, dtype=dtype)
-    for dtype in ("float32", "bfloat16")
-    for rows, dim in ((65536, 1024), (16384, 4096), (65536, 1000), (1048576, 128))
-]
+SHAPES = ((65536, 1024), (16384, 4096), (65536, 1000), (1048576, 128))  # (rows, dim)
+SWEEP = [dict(rows=r, dim=d, dtype=dtype) for dtype in ("float32", "bfloat16") for r, d in SHAPES]
 
 
 def benchmark(rows, dim, dtype="float32"):
@@ -435,10 +436,9 @@ def benchmark(rows, dim, dtype="float32"):
     fwd = {"torch": lambda: x @ weight}
     fwd.update({name: lambda fn=fn: fn(x, weight) for name, fn in VARIANTS.items()})
     fwd["pointer, inputs need grad"] = lambda: weighted_sum(*leaves)
-    bare_args = (x, weight, torch.empty(rows, **kw), rows, dim, *x.stride())
-    bare_named = alignment(x)
+    args, named = (x, weight, torch.empty(rows, **kw), rows, dim, *x.stride()), alignment(x)
     grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
-    fwd["forward_kernel[grid] bare"] = lambda: forward_kernel[grid](*bare_args, **bare_named)
+    fwd["forward_kernel[grid] bare"] = lambda: forward_kernel[grid](*args, **named)
     fwd = {name: (call, lambda: None) for name, call in fwd.items()}  # name: (call, its setup)
     # A backward's setup makes new leaves and runs a forward on the stream that times it: autograd
     # runs each node of a backward on the stream of its forward, a leaf's where the leaf was made.

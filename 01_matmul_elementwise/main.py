@@ -4,10 +4,10 @@ What you learn: how a kernel's work is split into programs (copies of the kernel
 run in parallel, each told its number by tl.program_id; the grid says how many to launch), how
 strides turn an index into an address, what a block is (a small tensor inside one program, its
 size fixed at compile time: scalar_kernel works on single numbers, vector_k_kernel on blocks),
-and why this plan is far slower than torch.matmul. If you know CUDA: a program is like a CUDA
-thread block, not a thread (in Triton, "block" means the small tensor). You write what the whole
-program does, on single numbers or on blocks, and Triton spreads a block's elements over the
-program's threads (num_warps groups of 32). You never index a thread.
+and why this plan is far slower than torch.matmul. If you know CUDA: a program plays the part
+of a CUDA thread block, yet in Triton the word "block" always means the small tensor. You write
+what the whole program does, on single numbers or on blocks, and Triton spreads a block's
+elements over the program's threads (num_warps groups of 32). You never index a thread.
 
 The maths: C = A @ B for A (M, K) and B (K, N) is C[i, j] = sum over k of A[i, k] * B[k, j].
 No element needs another, so we launch M * N programs; program p computes C[p // N, p % N]. A
@@ -87,7 +87,7 @@ def scalar_kernel(
 
 def scalar(a, b, out=None):
     """a @ b with scalar_kernel: one program per element of C, one k per step."""
-    m, n, k, c = prepare(a, b, out)  # checks the arguments: see "Checking the arguments" below
+    m, n, k, c = prepare(a, b, out)  # checks a and b; c: out, or a new torch.empty((m, n))
     # kernel[grid](arguments, launch options): grid (m * n,) launches m * n programs, numbered
     # 0 to m * n - 1. num_warps=1, a launch option: one warp (32 threads that run in step), as a
     # program that works on single numbers gives the other threads nothing to do.

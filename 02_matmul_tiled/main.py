@@ -44,6 +44,8 @@ DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float3
 
 
 # ## The simplest tiled kernel: one program per C tile, tiles in row-major order
+# Read it for the offsets, masks, tl.dot and the store. The int64 casts, acc_dtype (an `if` on a
+# dtype, decided at compile time), INPUT_PRECISION and interpretable() guard overflow and rounding.
 @triton.jit
 def simple_matmul_kernel(
     a_ptr, b_ptr, c_ptr,  # pointers to A[0, 0], B[0, 0] and C[0, 0]; any strides
@@ -250,8 +252,7 @@ def launch_pointer(a, b, c):
 # compute. The rules: base 16-byte aligned, last stride 1, other strides multiples of 16 bytes.
 # Broken, they gave wrong numbers without an error on an H200, so persistent_problem checks them.
 def persistent_problem(a, b, c):
-    """Why descriptors cannot take c = a @ b, or None. Under TF32 the kernel reads k_major_b(b)
-    (below), which takes any b."""
+    """Why descriptors cannot take c = a @ b, or None (under TF32, b goes through k_major_b)."""
     tf32 = input_precision(a.dtype) == "tf32"
     for name, t in [("a", a), ("the output", c)] + ([] if tf32 else [("b", b)]):
         # A stride of 0 (an expand()ed view) passes the 16-byte rule, but rows must be distinct.
@@ -267,8 +268,8 @@ def persistent_problem(a, b, c):
 # SM instead, and each loops over many tiles: program p computes tiles p, p + PROGRAMS,
 # p + 2 * PROGRAMS, ... in grouped order. tl.range(..., flatten=True) lets the compiler treat the
 # tile loop and the K loop as one loop, so the next tile's first loads start while this tile's
-# last products run. The tile is a rule, not tuned (NOTES.md item 56): 128 x 256 does more work
-# per load, but 128 x 128 wins where it leaves fewer programs idle in the last round of tiles.
+# last products run. The tile is a rule, not tuned (results/NOTES.md item 56): 128 x 256 does
+# more work per load, but 128 x 128 wins where it leaves fewer programs idle in the last round.
 def wave_fill(m, n, block_n, programs):  # the share of the programs' turns that get a C tile
     tiles = triton.cdiv(m, 128) * triton.cdiv(n, block_n)
     return tiles / (triton.cdiv(tiles, programs) * programs)
@@ -317,8 +318,8 @@ def matmul_persistent_kernel(
         for k in range(0, K, BLOCK_K):
             a = a_desc.load([pid_m * BLOCK_M, k])
             # TF32 tensor cores read float32 B tiles only with K contiguous; for a row-major B
-            # the compiler would rearrange every tile (NOTES item 14), so the wrapper hands over
-            # B^T and the kernel uses the loaded tile's .T, a (BLOCK_K, BLOCK_N) view.
+            # the compiler would rearrange every tile (results/NOTES.md item 14), so the wrapper
+            # hands over B^T and the kernel uses the loaded tile's .T, a (BLOCK_K, BLOCK_N) view.
             if B_TRANSPOSED:
                 b = b_desc.load([pid_n * BLOCK_N, k]).T
             else:
@@ -356,8 +357,7 @@ def transpose_kernel(
 
 
 def k_major_b(b, block=64):
-    """B^T (N, K) with rows contiguous: b.T itself where it is laid out so (b = w.T), else a copy
-    whose rows are padded to a multiple of 16 bytes (the descriptor's rule)."""
+    """B^T (N, K), rows contiguous: b.T if laid out so (b = w.T), else a copy padded to 16 B."""
     k, n = b.shape
     if common.descriptor_problem(b.T) is None:
         return b.T
@@ -529,7 +529,7 @@ def benchmark(m, n, k, dtype="float16", precision="highest"):
         if picked:
             calls[f"matmul_{picked}_kernel[grid] bare"] = lambda: kernel[grid](*args, **named)
         calls["torch"] = lambda: reference(a, b)
-        # A second of torch.matmul first brings the GPU to its sustained clock (NOTES item 28).
+        # A second of torch.matmul brings the GPU to its sustained clock (results/NOTES.md item 28).
         if not common.INTERPRETED:
             triton.testing.do_bench(calls["torch"], warmup=1000, rep=1)
         times = {name: common.measure(call) for name, call in calls.items()}

@@ -9,8 +9,8 @@ whole tiles into it, and reduce it once, after the loop. For x (M, N):
 A worked example: x of shape (5, 6), stored row after row, so x[i, j] lies i * 6 + j elements
 after x[0, 0]: its strides (elements from one row, or column, to the next) are (6, 1). A kernel
 runs as many copies, called programs, as its grid asks for; here one per BLOCK_N = 4 columns,
-cdiv(6, 4) = 2 programs. Program 1 owns columns 4 to 7 and adds BLOCK_M = 2 rows a step into its
-acc of that 2 x 4 shape. Its first step reads the elements at offsets
+cdiv(6, 4) = 2 programs. Program 1 owns columns 4 to 7; a step loads BLOCK_M = 2 rows of them, a
+2 x 4 tile, and adds it into acc, a 2 x 4 accumulator. Its first step reads the offsets
 
     rows[:, None] * stride_m + cols[None, :] * stride_n
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] * 1 = [[ 4,  5,  6,  7],
@@ -99,9 +99,9 @@ def check(x, variants):
     return list(variants)
 
 
-# ## A faster kernel: three changes, a section each; column_sum_kernel makes all three, marked
-# (1) tuning: picking the tile and warps per shape; (2) splitting the rows of a tall, narrow x
-# over more programs; (3) pipelining: loading the next tiles while adding the current one.
+# ## A faster kernel: column_sum_kernel (below) is the simple kernel with three changes, marked
+# (1) to (3) at their lines; read it first, then the section that sets up each change: (1) tuning
+# the tile; (2) splitting a tall x's rows over more programs; (3) pipelining the loads.
 #
 # ## Change (1): tuning the tile (the simple kernel's is fixed at 16 x 64)
 # The best tile depends on x: a narrow x wants narrow tiles (a wide tile would load mostly
@@ -226,7 +226,7 @@ def sum_partials(partial, out):
     column_sums_simple(partial, out, block_m, max(16, min(256, 4096 // block_m)))
 
 
-# ## Block pointers: column_sum_kernel with another way to load a tile
+# ## Block pointers (skip on a first read): column_sum_kernel loading its tiles another way
 # Block pointers, Triton's first API for loading tiles, are what older tutorials use. Triton 3.7
 # deprecated and 3.9 removed them (for tensor descriptors, lesson 02), so this style runs only
 # where block_ptr_problem() finds they work. They replace column_sum_kernel's pointer arithmetic:

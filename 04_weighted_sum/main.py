@@ -121,8 +121,8 @@ def check(x, variants):
 # ## Faster, step 1: let the autotuner choose the tile
 # forward_simple fixes the tile at 16 rows x 64 columns. The fastest tile depends on D: wide rows
 # want wide tiles (long reads), narrow rows want many rows per tile. So:
-# - TILES lists candidates, (ROWS_TILE, D_TILE, num_warps), picked by measurement (NOTES.md item
-#   41). num_warps: how many warps (groups of 32 threads that run in step) share a program's tile;
+# - TILES lists candidates, (ROWS_TILE, D_TILE, num_warps), picked by measurement (item 41 of
+#   results/NOTES.md). num_warps: how many warps (groups of 32 threads in step) share a tile;
 # - a triton.Config holds one candidate: values for the constexprs, and num_warps;
 # - @triton.autotune(configs=CONFIGS, key=["D"]), written on the kernel, times every config on the
 #   first call with a new D and keeps the fastest for every later call with that D, any rows.
@@ -149,6 +149,7 @@ CHEAP_TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, 
 
 
 # ## Faster, step 2: wide loads, from a bound the compiler can see divides by 4
+# Speed only (with D_ALIGN = X_ROW_ALIGN = 1 the kernel is step 1's): skip it on a first read.
 # A thread can load 16 bytes (4 float32) with one instruction, a wide load, instead of four 4-byte
 # loads. The compiler emits one only where it can prove, for each group of 4 columns, that
 # - they are next to each other: stride_col is 1;
@@ -158,9 +159,8 @@ CHEAP_TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, 
 # The compiler knows only what the arguments show: Triton compiles a version of the kernel for
 # each set of facts it sees in them (it "specializes"), such as a pointer 16-byte aligned, an int
 # equal to 1 or divisible by 16. D = 1000 is a multiple of 4, not of 16: the kernel learns nothing.
-# So alignment() passes D_ALIGN = 4 as a constexpr, and the kernel masks with D_aligned =
-# (D // D_ALIGN) * D_ALIGN. Its value is D, 1000, but its form says "a multiple of 4", and the
-# compiler can use that. X_ROW_ALIGN does the same for the row stride.
+# So alignment() passes D_ALIGN = 4 (a constexpr) and the kernel masks with D_aligned = (D //
+# D_ALIGN) * D_ALIGN: still 1000, but visibly a multiple of 4. X_ROW_ALIGN does so for the rows.
 @triton.autotune(configs=CONFIGS, key=["D"], **CHEAP_TUNING)
 @triton.jit(do_not_specialize=["rows"])  # rows only bounds a mask: no versions for its facts
 def forward_kernel(

@@ -213,6 +213,13 @@ def test_block_ptr_style_refuses_where_block_pointers_are_gone():
         bs.blocked_sum(torch.randn(4, 4, device=DEVICE), style="block_ptr")
 
 
+def test_block_ptr_probe_leaves_the_random_state_alone():  # it runs when the lesson is imported
+    states = [torch.get_rng_state()] + ([torch.cuda.get_rng_state()] if support.ON_GPU else [])
+    bs.block_ptr_problem()
+    after = [torch.get_rng_state()] + ([torch.cuda.get_rng_state()] if support.ON_GPU else [])
+    assert all(torch.equal(a, b) for a, b in zip(states, after))
+
+
 def test_block_ptr_probe_reports_a_failure_and_wrong_sums(monkeypatch):
     def fails(x, out):
         raise RuntimeError("no block pointers\nmore detail")

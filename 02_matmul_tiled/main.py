@@ -275,9 +275,9 @@ def wave_fill(m, n, block_n, programs):  # the share of the programs' turns that
     return tiles / (triton.cdiv(tiles, programs) * programs)
 
 
-@functools.cache  # the host pays 2 us for each triton.cdiv: work out a shape's tile once
+@functools.cache  # triton.cdiv costs host time (results/NOTES.md item 59): each shape once
 def persistent_tile(element_size, m, n, programs):
-    """Tile and launch options: 128 x 256 (about 10% faster per product) unless 128 x 128 tiles
+    """Tile and launch options: 128 x 256 (more work per load) unless 128 x 128 tiles
     fill the programs' turns over 10% better; K steps of 128 bytes; 64 x 64 in float64."""
     wide = 1.1 * wave_fill(m, n, 256, programs) >= wave_fill(m, n, 128, programs)
     if element_size == 8:
@@ -288,7 +288,7 @@ def persistent_tile(element_size, m, n, programs):
     return tile | dict(GROUP_M=8, EPILOGUE_SUBTILE=wide and element_size == 4)
 
 
-# No specializing on sizes or row strides (see above): each new value would compile anew, 1-2 s.
+# No specializing on sizes or row strides (see above): each new value would compile anew.
 @triton.jit(do_not_specialize=["M", "N", "K", "stride_am", "stride_b", "stride_cm"])
 def matmul_persistent_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,  # as in matmul_pointer_kernel; b_ptr: B, or B^T (N, K)

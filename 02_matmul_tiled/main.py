@@ -1,9 +1,9 @@
 """Tiled matrix multiplication C = A @ B with tl.dot, from one tile per program to a persistent one.
 
 You learn how a program computes a whole tile of C with tl.dot (a product of two small matrices on
-the tensor cores, the GPU's matrix-multiply units), how to tune and order those programs, how to
-load tiles through tensor descriptors (lesson 03 adds block pointers), a persistent kernel, and how
-the kernels join autograd and torch.compile. For A (M, K), B (K, N) and C (M, N):
+the tensor cores, the GPU's matrix-multiply units), how to tune and order those programs and load
+tiles through tensor descriptors (03 adds block pointers), a persistent kernel that reads operands
+where they lie, transposed too, and how kernels join autograd. For A (M, K), B (K, N), C (M, N):
 
     C[i, j] = sum over k of A[i, k] * B[k, j]        dA = dC @ B^T,  dB = A^T @ dC
 
@@ -45,7 +45,7 @@ DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float3
 
 # ## The simplest tiled kernel: one program per C tile, tiles in row-major order
 # Read it for the offsets, masks, tl.dot and the store. The int64 casts, acc_dtype (an `if` on a
-# dtype, decided at compile time), INPUT_PRECISION and interpretable() guard overflow and rounding.
+# dtype, decided at compile time) and INPUT_PRECISION guard overflow and rounding.
 @triton.jit
 def simple_matmul_kernel(
     a_ptr, b_ptr, c_ptr,  # pointers to A[0, 0], B[0, 0] and C[0, 0]; any strides
@@ -71,7 +71,6 @@ def simple_matmul_kernel(
         # Masks: rows past M, columns past N, and k + ks past K (ks < K - k) load 0 instead.
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
         b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
-        a, b = interpretable(a, b)  # a CPU-interpreter fix (below), nothing on a GPU: skip it
         # tl.dot(a, b, acc) returns acc + a @ b, computed on the tensor cores.
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
         # The next K step: move the pointers on by BLOCK_K (in int64) rather than add k to ks.
@@ -117,17 +116,6 @@ def check(m, n, k, dtype=torch.float32, precision=None, transpose_a=False, trans
     return names
 
 
-INTERPRETED = tl.constexpr(common.INTERPRETED)  # a global a kernel reads must be a tl.constexpr
-
-
-# The interpreter keeps bfloat16 as 16-bit integers and its tl.dot multiplies those: widen them.
-@triton.jit
-def interpretable(a, b):  # on a GPU the `if` is False at compile time: it does nothing
-    if INTERPRETED and a.dtype == tl.bfloat16:
-        a, b = a.to(tl.float32), b.to(tl.float32)
-    return a, b
-
-
 # ## Grouped program order
 # The GPU starts programs roughly in the order of their ids, a wave at a time (as many as fit on
 # the GPU's SMs, its streaming multiprocessors: 132 on an H100 or H200), and a tile that a wave
@@ -156,8 +144,7 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # every SM gets a program. A triton.Config holds a tile and two launch options. num_stages: how
 # many K steps of tiles are loaded ahead while the tensor cores multiply; they wait in shared
 # memory, the SM's small fast memory. num_warps: the program's threads, in warps of 32 that run in
-# step. BLOCK_K 32 suits float32, whose tiles take twice the bytes; the last two entries serve C of
-# few tile rows (BLOCK_M 16 for M <= 16, a decoding step).
+# step. BLOCK_K 32 suits float32's 4-byte values; BLOCK_M 16, C of few rows (a decoding step).
 TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps
     (128, 256, 64, 8, 3, 8), (128, 256, 64, 4, 3, 8), (256, 128, 64, 8, 3, 8),
     (128, 256, 32, 8, 4, 8), (256, 128, 32, 8, 3, 8), (128, 128, 64, 8, 4, 4),
@@ -187,16 +174,17 @@ def prune(configs, named_args, **kwargs):
 # (1) @triton.autotune: on the first call with new values of the `key` arguments it runs each
 #     config and keeps the fastest for later calls with those values. The other settings make
 #     that cheap: prune() drops the tiles that do not fit C before any is timed; do_bench times
-#     each for 20 ms after 5 ms of warm-up (Triton's defaults: 100 and 25), and a config too big
-#     for shared memory fails to launch and counts as infinitely slow; cache_results=True keeps
-#     each choice on disk, for the next run of the script.
+#     each for 20 ms after 5 ms of warm-up (Triton's defaults: 100 and 25); cache_results=True
+#     keeps each choice on disk, for the next run of the script.
 # (2) do_not_specialize=["M"]: Triton compiles a separate version of a kernel for facts it sees in
 #     its integer arguments, such as "divisible by 16" (it "specializes"). M only masks rows, so
 #     one version serves every M, and a new M costs timing but no compiling.
 # (3) grouped_tile replaces the row-major line.
 @triton.autotune(
     configs=CONFIGS,
-    key=["M", "N", "K", "INPUT_PRECISION"],  # what picks the tile; Triton adds the dtypes
+    # What picks the tile: the sizes, the precision, and whether A and B are transposed (a stride
+    # of 1 or not). Triton adds the dtypes.
+    key=["M", "N", "K", "stride_ak", "stride_bn", "INPUT_PRECISION"],
     prune_configs_by={"early_config_prune": prune},
     do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
     cache_results=True,
@@ -220,7 +208,6 @@ def matmul_pointer_kernel(
     for k in range(0, K, BLOCK_K):
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
         b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
-        a, b = interpretable(a, b)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
         a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak
         b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
@@ -242,8 +229,7 @@ def launch_pointer(a, b, c):
     )  # fmt: skip
 
 
-# ## Tensor descriptors (this and the next two sections: skip them on a first read)
-# They make matmul as fast as cuBLAS; the lesson's core ends above, and "Autograd" goes on from it.
+# ## Tensor descriptors (up to "Autograd", four sections that reach cuBLAS: skip on a first read)
 # The pointer kernel builds a tile of addresses and masks on every K step. A tensor descriptor,
 # tl.make_tensor_descriptor(base, shape, strides, block shape), describes the whole matrix once;
 # desc.load([row, col]) then reads the block-shaped tile whose first element is there. Reads past
@@ -252,24 +238,24 @@ def launch_pointer(a, b, c):
 # compute. The rules: base 16-byte aligned, last stride 1, other strides multiples of 16 bytes.
 # Broken, they gave wrong numbers without an error on an H200, so persistent_problem checks them.
 def persistent_problem(a, b, c):
-    """Why descriptors cannot take c = a @ b, or None (under TF32, b goes through k_major_b)."""
+    """Why descriptors cannot take c = a @ b, or None (under TF32 A and B are copied if need be)."""
     tf32 = input_precision(a.dtype) == "tf32"
-    for name, t in [("a", a), ("the output", c)] + ([] if tf32 else [("b", b)]):
-        # A stride of 0 (an expand()ed view) passes the 16-byte rule, but rows must be distinct.
-        reason = common.descriptor_problem(t) or ("a stride is 0" if 0 in t.stride() else None)
-        if reason:
+    for name, t in ([] if tf32 else [("a", a), ("b", b)]) + [("the output", c)]:
+        if reason := common.descriptor_problem(t.T if transposed(t) else t):
             where = f"{name} {tuple(t.shape)} strides {t.stride()}"
             return f"matmul_persistent: a tensor descriptor cannot describe {where}: {reason}"
 
 
+def transposed(t):  # whether t is a transposed view (columns contiguous, rows not): read t.T
+    return t.stride(-1) != 1 and t.stride(0) == 1
+
+
 # ## A persistent kernel
-# With one program per C tile, an SM sits idle between programs: while a finished tile is stored,
-# and until the next program's first loads arrive. A persistent kernel launches one program per
-# SM instead, and each loops over many tiles: program p computes tiles p, p + PROGRAMS,
-# p + 2 * PROGRAMS, ... in grouped order. tl.range(..., flatten=True) lets the compiler treat the
-# tile loop and the K loop as one loop, so the next tile's first loads start while this tile's
-# last products run. The tile is a rule, not tuned (results/NOTES.md item 56): 128 x 256 does
-# more work per load, but 128 x 128 wins where it leaves fewer programs idle in the last round.
+# With one program per C tile, an SM idles between programs: while a finished tile is stored, and
+# until the next program's first loads arrive. A persistent kernel launches one program per SM;
+# program p loops over tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in grouped order. flatten=True
+# in tl.range makes the tile and K loops one loop to the compiler, so the next tile's first loads
+# start while this tile's last products run. The tile is a rule (results/NOTES.md item 56).
 def wave_fill(m, n, block_n, programs):  # the share of the programs' turns that get a C tile
     tiles = triton.cdiv(m, 128) * triton.cdiv(n, block_n)
     return tiles / (triton.cdiv(tiles, programs) * programs)
@@ -289,18 +275,22 @@ def persistent_tile(element_size, m, n, programs):
 
 
 # No specializing on sizes or row strides (see above): each new value would compile anew.
-@triton.jit(do_not_specialize=["M", "N", "K", "stride_am", "stride_b", "stride_cm"])
+@triton.jit(do_not_specialize=["M", "N", "K", "stride_a", "stride_b", "stride_cm"])
 def matmul_persistent_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K,  # as in matmul_pointer_kernel; b_ptr: B, or B^T (N, K)
-    stride_am, stride_b, stride_cm,  # elements between rows of A, of b_ptr's matrix, of C
-    PROGRAMS: tl.constexpr, B_TRANSPOSED: tl.constexpr,  # programs (one per SM); b_ptr holds B^T
+    a_ptr, b_ptr, c_ptr, M, N, K,  # as in matmul_pointer_kernel
+    stride_a, stride_b, stride_cm,  # elements between rows of a_ptr's matrix, b_ptr's, and C
+    PROGRAMS: tl.constexpr,  # programs, one per SM
+    A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,  # a_ptr holds A^T; b_ptr holds B^T
     INPUT_PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr,  # store C in two halves (see the end of the loop)
 ):  # fmt: skip
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
     # No pointers, no masks: three descriptors, each made once for the whole loop.
-    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_am, 1], [BLOCK_M, BLOCK_K])
+    if A_TRANSPOSED:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [K, M], [stride_a, 1], [BLOCK_K, BLOCK_M])
+    else:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_a, 1], [BLOCK_M, BLOCK_K])
     if B_TRANSPOSED:
         b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_b, 1], [BLOCK_N, BLOCK_K])
     else:
@@ -316,15 +306,14 @@ def matmul_persistent_kernel(
         pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
         for k in range(0, K, BLOCK_K):
-            a = a_desc.load([pid_m * BLOCK_M, k])
-            # TF32 tensor cores read float32 B tiles only with K contiguous; for a row-major B
-            # the compiler would rearrange every tile (results/NOTES.md item 14), so the wrapper
-            # hands over B^T and the kernel uses the loaded tile's .T, a (BLOCK_K, BLOCK_N) view.
+            if A_TRANSPOSED:
+                a = a_desc.load([k, pid_m * BLOCK_M]).T
+            else:
+                a = a_desc.load([pid_m * BLOCK_M, k])
             if B_TRANSPOSED:
                 b = b_desc.load([pid_n * BLOCK_N, k]).T
             else:
                 b = b_desc.load([k, pid_n * BLOCK_N])
-            a, b = interpretable(a, b)
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
         store_tile += PROGRAMS
         pid_m, pid_n = grouped_tile(store_tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
@@ -340,32 +329,48 @@ def matmul_persistent_kernel(
             c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
 
 
+# ## Transposed operands
+# Autograd hands matmul transposed views (dA = dC @ B^T, dB = A^T @ dC). A descriptor needs a last
+# stride of 1, and the view A = X.T has contiguous columns; but X is row-major. So the kernel
+# describes X = A^T and takes each loaded tile's .T (A_TRANSPOSED; B_TRANSPOSED for B), a view the
+# 16-bit tensor cores read in either order. TF32 tensor cores read float32 tiles only with K
+# contiguous (A row-major, B column-major); the compiler rearranges any other tile, 4 times slower
+# than a copy of the operand by transpose_kernel (results/NOTES.md item 60).
 @triton.jit
 def transpose_kernel(
-    b_ptr, bt_ptr,  # B (K, N), any strides; B^T (N, K), rows contiguous, written here
-    K, N, stride_bk, stride_bn, stride_btn,  # B's shape and strides; B^T's row stride
+    x_ptr, xt_ptr,  # X (rows, cols), any strides; X^T (cols, rows), rows contiguous, written here
+    rows, cols, stride_xr, stride_xc, stride_xt,  # X's shape and strides; X^T's row stride
     BLOCK: tl.constexpr,  # side of the square tile each program moves
 ):  # fmt: skip
-    tiles_n = tl.cdiv(N, BLOCK)
-    ks = (tl.program_id(0) // tiles_n) * BLOCK + tl.arange(0, BLOCK)
-    ns = (tl.program_id(0) % tiles_n) * BLOCK + tl.arange(0, BLOCK)
-    b_ptrs = b_ptr + ks.to(tl.int64)[:, None] * stride_bk + ns.to(tl.int64)[None, :] * stride_bn
-    tile = tl.load(b_ptrs, mask=(ks[:, None] < K) & (ns[None, :] < N))
+    tiles_c = tl.cdiv(cols, BLOCK)
+    rs = (tl.program_id(0) // tiles_c) * BLOCK + tl.arange(0, BLOCK)
+    cs = (tl.program_id(0) % tiles_c) * BLOCK + tl.arange(0, BLOCK)
+    x_ptrs = x_ptr + rs.to(tl.int64)[:, None] * stride_xr + cs.to(tl.int64)[None, :] * stride_xc
+    tile = tl.load(x_ptrs, mask=(rs[:, None] < rows) & (cs[None, :] < cols))
     # tl.trans moves the tile between threads, so that loads and stores both run along rows.
-    bt_ptrs = bt_ptr + ns.to(tl.int64)[:, None] * stride_btn + ks[None, :]
-    tl.store(bt_ptrs, tl.trans(tile), mask=(ns[:, None] < N) & (ks[None, :] < K))
+    xt_ptrs = xt_ptr + cs.to(tl.int64)[:, None] * stride_xt + rs[None, :]
+    tl.store(xt_ptrs, tl.trans(tile), mask=(cs[:, None] < cols) & (rs[None, :] < rows))
 
 
-def k_major_b(b, block=64):
-    """B^T (N, K), rows contiguous: b.T if laid out so (b = w.T), else a copy padded to 16 B."""
-    k, n = b.shape
-    if common.descriptor_problem(b.T) is None:
-        return b.T
-    row = triton.cdiv(k * b.element_size(), 16) * 16 // b.element_size()  # padded row length
-    bt = torch.empty((n, row), dtype=b.dtype, device=b.device)[:, :k]
-    grid = (triton.cdiv(k, block) * triton.cdiv(n, block),)
-    transpose_kernel[grid](b, bt, k, n, *b.stride(), bt.stride(0), BLOCK=block)
-    return bt
+def persistent_operands(a, b):
+    """(the matrix read for A, A_TRANSPOSED, the one for B, B_TRANSPOSED): each operand read where
+    it lies, as t or t.T; under TF32, A and B^T, copied where their rows are not contiguous."""
+    if input_precision(a.dtype) == "tf32":
+        return rows_contiguous(a), False, rows_contiguous(b.T), True
+    a_t, b_t = transposed(a), transposed(b)
+    return (a.T if a_t else a), a_t, (b.T if b_t else b), b_t
+
+
+def rows_contiguous(t, block=64):
+    """t if a descriptor can read it, else a copy with contiguous rows, padded to 16 bytes."""
+    if common.descriptor_problem(t) is None:
+        return t
+    rows, cols = t.shape
+    padded = triton.cdiv(cols * t.element_size(), 16) * 16 // t.element_size()
+    copy = torch.empty((rows, padded), dtype=t.dtype, device=t.device)[:, :cols]
+    grid = (triton.cdiv(cols, block) * triton.cdiv(rows, block),)
+    transpose_kernel[grid](t.T, copy, cols, rows, *t.T.stride(), copy.stride(0), BLOCK=block)
+    return copy
 
 
 @functools.cache
@@ -378,36 +383,32 @@ def launch_persistent(a, b, c):
     if problem := persistent_problem(a, b, c):
         raise ValueError(problem)
     (m, k), n, precision = a.shape, b.shape[1], input_precision(a.dtype)
-    b_arg = k_major_b(b) if precision == "tf32" else b
+    a_arg, a_t, b_arg, b_t = persistent_operands(a, b)
     programs = sm_count(a.device)
     common.set_descriptor_allocator()  # a descriptor made in a kernel needs scratch memory
     matmul_persistent_kernel[(programs,)](
-        a, b_arg, c, m, n, k, a.stride(0), b_arg.stride(0), c.stride(0),
-        PROGRAMS=programs, B_TRANSPOSED=precision == "tf32", INPUT_PRECISION=precision,
+        a_arg, b_arg, c, m, n, k, a_arg.stride(0), b_arg.stride(0), c.stride(0),
+        PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t, INPUT_PRECISION=precision,
         **persistent_tile(a.element_size(), m, n, programs),
     )  # fmt: skip
 
 
-# ## Which kernel matmul runs (measured on an H100: results/NOTES.md items 43 and 47)
+# ## Which kernel matmul runs (measured on an H100: results/NOTES.md items 43 and 60)
 # The persistent kernel for 16-bit and TF32 dots where descriptors take the layout; the pointer
-# kernel otherwise, and where its smaller tiles give more programs: C of at most one 128-row tile
-# row (a decoding step), or 16-bit C of at most SMALL_C elements with K at most SHORT_K and N, K
-# multiples of 16 (the pointer kernel's loads are wide only then).
-SMALL_C, SHORT_K = 1 << 20, 1024
-
-
+# kernel otherwise, and for C of one row of 128-row tiles, where its smaller tiles do better.
 def pick(a, b, c):
     """ "persistent" or "pointer": the kernel matmul runs for c = a @ b."""
-    (m, k), n = a.shape, b.shape[1]
-    sixteen_bit = a.dtype in (torch.float16, torch.bfloat16)
-    aligned = n % 16 == 0 and k % 16 == 0
-    small = m <= 128 or (sixteen_bit and m * n <= SMALL_C and k <= SHORT_K and aligned)
-    fast_dot = sixteen_bit or input_precision(a.dtype) == "tf32"
-    return "persistent" if fast_dot and not small and not persistent_problem(a, b, c) else "pointer"
+    fast_dot = c.dtype in (torch.float16, torch.bfloat16) or input_precision(c.dtype) == "tf32"
+    many_rows = a.shape[0] > 128
+    return "persistent" if fast_dot and many_rows and not persistent_problem(a, b, c) else "pointer"
 
 
 def launch_best(a, b, c):
-    (launch_persistent if pick(a, b, c) == "persistent" else launch_pointer)(a, b, c)
+    if pick(a, b, c) == "persistent":
+        launch_persistent(a, b, c)
+    else:  # exact float32 read a transposed B 3 times slower than a copy (results/NOTES.md 60)
+        exact = a.dtype == torch.float32 and input_precision(a.dtype) == "ieee"
+        launch_pointer(a, rows_contiguous(b) if exact and transposed(b) else b, c)
 
 
 def run(launch, a, b, out=None, name="matmul"):
@@ -416,6 +417,8 @@ def run(launch, a, b, out=None, name="matmul"):
     if name != "matmul" and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
         raise ValueError(f"{name} records no gradients and an input requires grad: call matmul")
     c = common.kernel_out(out, (m, n), a.dtype, a.device, (a, b))  # new if out overlaps a or b
+    if common.INTERPRETED and a.dtype == torch.bfloat16:  # the interpreter's tl.dot multiplies
+        a, b = a.float(), b.float()  # bfloat16 as 16-bit integers: give it float32 to multiply
     if k == 0:
         c.zero_()  # sums of no products
     elif c.numel():
@@ -427,14 +430,12 @@ LAUNCHES = {"simple": matmul_simple, "pointer": launch_pointer, "persistent": la
 VARIANTS = {name: functools.partial(run, f, name=f"matmul_{name}") for name, f in LAUNCHES.items()}
 
 
-def refusals(a, b):
-    """Variant -> why it cannot take a @ b into a new C, at the current float32 precision."""
+def refusals(a, b):  # variant -> why it cannot take a @ b into a new C, at this float32 precision
     why = persistent_problem(a, b, a.new_empty((a.shape[0], b.shape[1])))
     return {"persistent": why} if why else {}
 
 
-def validate(a, b, name="matmul"):
-    """(M, N, K), or TypeError / ValueError naming what is wrong."""
+def validate(a, b, name="matmul"):  # (M, N, K), or a TypeError or ValueError naming the problem
     for arg, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name}: {arg} must be a torch.Tensor, got {type(t).__name__}")
@@ -454,9 +455,8 @@ def validate(a, b, name="matmul"):
 
 
 # ## Autograd: a torch.autograd.Function
-# For a loss L, dL/dA = dC @ B^T and dL/dB = A^T @ dC: the same product on transposed views (swapped
-# strides, nothing copied). A transposed view breaks the descriptor rules (bar B^T under TF32), so
-# the gradients mostly run on the slower pointer kernel. backward() calls matmul, so that with
+# For a loss L, dL/dA = dC @ B^T and dL/dB = A^T @ dC: the same product on transposed views, which
+# matmul reads where they lie (see "Transposed operands"). backward() calls matmul, so that with
 # create_graph=True (second derivatives) autograd records it too.
 class Matmul(torch.autograd.Function):
     @staticmethod
@@ -517,10 +517,10 @@ def benchmark(m, n, k, dtype="float16", precision="highest"):
         # The kernel matmul picks, launched with its arguments made ahead: no Python around it.
         picked = pick(a, b, c) if min(m, n, k) > 0 else None  # None: no launch
         if picked == "persistent":
-            bt, programs = k_major_b(b) if precision == "tf32" else b, sm_count(a.device)
+            (a_arg, a_t, b_arg, b_t), programs = persistent_operands(a, b), sm_count(a.device)
             kernel, grid = matmul_persistent_kernel, (programs,)
-            strides = (a.stride(0), bt.stride(0), c.stride(0))
-            args = (a, bt, c, m, n, k, *strides, programs, bt is not b, precision)
+            strides = (a_arg.stride(0), b_arg.stride(0), c.stride(0))
+            args = (a_arg, b_arg, c, m, n, k, *strides, programs, a_t, b_t, precision)
             named = persistent_tile(a.element_size(), m, n, programs)
             common.set_descriptor_allocator()
         else:

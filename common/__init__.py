@@ -189,8 +189,8 @@ def descriptor_problem(tensor):
     if tensor.stride(-1) != 1:
         return f"its last stride is {tensor.stride(-1)}, not 1"
     for dim, stride in enumerate(tensor.stride()[:-1]):
-        if (nbytes := stride * tensor.element_size()) % 16:
-            return f"stride {stride} of dim {dim} is {nbytes} bytes, not a multiple of 16"
+        if (nbytes := stride * tensor.element_size()) % 16 or stride == 0:
+            return f"stride {stride} of dim {dim} is {nbytes} bytes, not a positive multiple of 16"
 
 
 def set_descriptor_allocator():

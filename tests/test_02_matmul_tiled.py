@@ -14,7 +14,15 @@ ROW_MAJOR_VARIANTS = [
     name for name in VARIANT_NAMES if name not in DESCRIPTOR_VARIANTS
 ]  # take any layout
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
-BIG = 256  # more than 128 rows of A: matmul runs the persistent kernel once SMALL_C is 0
+LAYOUTS = [(False, False), (False, True), (True, False), (True, True)]  # transpose_a, transpose_b
+PRECISIONS = [(torch.float32, "highest"), (torch.float32, "high")]
+DTYPE_PRECISIONS = [
+    (torch.float16, None),
+    (torch.bfloat16, None),
+    *PRECISIONS,
+    (torch.float64, None),
+]
+BIG = 256  # more than 128 rows of A: matmul runs the persistent kernel where it can
 
 
 def descriptor_aligned(n, k, dtype):
@@ -79,16 +87,15 @@ def test_every_config_on_gpu(index):
 
 @support.gpu_only
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
-@pytest.mark.parametrize("m, n, block_n", [(4096, 4096, 256), (300, 512, 128), (1000, 24, 256)])
-def test_every_persistent_tile_on_gpu(dtype, m, n, block_n):
-    # persistent_tile's wide (128 x 256, float32's C stored in halves) and narrow tiles, each dtype;
-    # at N = 24 both widths give as many tiles, and the wide one wins the tie.
+@pytest.mark.parametrize("m, n, block_n", [(4096, 4096, 256), (304, 512, 128), (1000, 24, 256)])
+@pytest.mark.parametrize("transpose_a, transpose_b", LAYOUTS)
+def test_every_persistent_tile_on_gpu(dtype, m, n, block_n, transpose_a, transpose_b):
+    # persistent_tile's wide (128 x 256, float32's C stored in halves) and narrow tiles, each dtype
+    # and layout; at N = 24 both widths give as many tiles, and the wide one wins the tie.
     tile = ex.persistent_tile(dtype.itemsize, m, n, ex.sm_count(common.DEVICE))
     assert tile["BLOCK_N"] == (64 if dtype == torch.float64 else block_n)
-    a, b = (
-        torch.randn(m, 72, device=common.DEVICE, dtype=dtype),
-        torch.randn(72, n, device=common.DEVICE, dtype=dtype),
-    )
+    a = ex.random_matrix(m, 72, dtype, transpose_a)
+    b = ex.random_matrix(72, n, dtype, transpose_b)
     for precision in ("highest", "high") if dtype == torch.float32 else (None,):
         with ex.float32_matmul_precision(precision):
             assert_matches(
@@ -146,12 +153,24 @@ def test_float32_under_each_precision(precision):
     assert torch.get_float32_matmul_precision() == before  # check() restores the setting
 
 
+@pytest.mark.parametrize("dtype, precision", DTYPE_PRECISIONS)
+@pytest.mark.parametrize("transpose_a, transpose_b", LAYOUTS)
+def test_every_layout_every_dtype(dtype, precision, transpose_a, transpose_b):
+    # A and B each row-major or a transposed view (as autograd hands them): the persistent kernel
+    # reads a transposed one where it lies, or under TF32 copies it. M = 136, N = 48 and K = 72
+    # keep the rows of A, B, A^T and B^T 16-byte aligned in every dtype.
+    checked = ex.check(136, 48, 72, dtype, precision, transpose_a, transpose_b)
+    assert sorted(checked) == sorted(VARIANT_NAMES + ["matmul"])
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
-@pytest.mark.parametrize("transpose_a, transpose_b", [(True, False), (False, True), (True, True)])
-def test_transposed_inputs(dtype, transpose_a, transpose_b):
-    # A transposed view has a last stride != 1: the descriptor refuses it, the others take it.
-    checked = ex.check(100, 48, 64, dtype, transpose_a=transpose_a, transpose_b=transpose_b)
-    assert sorted(checked) == sorted(ROW_MAJOR_VARIANTS + ["matmul"])
+def test_a_transposed_with_rows_not_16_byte_aligned(dtype):
+    # A^T (64, 100) has rows of 100 elements, 200 bytes in float16: no descriptor takes them, and
+    # matmul runs the pointer kernel. Under TF32 the persistent kernel copies A to K-major first.
+    with ex.float32_matmul_precision("high"):
+        checked = ex.check(100, 48, 64, dtype, transpose_a=True)
+    expected = VARIANT_NAMES if dtype == torch.float32 else ROW_MAJOR_VARIANTS
+    assert sorted(checked) == sorted(expected + ["matmul"])
 
 
 @pytest.mark.parametrize("name", VARIANT_NAMES + ["matmul"])
@@ -186,11 +205,11 @@ def test_empty(name, m, n, k):
 def test_persistent_refuses_what_a_descriptor_cannot_describe():
     a = torch.randn(32, 17, device=common.DEVICE, dtype=torch.float16)  # rows of 34 bytes
     b = torch.randn(17, 32, device=common.DEVICE, dtype=torch.float16)
-    with pytest.raises(ValueError, match=r"a \(32, 17\).*not a multiple of 16"):
+    with pytest.raises(ValueError, match=r"a \(32, 17\).*not a positive multiple of 16"):
         ex.VARIANTS["persistent"](a, b)
     a = torch.randn(32, 16, device=common.DEVICE)
-    with pytest.raises(ValueError, match=r"b \(16, 32\) .* last stride is 16, not 1"):
-        ex.VARIANTS["persistent"](a, torch.randn(32, 16, device=common.DEVICE).T)
+    with pytest.raises(ValueError, match=r"b \(16, 32\) .* last stride is 2, not 1"):
+        ex.VARIANTS["persistent"](a, torch.randn(16, 64, device=common.DEVICE)[:, ::2])
     storage = torch.randn(32 * 16 + 1, device=common.DEVICE)
     shifted = storage[1:].view(32, 16)  # base 4 bytes past an aligned address
     with pytest.raises(ValueError, match="not 16-byte aligned"):
@@ -212,18 +231,10 @@ def spy_on_persistent(monkeypatch):
 def test_matmul_takes_the_persistent_kernel_when_it_can(monkeypatch):
     calls = spy_on_persistent(monkeypatch)
     a = torch.randn(BIG, 32, device=common.DEVICE, dtype=torch.float16)
-    ex.matmul(
-        a, torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16)
-    )  # small C, N and K 16s: pointer
-    assert calls == []
-    ex.matmul(
-        a, torch.randn(32, BIG + 8, device=common.DEVICE, dtype=torch.float16)
-    )  # N not a multiple of 16
-    assert calls == [1]
-    monkeypatch.setattr(ex, "SMALL_C", 0)  # from here on, C counts as large
     ex.matmul(a, torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16))
-    assert calls == [1, 1]
     ex.matmul(a, torch.randn(BIG, 32, device=common.DEVICE, dtype=torch.float16).T)  # transposed B
+    ex.matmul(a.T.contiguous().T, torch.randn(32, 8, device=common.DEVICE, dtype=torch.float16))
+    assert calls == [1, 1, 1]
     ex.matmul(
         a, torch.randn(32, BIG + 4, device=common.DEVICE, dtype=torch.float16)
     )  # rows of 8 bytes past 16s
@@ -237,50 +248,36 @@ def test_matmul_takes_the_persistent_kernel_when_it_can(monkeypatch):
     ex.matmul(
         a.double(), torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float64)
     )  # float64: likewise
-    assert calls == [1, 1]
-    with ex.float32_matmul_precision("high"):  # TF32 reads B^T, so B may have any layout
-        ex.matmul(a.float(), torch.randn(BIG, 32, device=common.DEVICE).T)
     assert calls == [1, 1, 1]
+    with ex.float32_matmul_precision("high"):  # TF32 copies an operand if need be: any layout
+        ex.matmul(a.float()[:, :17], torch.randn(17, BIG, device=common.DEVICE))
+    assert calls == [1, 1, 1, 1]
 
 
-@pytest.mark.parametrize("transposed_b", [False, True])
+@pytest.mark.parametrize("transpose_a, transpose_b", LAYOUTS)
 @pytest.mark.parametrize("k", [5, 96])
-def test_persistent_tf32_reads_b_transposed(transposed_b, k):
-    # Under TF32 the persistent kernel reads B^T: a transposed view is used as it lies, any other
-    # B is copied by transpose_kernel, into rows padded to 16 bytes when K * 4 is not a multiple.
-    a = (
-        torch.randn(30, 8, device=common.DEVICE)[:, :k]
-        if k < 8
-        else torch.randn(30, k, device=common.DEVICE)
-    )
-    b = (
-        torch.randn(12, k, device=common.DEVICE).T
-        if transposed_b
-        else torch.randn(k, 12, device=common.DEVICE)
-    )
+def test_persistent_tf32_copies_what_is_not_k_major(transpose_a, transpose_b, k):
+    # Under TF32 the persistent kernel reads A and B^T, rows contiguous: a view laid out so is
+    # read as it lies, any other is copied by transpose_kernel, into rows padded to 16 bytes when
+    # K * 4 is not a multiple (K = 5 also makes a row-major A, of 20-byte rows, a copy).
+    a = ex.random_matrix(30, k, torch.float32, transpose_a)
+    b = ex.random_matrix(k, 12, torch.float32, transpose_b)
     with ex.float32_matmul_precision("high"):
-        assert_matches(
-            ex.VARIANTS["persistent"],
-            a,
-            b,
-            f"persistent TF32, K = {k}, transposed b: {transposed_b}",
-        )
+        what = f"persistent TF32, K = {k}, layout {transpose_a, transpose_b}"
+        assert_matches(ex.VARIANTS["persistent"], a, b, what)
 
 
 def test_persistent_refuses_what_it_cannot_describe():
-    a = torch.randn(32, 16, device=common.DEVICE, dtype=torch.bfloat16)
-    with pytest.raises(
-        ValueError, match=r"matmul_persistent: .*b \(16, 32\) .* last stride is 16, not 1"
-    ):
-        ex.VARIANTS["persistent"](
-            a, torch.randn(32, 16, device=common.DEVICE, dtype=torch.bfloat16).T
-        )
-    with (
-        pytest.raises(ValueError, match=r"matmul_persistent: .*a \(32, 5\)"),
+    a = torch.randn(32, 16, device=common.DEVICE, dtype=torch.float16)
+    b = torch.randn(16, 64, device=common.DEVICE, dtype=torch.float16)[:, ::2]
+    with pytest.raises(ValueError, match=r"matmul_persistent: .*b \(16, 32\) .* last stride is 2"):
+        ex.VARIANTS["persistent"](a, b)
+    with (  # TF32 copies A and B if need be, but writes C where it is
+        pytest.raises(ValueError, match=r"matmul_persistent: .*the output \(32, 5\)"),
         ex.float32_matmul_precision("high"),
     ):
         ex.VARIANTS["persistent"](
-            torch.randn(32, 5, device=common.DEVICE), torch.randn(5, 8, device=common.DEVICE)
+            torch.randn(32, 8, device=common.DEVICE), torch.randn(8, 5, device=common.DEVICE)
         )
 
 
@@ -325,7 +322,8 @@ def test_main_says_why_a_variant_is_left_out(capsys):
     printed = capsys.readouterr().out
     for name in DESCRIPTOR_VARIANTS:
         assert re.search(
-            rf"variant '{name}' left out: .*a \(33, 17\) .*68 bytes, not a multiple of 16", printed
+            rf"variant '{name}' left out: .*a \(33, 17\) .*68 bytes, not a positive multiple of 16",
+            printed,
         )
         assert not re.search(rf"^33x65x17 .*  {name}  ", printed, re.M)  # no row in the table
 
@@ -468,16 +466,27 @@ def assert_gradients_match(a, b, grad_c, what):
     "m, n, k, transposed",
     [(40, 24, 32, False), (33, 17, 65, False), (40, 24, 32, True), (BIG, BIG, 32, False)],
 )
-def test_gradients_match_float64(monkeypatch, dtype, precision, m, n, k, transposed):
-    # (BIG, BIG, 32): 16-byte rows and M > 128, so TF32 forwards, and with SMALL_C 0 16-bit
-    # ones, run the persistent kernel.
-    monkeypatch.setattr(ex, "SMALL_C", 0)
+def test_gradients_match_float64(dtype, precision, m, n, k, transposed):
+    # (BIG, BIG, 32): 16-byte rows and M > 128, so 16-bit and TF32 forwards run the persistent
+    # kernel, and so do their gradients, on transposed views.
     with ex.float32_matmul_precision(precision):
         a, b, grad_c = grad_inputs(m, n, k, dtype, transposed)
         c = ex.matmul(a, b)
         assert c.requires_grad and c.dtype == dtype
         c.backward(grad_c)
         assert_gradients_match(a, b, grad_c, f"{m}x{n}x{k} {dtype} {precision}")
+
+
+@pytest.mark.parametrize("dtype, precision", [(torch.bfloat16, None), (torch.float32, "high")])
+def test_gradients_run_the_persistent_kernel_on_transposed_views(monkeypatch, dtype, precision):
+    # dA = dC @ B^T reads B^T where it lies, dB = A^T @ dC reads A^T (TF32 copies it): all three
+    # products of a step run on the persistent kernel.
+    calls = spy_on_persistent(monkeypatch)
+    with ex.float32_matmul_precision(precision):
+        a, b, grad_c = grad_inputs(BIG, BIG, BIG, dtype)
+        ex.matmul(a, b).backward(grad_c)
+        assert_gradients_match(a, b, grad_c, f"persistent gradients {dtype}")
+    assert calls == [1, 1, 1]
 
 
 @pytest.mark.parametrize("dtype, precision", [(torch.float32, "high"), (torch.float16, None)])
@@ -588,9 +597,8 @@ def test_opcheck(case):
     "dtype, m, n, k", [(torch.float16, BIG, BIG, 32), (torch.float32, 33, 17, 65)]
 )
 def test_compile_fullgraph_forward_and_backward(monkeypatch, dtype, m, n, k):
-    # float16 with 16-byte rows, M > 128 and SMALL_C 0: the compiled forward runs persistent.
+    # float16 with 16-byte rows and M > 128: the compiled forward runs persistent.
     calls = spy_on_persistent(monkeypatch)
-    monkeypatch.setattr(ex, "SMALL_C", 0)
     torch._dynamo.reset()
     compiled = torch.compile(ex.matmul, fullgraph=True)
     a, b, grad_c = grad_inputs(m, n, k, dtype)
@@ -703,14 +711,15 @@ def test_out_that_requires_grad_is_refused():
 
 
 def test_autotune_key_is_what_the_lesson_names():
-    assert ex.matmul_pointer_kernel.keys == ["M", "N", "K", "INPUT_PRECISION"]
+    assert ex.matmul_pointer_kernel.keys == [
+        "M", "N", "K", "stride_ak", "stride_bn", "INPUT_PRECISION"
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
     "dtype, m, expected", [("float16", 256, "persistent"), ("float32", 64, "pointer")]
 )
-def test_benchmark_rows(monkeypatch, dtype, m, expected):
-    monkeypatch.setattr(ex, "SMALL_C", 0)  # 256 rows then count as large
+def test_benchmark_rows(dtype, m, expected):
     with ex.float32_matmul_precision("high"):
         rows = ex.benchmark(m, 32, 16, dtype, precision="high")
     names = [row["variant"] for row in rows]
@@ -720,12 +729,11 @@ def test_benchmark_rows(monkeypatch, dtype, m, expected):
         assert (row["host us"] is None) == common.INTERPRETED
 
 
-def test_pick_names_the_kernel_matmul_runs(monkeypatch):
+def test_pick_names_the_kernel_matmul_runs():
     a = torch.randn(BIG, 32, device=common.DEVICE, dtype=torch.float16)
     b = torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16)
     c = a.new_empty((BIG, BIG))
-    assert ex.pick(a, b, c) == "pointer"  # small 16-bit C, N and K multiples of 16
-    monkeypatch.setattr(ex, "SMALL_C", 0)
     assert ex.pick(a, b, c) == "persistent"
+    assert ex.pick(a.T.contiguous().T, b.T.contiguous().T, c) == "persistent"  # both transposed
     assert ex.pick(a[:128], b, c[:128]) == "pointer"  # one row of 128-row tiles
     assert ex.pick(a.double(), b.double(), c.double()) == "pointer"  # no fast dot for float64

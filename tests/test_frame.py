@@ -9,7 +9,7 @@ import support
 from support import common
 import triton  # after support, whose import of common may switch on the interpreter
 import triton.language as tl
-from tools import example_paths
+from tools import example_paths, layouts
 
 EXAMPLES = [path.parent.name for path in example_paths()]
 VARIANT_STYLES = {
@@ -113,7 +113,8 @@ def test_assert_close_rejects_nan_and_wrong_values_and_accepts_rounding():
 
 def test_descriptor_rules():
     assert common.descriptor_problem(torch.randn(8, 8)) is None
-    assert "not a multiple of 16" in common.descriptor_problem(torch.randn(8, 10))
+    assert "not a positive multiple of 16" in common.descriptor_problem(torch.randn(8, 10))
+    assert "0 bytes" in common.descriptor_problem(torch.randn(8).expand(4, 8))
     assert "last stride is 8" in common.descriptor_problem(torch.randn(8, 8).t())
     assert "not 16-byte aligned" in common.descriptor_problem(torch.randn(8, 9)[:, 1:])
     assert common.descriptor_problem(torch.randn(0, 8)) == "the tensor is empty"
@@ -238,3 +239,22 @@ def test_the_interpreter_has_no_host_time_and_times_wall_clock():
     gpu, host = common.measure(lambda: calls.append(1), setup=lambda: calls.append(0))
     assert gpu >= 0 and host is None
     assert calls[0] == 0 and len(calls) == 5  # setup, a first call, then three timed calls
+
+
+def test_layouts_table_runs_every_layout_and_summarizes(monkeypatch):
+    def one_ms(fn):  # no GPU timing here: run the call once and count it as 1 ms
+        fn()
+        return 1.0
+
+    monkeypatch.setattr(layouts, "gpu_ms", one_ms)
+    rows = layouts.measure(models=[(16, 32, 24)], dtypes=[("bfloat16", None), ("float32", "high")])
+    assert len(rows) == 2 * 4 * 4  # dtypes x product shapes x layouts
+    assert {(row["case"], row["layout"]) for row in rows if row["dtype"] == "float32 high"} == {
+        (case, layout) for case in ("24x32x16", "24x16x32", "16x32x24", "32x16x24")
+        for layout in ("NN", "NT", "TN", "TT")
+    }  # fmt: skip
+    assert all(row["x_torch"] == 1.0 for row in rows)
+    ratios = [dict(dtype="d", layout="NN", x_torch=x) for x in (0.5, 2.0, 1.0)]
+    assert layouts.summary(ratios) == [
+        dict(dtype="d", layout="NN", cases=3, geomean=1.0, least=0.5)
+    ]

@@ -5,7 +5,7 @@ import argparse
 import csv
 
 import common
-from tools import REPO_ROOT, example_paths, load_example
+from tools import REPO_ROOT, example_paths, layouts, load_example
 
 
 def plot(rows, title, path):  # throughput by case, a line per variant
@@ -26,10 +26,20 @@ def plot(rows, title, path):  # throughput by case, a line per variant
     ax.figure.savefig(path, dpi=110, bbox_inches="tight")
 
 
+def write_csv(rows, path):
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
-        "--only", nargs="+", metavar="TEXT", help="only lessons whose folder has a TEXT"
+        "--only",
+        nargs="+",
+        metavar="TEXT",
+        help="only lessons whose folder has a TEXT; 'layouts' for that table",
     )
     parser.add_argument("--out", default="results", help="folder for the files (default: results)")
     args = parser.parse_args(argv)
@@ -49,12 +59,19 @@ def main(argv=None):
         rows = [row for case in example.SWEEP for row in example.benchmark(**case)]
         print(f"\n## {name}")
         common.print_table(rows, list(rows[0]))  # each lesson's rows name their own columns
-        with open(out / f"{name}.csv", "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        write_csv(rows, out / f"{name}.csv")
         plot(rows, name, out / f"{name}.png")
         print(f"wrote {out / name}.csv and .png")
+    if not args.only or "layouts" in args.only:
+        rows = layouts.measure()
+        print(
+            "\n## layouts: 02's matmul on an MLP block's products (GPU ms; x torch: torch / ours)"
+        )
+        common.print_table(rows, list(rows[0]))
+        print()
+        common.print_table(layouts.summary(rows), list(layouts.summary(rows)[0]))
+        write_csv(rows, out / "layouts.csv")
+        print(f"wrote {out / 'layouts.csv'}")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import support
 from support import common
 import triton  # after support, whose import of common may switch on the interpreter
 import triton.language as tl
-from tools import example_paths, layouts
+from tools import example_paths, layouts, train_step
 
 EXAMPLES = [path.parent.name for path in example_paths()]
 VARIANT_STYLES = {
@@ -258,3 +258,15 @@ def test_layouts_table_runs_every_layout_and_summarizes(monkeypatch):
     assert layouts.summary(ratios) == [
         dict(dtype="d", layout="NN", cases=3, geomean=1.0, least=0.5)
     ]
+
+
+def test_training_step_on_the_lessons_ops_tracks_pytorch(monkeypatch):
+    monkeypatch.setattr(train_step, "SEQ", 16)  # 4 sequences of 16 tokens
+    cases = [(16, 32, 64, "float32", None), (16, 32, 64, "bfloat16", None)]
+    rows = train_step.measure(cases=cases, steps=3)
+    assert [(row["dtype"], row["mode"]) for row in rows] == [
+        ("float32", "eager"),
+        ("bfloat16", "eager"),
+    ]
+    assert rows[0]["loss_gap"] < 1e-5 and rows[1]["loss_gap"] < 0.02  # bfloat16 rounds each op
+    assert all(row["ours_ms"] > 0 and row["torch_ms"] > 0 for row in rows)

@@ -5,7 +5,7 @@ import argparse
 import csv
 
 import common
-from tools import REPO_ROOT, example_paths, layouts, load_example
+from tools import REPO_ROOT, example_paths, layouts, load_example, train_step
 
 
 def plot(rows, title, path):  # throughput by case, a line per variant
@@ -39,7 +39,7 @@ def main(argv=None):
         "--only",
         nargs="+",
         metavar="TEXT",
-        help="only lessons whose folder has a TEXT; 'layouts' for that table",
+        help="only lessons whose folder has a TEXT; 'layouts', 'train' for those tables",
     )
     parser.add_argument("--out", default="results", help="folder for the files (default: results)")
     args = parser.parse_args(argv)
@@ -72,6 +72,12 @@ def main(argv=None):
         common.print_table(layouts.summary(rows), list(layouts.summary(rows)[0]))
         write_csv(rows, out / "layouts.csv")
         print(f"wrote {out / 'layouts.csv'}")
+    if not args.only or "train" in args.only:
+        rows = train_step.measure()
+        print("\n## train: ms per step, ours (02's matmul, 04's weighted_sum) and PyTorch's ops")
+        common.print_table(rows, list(rows[0]))
+        write_csv(rows, out / "train_step.csv")
+        print(f"wrote {out / 'train_step.csv'}")
 
 
 if __name__ == "__main__":

@@ -29,15 +29,15 @@ and stride_bk = 2 per step; it stores a3*b1 + a4*b3 + a5*b5 at c_ptr + 1*2 + 1*1
     k = 1:  a_ptr + 1*3 + 1*1 = a_ptr + 4 (a4)    b_ptr + 1*2 + 1*1 = b_ptr + 3 (b3)
     k = 2:  a_ptr + 1*3 + 2*1 = a_ptr + 5 (a5)    b_ptr + 2*2 + 1*1 = b_ptr + 5 (b5)
 
-nn.Linear computes H @ W.T for a weight W (N, K). For W 2x3, stored w0 w1 w2 / w3 w4 w5, B = W.T is
-a view of that memory with strides (1, 3): program 3 loads B[k, 1] from b_ptr + k*1 + 1*3, that is
-w3 w4 w5 at b_ptr + 3, 4, 5. The same kernel, other strides, nothing copied.
+A transposed view, such as nn.Linear's W.T, only has other strides: for W 2x3 stored w0 ... w5,
+B = W.T has strides (1, 3), so program 3 loads B[k, 1] from b_ptr + k*1 + 1*3, that is w3 w4 w5.
+The same kernel, nothing copied.
 
 Why it is slow: each program loads a row of A and a column of B, 2K values, for one number of C.
 All M * N programs load 2 * M * N * K values, where A and B hold M * K + K * N: each value of A
 is loaded N times (once per column of C), each of B M times; at M = N = K = 1024, 2.1 billion
 loads of 2.1 million values. Caches serve most repeats, yet moving values still takes far longer
-than the multiply-adds. In lesson 02 each program computes a tile of C, so a load serves many.
+than the multiply-adds. In lesson 02 a program computes a tile (a rectangle) of C: fewer loads.
 """
 
 import argparse
@@ -77,7 +77,7 @@ def scalar_kernel(
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
     a_ptr += row * stride_am  # now at A[row, 0]: one pointer, moved along as the loop runs
     b_ptr += col * stride_bn  # B[0, col]
-    acc = tl.zeros((), dtype=acc_dtype)  # a 0-d block: one number, in acc_dtype from the start
+    acc = tl.zeros((), dtype=acc_dtype)  # like torch.zeros(()): one number, in acc_dtype
     for _ in range(K):
         acc += tl.load(a_ptr).to(acc_dtype) * tl.load(b_ptr).to(acc_dtype)
         a_ptr += stride_ak  # one step along the row of A
@@ -133,7 +133,7 @@ def vector_k_kernel(
     pid = tl.program_id(0).to(tl.int64)  # as in scalar_kernel
     row, col = pid // N, pid % N
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
-    offs_k = tl.arange(0, BLOCK_K).to(tl.int64)  # int64: in A.T, stride_ak = M; k * M may pass 2^31
+    offs_k = tl.arange(0, BLOCK_K).to(tl.int64)  # int64: a transposed A: stride_ak = M, k*M > 2^31
     acc = tl.zeros((BLOCK_K,), dtype=acc_dtype)  # BLOCK_K partial sums, added up once at the end
     for k0 in range(0, K, BLOCK_K):
         k = k0 + offs_k  # the BLOCK_K values of k this step covers

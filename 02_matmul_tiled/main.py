@@ -2,7 +2,7 @@
 
 You learn how a program computes a whole tile of C with tl.dot (a product of two small matrices on
 the tensor cores, the GPU's matrix-multiply units), how to tune and order those programs and load
-tiles through tensor descriptors (03 adds block pointers), a persistent kernel that reads operands
+tiles through tensor descriptors (lesson 03: block pointers), a persistent kernel reading operands
 where they lie, transposed too, and how kernels join autograd. For A (M, K), B (K, N), C (M, N):
 
     C[i, j] = sum over k of A[i, k] * B[k, j]        dA = dC @ B^T,  dB = A^T @ dC
@@ -144,7 +144,7 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # every SM gets a program. A triton.Config holds a tile and two launch options. num_stages: how
 # many K steps of tiles are loaded ahead while the tensor cores multiply; they wait in shared
 # memory, the SM's small fast memory. num_warps: the program's threads, in warps of 32 that run in
-# step. BLOCK_K 32 suits float32's 4-byte values; BLOCK_M 16, C of few rows (a decoding step).
+# step. BLOCK_K 32 suits float32's 4-byte values; BLOCK_M 16 serves a C of at most 16 rows.
 TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps
     (128, 256, 64, 8, 3, 8), (128, 256, 64, 4, 3, 8), (256, 128, 64, 8, 3, 8),
     (128, 256, 32, 8, 4, 8), (256, 128, 32, 8, 3, 8), (128, 128, 64, 8, 4, 4),
@@ -229,14 +229,18 @@ def launch_pointer(a, b, c):
     )  # fmt: skip
 
 
-# ## Tensor descriptors (up to "Autograd", four sections that reach cuBLAS: skip on a first read)
+# ## Tensor descriptors (this and the next 3 sections match cuBLAS's speed: skip on a first read)
 # The pointer kernel builds a tile of addresses and masks on every K step. A tensor descriptor,
 # tl.make_tensor_descriptor(base, shape, strides, block shape), describes the whole matrix once;
 # desc.load([row, col]) then reads the block-shaped tile whose first element is there. Reads past
 # the shape give 0 and writes there are dropped: no masks. On Hopper GPUs (H100, H200) a load is
 # one TMA copy: the Tensor Memory Accelerator moves the tile into shared memory while the threads
 # compute. The rules: base 16-byte aligned, last stride 1, other strides multiples of 16 bytes.
-# Broken, they gave wrong numbers without an error on an H200, so persistent_problem checks them.
+# Break them and an H200 returned wrong numbers with no error, so persistent_problem checks them.
+def transposed(t):  # whether t is a transposed view (columns contiguous, rows not): read t.T
+    return t.stride(-1) != 1 and t.stride(0) == 1
+
+
 def persistent_problem(a, b, c):
     """Why descriptors cannot take c = a @ b, or None (under TF32 A and B are copied if need be)."""
     tf32 = input_precision(a.dtype) == "tf32"
@@ -246,17 +250,13 @@ def persistent_problem(a, b, c):
             return f"matmul_persistent: a tensor descriptor cannot describe {where}: {reason}"
 
 
-def transposed(t):  # whether t is a transposed view (columns contiguous, rows not): read t.T
-    return t.stride(-1) != 1 and t.stride(0) == 1
-
-
 # ## A persistent kernel
 # With one program per C tile, an SM idles between programs: while a finished tile is stored, and
 # until the next program's first loads arrive. A persistent kernel launches one program per SM;
 # program p loops over tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in grouped order. flatten=True
 # in tl.range makes the tile and K loops one loop to the compiler, so the next tile's first loads
-# start while this tile's last products run. The tile is a rule (results/NOTES.md item 56).
-def wave_fill(m, n, block_n, programs):  # the share of the programs' turns that get a C tile
+# start while this tile's last products run. No autotuning: persistent_tile picks the tile.
+def wave_fill(m, n, block_n, programs):  # busy share of the program slots over all waves
     tiles = triton.cdiv(m, 128) * triton.cdiv(n, block_n)
     return tiles / (triton.cdiv(tiles, programs) * programs)
 
@@ -297,9 +297,9 @@ def matmul_persistent_kernel(
         b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
     C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # columns of each store
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # store_tile is `tile` again, counted apart. With flatten=True the compiler starts the next
-    # tile (its `tile`, its first loads) before this tile's store; a store indexed by `tile` would
-    # tie the two together (Triton's persistent-matmul tutorial keeps a second counter too).
+    # store_tile repeats `tile` in a counter of its own: flatten=True lets the compiler move `tile`
+    # on to the next tile before this one is stored, and a separate counter keeps the store from
+    # making the next tile's loads wait (Triton's persistent-matmul tutorial does the same).
     store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store: equal to tile
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
@@ -395,7 +395,7 @@ def launch_persistent(a, b, c):
 
 # ## Which kernel matmul runs (measured on an H100: results/NOTES.md items 43 and 60)
 # The persistent kernel for 16-bit and TF32 dots where descriptors take the layout; the pointer
-# kernel otherwise, and for C of one row of 128-row tiles, where its smaller tiles do better.
+# kernel otherwise, and where M <= 128 (one row of 128-row tiles): its smaller tiles win there.
 def pick(a, b, c):
     """ "persistent" or "pointer": the kernel matmul runs for c = a @ b."""
     fast_dot = c.dtype in (torch.float16, torch.bfloat16) or input_precision(c.dtype) == "tf32"

@@ -1,7 +1,7 @@
 """Column sums, out = x.sum(0): a blocked reduction in Triton, fast on every matrix shape.
 
-You learn the pattern behind Triton reductions: keep a 2-D accumulator the shape of a tile, add
-whole tiles into it, and reduce it once, after the loop. For x (M, N):
+You learn the pattern behind Triton reductions: keep acc, a 2-D accumulator shaped like a tile (a
+2-D block of x), add whole tiles into it, and reduce it once, after the loop. For x (M, N):
 
     out[j]       = sum_i x[i, j]        one sum per column
     grad_x[i, j] = grad_out[j]          d out[j] / d x[i, j] = 1: grad_out on every row
@@ -100,8 +100,8 @@ def check(x, variants):
 
 
 # ## A faster kernel: column_sum_kernel (below) is the simple kernel with three changes, marked
-# (1) to (3) at their lines; read it first, then the section that sets up each change: (1) tuning
-# the tile; (2) splitting a tall x's rows over more programs; (3) pipelining the loads.
+# (1) to (3) at their lines; the sections below set up one change each: (1) tuning the tile;
+# (2) splitting a tall x's rows over more programs; (3) pipelining the loads.
 #
 # ## Change (1): tuning the tile (the simple kernel's is fixed at 16 x 64)
 # The best tile depends on x: a narrow x wants narrow tiles (a wide tile would load mostly
@@ -122,7 +122,7 @@ CONFIGS = [
 # ## Change (2): splitting the rows of a tall, narrow x
 # A program runs on one SM (streaming multiprocessor: one of the GPU's cores; an H100 has 132).
 # x of 1048576 x 64 has one block of columns, so the simple kernel runs one program: one SM works,
-# and memory, which only many SMs together keep busy, mostly waits. So:
+# and one SM cannot issue loads fast enough to keep memory busy. So:
 # - the grid gets a second axis: program (c, s) adds up chunk s of the rows of column block c;
 # - it writes its sums into row s of a float32 (splits, N) buffer of partial sums;
 # - a second pass adds up each column of that buffer into out.
@@ -141,7 +141,7 @@ def plan_splits(M, N, device=common.DEVICE):
     wanted = PROGRAMS_PER_SM * sms  # on the CPU 4, so that the tests split small matrices
     column_blocks = triton.cdiv(max(N, 1), 128)  # BLOCK_N is not chosen yet: 128, a middle width
     too_short = M <= ROW_ALIGN  # no more than one tile of rows
-    enough_programs = 2 * column_blocks >= wanted  # column blocks alone give half the programs
+    enough_programs = 2 * column_blocks >= wanted  # column blocks alone give half of `wanted`
     if too_short or enough_programs:
         # One chunk of all M rows. rows_per_split is in the autotuner's key, so round it up to a
         # power of two: then an M of 1000 and one of 1001 share one tuning.

@@ -268,5 +268,6 @@ def test_training_step_on_the_lessons_ops_tracks_pytorch(monkeypatch):
         ("float32", "eager"),
         ("bfloat16", "eager"),
     ]
-    assert rows[0]["loss_gap"] < 1e-5 and rows[1]["loss_gap"] < 0.02  # bfloat16 rounds each op
+    # float32 runs under TF32 on a GPU (10-bit mantissas), and bfloat16 rounds every op
+    assert rows[0]["loss_gap"] < 5e-3 and rows[1]["loss_gap"] < 0.02
     assert all(row["ours_ms"] > 0 and row["torch_ms"] > 0 for row in rows)

@@ -37,7 +37,8 @@ lint: env
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-# Sweeps of sizes and dtypes on the GPU; writes results/*.csv and results/*.png.
+# On the GPU: each lesson's sweep, 02's layouts table and a training step (tools/); writes
+# results/*.csv and a plot per lesson (BENCH_ARGS="--only layouts train": just the two tables).
 bench: env
 	$(PY) -m pip install --disable-pip-version-check -q matplotlib
 	$(PY) -m tools.bench $(BENCH_ARGS)

@@ -1,9 +1,9 @@
 """Tiled matrix multiplication C = A @ B with tl.dot, from one tile per program to a persistent one.
 
 You learn how a program computes a whole tile of C with tl.dot (a product of two small matrices on
-the tensor cores, the GPU's matrix-multiply units), how to tune and order those programs and load
-tiles through tensor descriptors (lesson 03: block pointers), a persistent kernel reading operands
-where they lie, transposed too, and how kernels join autograd. For A (M, K), B (K, N), C (M, N):
+the tensor cores, the GPU's matrix-multiply units), how to tune and order those programs, how to
+load tiles through tensor descriptors (what replaced lesson 03's block pointers) in a persistent
+kernel that reads A and B where they lie, and how kernels join autograd. For A (M, K), B (K, N):
 
     C[i, j] = sum over k of A[i, k] * B[k, j]        dA = dC @ B^T,  dB = A^T @ dC
 
@@ -14,8 +14,8 @@ loaded A tile serves BLOCK_N columns of C at once, so A is read N / BLOCK_N time
 A worked example with tiles of 2 (on a GPU tl.dot needs 16 or more): A (3, 4) and B (4, 5),
 row-major, so their strides (elements to the next row, column) are (4, 1) and (5, 1). C has 2 x 3
 tiles; program pid computes tile (pid // 3, pid % 3): program 4 rows [2, 3], columns [2, 3]. Its
-loop's k is 0, then 2. The table shows the offsets each step reads; x[:, None] makes a column of
-x, y[None, :] a row of y, and + broadcasts the two into a grid, as in torch:
+loop's k is 0, then 2 (ks = [0, 1]). The table shows the offsets each step reads; x[:, None] makes
+a column of x, y[None, :] a row of y, and + broadcasts the two into a grid, as in torch:
 
     k   k + ks   A offsets rows[:, None] * 4 + (k + ks)[None, :]   B: (k + ks)[:, None] * 5 + cols
     0   [0, 1]   [[ 8,  9], [ -,  -]]                              [[ 2,  3], [ 7,  8]]
@@ -144,7 +144,7 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # every SM gets a program. A triton.Config holds a tile and two launch options. num_stages: how
 # many K steps of tiles are loaded ahead while the tensor cores multiply; they wait in shared
 # memory, the SM's small fast memory. num_warps: the program's threads, in warps of 32 that run in
-# step. BLOCK_K 32 suits float32's 4-byte values; BLOCK_M 16 serves a C of at most 16 rows.
+# step. BLOCK_K 32: 128-byte K steps in float32; BLOCK_M 16 serves a C of at most 16 rows.
 TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps
     (128, 256, 64, 8, 3, 8), (128, 256, 64, 4, 3, 8), (256, 128, 64, 8, 3, 8),
     (128, 256, 32, 8, 4, 8), (256, 128, 32, 8, 3, 8), (128, 128, 64, 8, 4, 4),
@@ -237,17 +237,53 @@ def launch_pointer(a, b, c):
 # one TMA copy: the Tensor Memory Accelerator moves the tile into shared memory while the threads
 # compute. The rules: base 16-byte aligned, last stride 1, other strides multiples of 16 bytes.
 # Break them and an H200 returned wrong numbers with no error, so persistent_problem checks them.
+#
+# ## Transposed operands
+# Autograd hands matmul transposed views (dA = dC @ B^T, dB = A^T @ dC). A descriptor needs a last
+# stride of 1, and the view A = X.T has contiguous columns; but X is row-major. So the kernel
+# describes X = A^T and takes each loaded tile's .T (A_TRANSPOSED; B_TRANSPOSED for B), a view the
+# 16-bit tensor cores read in either order. TF32 tensor cores read float32 tiles only with K
+# contiguous (A row-major, B column-major); the compiler rearranges any other tile, 4 times slower
+# than a copy of the operand by transpose_kernel (results/NOTES.md item 60).
 def transposed(t):  # whether t is a transposed view (columns contiguous, rows not): read t.T
     return t.stride(-1) != 1 and t.stride(0) == 1
 
 
-def persistent_problem(a, b, c):
-    """Why descriptors cannot take c = a @ b, or None (under TF32 A and B are copied if need be)."""
-    tf32 = input_precision(a.dtype) == "tf32"
-    for name, t in ([] if tf32 else [("a", a), ("b", b)]) + [("the output", c)]:
-        if reason := common.descriptor_problem(t.T if transposed(t) else t):
-            where = f"{name} {tuple(t.shape)} strides {t.stride()}"
-            return f"matmul_persistent: a tensor descriptor cannot describe {where}: {reason}"
+@triton.jit
+def transpose_kernel(
+    x_ptr, xt_ptr,  # X (rows, cols), any strides; X^T (cols, rows), rows contiguous, written here
+    rows, cols, stride_xr, stride_xc, stride_xt,  # X's shape and strides; X^T's row stride
+    BLOCK: tl.constexpr,  # side of the square tile each program moves
+):  # fmt: skip
+    tiles_c = tl.cdiv(cols, BLOCK)
+    rs = (tl.program_id(0) // tiles_c) * BLOCK + tl.arange(0, BLOCK)
+    cs = (tl.program_id(0) % tiles_c) * BLOCK + tl.arange(0, BLOCK)
+    x_ptrs = x_ptr + rs.to(tl.int64)[:, None] * stride_xr + cs.to(tl.int64)[None, :] * stride_xc
+    tile = tl.load(x_ptrs, mask=(rs[:, None] < rows) & (cs[None, :] < cols))
+    # tl.trans moves the tile between threads, so that loads and stores both run along rows.
+    xt_ptrs = xt_ptr + cs.to(tl.int64)[:, None] * stride_xt + rs[None, :]
+    tl.store(xt_ptrs, tl.trans(tile), mask=(cs[:, None] < cols) & (rs[None, :] < rows))
+
+
+def persistent_operands(a, b):
+    """(the matrix read for A, A_TRANSPOSED, the one for B, B_TRANSPOSED): each operand read where
+    it lies, as t or t.T; under TF32, A and B^T, copied where their rows are not contiguous."""
+    if input_precision(a.dtype) == "tf32":
+        return rows_contiguous(a), False, rows_contiguous(b.T), True
+    a_t, b_t = transposed(a), transposed(b)
+    return (a.T if a_t else a), a_t, (b.T if b_t else b), b_t
+
+
+def rows_contiguous(t, block=64):
+    """t if a descriptor can read it, else a copy with contiguous rows, padded to 16 bytes."""
+    if common.descriptor_problem(t) is None:
+        return t
+    rows, cols = t.shape
+    padded = triton.cdiv(cols * t.element_size(), 16) * 16 // t.element_size()
+    copy = torch.empty((rows, padded), dtype=t.dtype, device=t.device)[:, :cols]
+    grid = (triton.cdiv(cols, block) * triton.cdiv(rows, block),)
+    transpose_kernel[grid](t.T, copy, cols, rows, *t.T.stride(), copy.stride(0), BLOCK=block)
+    return copy
 
 
 # ## A persistent kernel
@@ -297,9 +333,8 @@ def matmul_persistent_kernel(
         b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
     C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # columns of each store
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # store_tile repeats `tile` in a counter of its own: flatten=True lets the compiler move `tile`
-    # on to the next tile before this one is stored, and a separate counter keeps the store from
-    # making the next tile's loads wait (Triton's persistent-matmul tutorial does the same).
+    # The pipelined loop advances `tile` before this tile's store; a store reading `tile` would hold
+    # back the next tile's loads, so the store counts in store_tile (as Triton's tutorial does).
     store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store: equal to tile
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
@@ -319,7 +354,7 @@ def matmul_persistent_kernel(
         pid_m, pid_n = grouped_tile(store_tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         # The epilogue (the code after the K loop, which writes C): the store stages the tile in
         # shared memory, where a 128 x 256 float32 tile fits only in halves. So view its columns
-        # as (2, BLOCK_N // 2), move the 2 last, and split.
+        # as (2, BLOCK_N // 2), move the 2 last, and tl.split (a Triton tensor cannot be sliced).
         if EPILOGUE_SUBTILE:
             halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
             left, right = tl.split(halves)
@@ -327,50 +362,6 @@ def matmul_persistent_kernel(
             c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + C_COLUMNS], right.to(c_desc.dtype))
         else:
             c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
-
-
-# ## Transposed operands
-# Autograd hands matmul transposed views (dA = dC @ B^T, dB = A^T @ dC). A descriptor needs a last
-# stride of 1, and the view A = X.T has contiguous columns; but X is row-major. So the kernel
-# describes X = A^T and takes each loaded tile's .T (A_TRANSPOSED; B_TRANSPOSED for B), a view the
-# 16-bit tensor cores read in either order. TF32 tensor cores read float32 tiles only with K
-# contiguous (A row-major, B column-major); the compiler rearranges any other tile, 4 times slower
-# than a copy of the operand by transpose_kernel (results/NOTES.md item 60).
-@triton.jit
-def transpose_kernel(
-    x_ptr, xt_ptr,  # X (rows, cols), any strides; X^T (cols, rows), rows contiguous, written here
-    rows, cols, stride_xr, stride_xc, stride_xt,  # X's shape and strides; X^T's row stride
-    BLOCK: tl.constexpr,  # side of the square tile each program moves
-):  # fmt: skip
-    tiles_c = tl.cdiv(cols, BLOCK)
-    rs = (tl.program_id(0) // tiles_c) * BLOCK + tl.arange(0, BLOCK)
-    cs = (tl.program_id(0) % tiles_c) * BLOCK + tl.arange(0, BLOCK)
-    x_ptrs = x_ptr + rs.to(tl.int64)[:, None] * stride_xr + cs.to(tl.int64)[None, :] * stride_xc
-    tile = tl.load(x_ptrs, mask=(rs[:, None] < rows) & (cs[None, :] < cols))
-    # tl.trans moves the tile between threads, so that loads and stores both run along rows.
-    xt_ptrs = xt_ptr + cs.to(tl.int64)[:, None] * stride_xt + rs[None, :]
-    tl.store(xt_ptrs, tl.trans(tile), mask=(cs[:, None] < cols) & (rs[None, :] < rows))
-
-
-def persistent_operands(a, b):
-    """(the matrix read for A, A_TRANSPOSED, the one for B, B_TRANSPOSED): each operand read where
-    it lies, as t or t.T; under TF32, A and B^T, copied where their rows are not contiguous."""
-    if input_precision(a.dtype) == "tf32":
-        return rows_contiguous(a), False, rows_contiguous(b.T), True
-    a_t, b_t = transposed(a), transposed(b)
-    return (a.T if a_t else a), a_t, (b.T if b_t else b), b_t
-
-
-def rows_contiguous(t, block=64):
-    """t if a descriptor can read it, else a copy with contiguous rows, padded to 16 bytes."""
-    if common.descriptor_problem(t) is None:
-        return t
-    rows, cols = t.shape
-    padded = triton.cdiv(cols * t.element_size(), 16) * 16 // t.element_size()
-    copy = torch.empty((rows, padded), dtype=t.dtype, device=t.device)[:, :cols]
-    grid = (triton.cdiv(cols, block) * triton.cdiv(rows, block),)
-    transpose_kernel[grid](t.T, copy, cols, rows, *t.T.stride(), copy.stride(0), BLOCK=block)
-    return copy
 
 
 @functools.cache
@@ -391,6 +382,15 @@ def launch_persistent(a, b, c):
         PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t, INPUT_PRECISION=precision,
         **persistent_tile(a.element_size(), m, n, programs),
     )  # fmt: skip
+
+
+def persistent_problem(a, b, c):
+    """Why descriptors cannot take c = a @ b, or None (under TF32 A and B are copied if need be)."""
+    tf32 = input_precision(a.dtype) == "tf32"
+    for name, t in ([] if tf32 else [("a", a), ("b", b)]) + [("the output", c)]:
+        if reason := common.descriptor_problem(t.T if transposed(t) else t):
+            where = f"{name} {tuple(t.shape)} strides {t.stride()}"
+            return f"matmul_persistent: a tensor descriptor cannot describe {where}: {reason}"
 
 
 # ## Which kernel matmul runs (measured on an H100: results/NOTES.md items 43 and 60)

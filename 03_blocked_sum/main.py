@@ -9,21 +9,21 @@ You learn the pattern behind Triton reductions: keep acc, a 2-D accumulator shap
 A worked example: x of shape (5, 6), stored row after row, so x[i, j] lies i * 6 + j elements
 after x[0, 0]: its strides (elements from one row, or column, to the next) are (6, 1). A kernel
 runs as many copies, called programs, as its grid asks for; here one per BLOCK_N = 4 columns,
-cdiv(6, 4) = 2 programs. Program 1 owns columns 4 to 7; a step loads BLOCK_M = 2 rows of them, a
-2 x 4 tile, and adds it into acc, a 2 x 4 accumulator. Its first step reads the offsets
+cdiv(6, 4) = 2 programs. Program 1 owns columns 4 to 7; each pass of its loop loads BLOCK_M = 2 rows
+of them, a 2 x 4 tile, and adds it into acc, a 2 x 4 accumulator. Its first pass reads the offsets
 
     rows[:, None] * stride_m + cols[None, :] * stride_n
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] * 1 = [[ 4,  5,  6,  7],
                                                  [10, 11, 12, 13]]
 
 Columns 6 and 7 are not in x (offsets 6, 7 hold x[1, 0], x[1, 1]): the mask cols < N switches
-those loads off: [[4, 5, -, -], [10, 11, -, -]]. The second step reads rows 2 and 3, the third rows
+those loads off: [[4, 5, -, -], [10, 11, -, -]]. The second pass reads rows 2 and 3, the third rows
 4 and 5; row 5 is past M (past the end of x), and the mask rows < M switches it off. So acc[0]
 holds rows 0 + 2 + 4 and acc[1] rows 1 + 3; tl.sum(acc, axis=0) adds them into out[4] and out[5].
 
 Why a 2-D acc: a program runs on many GPU threads, each holding some elements of the tile. A 1-D
-acc would need `acc += tl.sum(tile, axis=0)` every step, and tl.sum makes threads swap values. A
-2-D acc, the tile's shape, makes a step an elementwise add: threads swap only once, at the end.
+acc would need `acc += tl.sum(tile, axis=0)` every pass, and tl.sum makes threads swap values. A
+2-D acc, the tile's shape, makes a pass an elementwise add: threads swap only once, at the end.
 """
 
 import argparse
@@ -51,7 +51,7 @@ DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float3
 def simple_column_sum_kernel(
     x_ptr, out_ptr,  # pointers to x[0, 0] (x: (M, N), any strides) and out[0] (contiguous)
     M, N, stride_m, stride_n,  # sizes; elements from x[i, j] to x[i + 1, j], and to x[i, j + 1]
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # rows per step, columns per program
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # rows per pass, columns per program
 ):  # fmt: skip
     # tl.constexpr: a compile-time constant. A Python `if` on a constexpr or a dtype (like the next
     # line's) is made once, at compile time; a `for` up to a runtime bound like M runs on the GPU.
@@ -59,7 +59,7 @@ def simple_column_sum_kernel(
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
     # tl.arange(0, BLOCK_N) is a block, a small tensor inside the program: 0, 1, ..., BLOCK_N - 1.
     # Arithmetic on blocks is elementwise and broadcasts as in torch. A block's shape is a power of
-    # two fixed at compile time, hence the constexpr. tl.program_id(0): which program this is.
+    # two fixed at compile time, hence the constexpr. tl.program_id(0): its index on grid axis 0.
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     col_offsets = cols.to(tl.int64) * stride_n  # int64: i * stride_m, j * stride_n can pass 2^31
@@ -141,7 +141,7 @@ def plan_splits(M, N, device=common.DEVICE):
     wanted = PROGRAMS_PER_SM * sms  # on the CPU 4, so that the tests split small matrices
     column_blocks = triton.cdiv(max(N, 1), 128)  # BLOCK_N is not chosen yet: 128, a middle width
     too_short = M <= ROW_ALIGN  # no more than one tile of rows
-    enough_programs = 2 * column_blocks >= wanted  # column blocks alone give half of `wanted`
+    enough_programs = 2 * column_blocks >= wanted  # column blocks alone give >= half of `wanted`
     if too_short or enough_programs:
         # One chunk of all M rows. rows_per_split is in the autotuner's key, so round it up to a
         # power of two: then an M of 1000 and one of 1001 share one tuning.
@@ -158,7 +158,7 @@ def plan_splits(M, N, device=common.DEVICE):
 # STAGES - 1 tiles before it adds the current one, so that memory is always busy. Triton does
 # this by itself only in loops that feed tl.dot; tl.range(..., num_stages=STAGES) asks for it.
 #
-# ## The three changes together: column_sum_kernel
+# ## The three changes together: the autotuner's settings, then column_sum_kernel
 def prune_configs(configs, named_args, **kwargs):
     """Drops tiles wider than N or taller than a chunk (they load only padding); if none is left,
     keeps the smallest."""
@@ -198,7 +198,7 @@ def column_sum_kernel(
     for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):  # (3)
         rows = i0 + tl.arange(0, BLOCK_M)
         offsets = rows.to(tl.int64)[:, None] * stride_m + col_offsets[None, :]
-        mask = (rows < row_stop)[:, None] & col_mask[None, :]
+        mask = (rows < row_stop)[:, None] & col_mask[None, :]  # (2) stop at the chunk's end
         acc += tl.load(x_ptr + offsets, mask=mask, other=0.0).to(acc_dtype)
     sums = tl.sum(acc, axis=0)  # (2) into row `chunk` of out: the partial sums, or out itself
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)

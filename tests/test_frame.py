@@ -247,7 +247,8 @@ def test_layouts_table_runs_every_layout_and_summarizes(monkeypatch):
         return 1.0
 
     monkeypatch.setattr(layouts, "gpu_ms", one_ms)
-    rows = layouts.measure(models=[(16, 32, 24)], dtypes=[("bfloat16", None), ("float32", "high")])
+    shapes = layouts.products(16, 32, 24)
+    rows = layouts.measure(shapes, dtypes=[("bfloat16", None), ("float32", "high")])
     assert len(rows) == 2 * 4 * 4  # dtypes x product shapes x layouts
     assert {(row["case"], row["layout"]) for row in rows if row["dtype"] == "float32 high"} == {
         (case, layout) for case in ("24x32x16", "24x16x32", "16x32x24", "32x16x24")

@@ -63,15 +63,14 @@ def main(argv=None):
         plot(rows, name, out / f"{name}.png")
         print(f"wrote {out / name}.csv and .png")
     if not args.only or "layouts" in args.only:
-        rows = layouts.measure()
-        print(
-            "\n## layouts: 02's matmul on an MLP block's products (GPU ms; x torch: torch / ours)"
-        )
-        common.print_table(rows, list(rows[0]))
-        print()
-        common.print_table(layouts.summary(rows), list(layouts.summary(rows)[0]))
-        write_csv(rows, out / "layouts.csv")
-        print(f"wrote {out / 'layouts.csv'}")
+        for name, shapes in (("layouts", None), ("layouts_odd", layouts.ODD_SHAPES)):
+            rows = layouts.measure(shapes)
+            print(f"\n## {name}: 02's matmul in four layouts (GPU ms; x torch: torch / ours)")
+            common.print_table(rows, list(rows[0]))
+            print()
+            common.print_table(layouts.summary(rows), list(layouts.summary(rows)[0]))
+            write_csv(rows, out / f"{name}.csv")
+            print(f"wrote {out / name}.csv")
     if not args.only or "train" in args.only:
         rows = train_step.measure()
         print("\n## train: ms per step, ours (02's matmul, 04's weighted_sum) and PyTorch's ops")

@@ -1,7 +1,8 @@
 """`make bench`'s layouts table: lesson 02's `matmul` on the matrix products of a transformer's
 MLP block (x @ w1, h @ w2 and the weight gradients x^T @ dh, h^T @ dy), with A and B each
 row-major (N) or a transposed view (T), as weight storage and autograd hand them over; GPU time
-against `torch.matmul` at the same float32 precision."""
+against `torch.matmul` at the same float32 precision. ODD_SHAPES, the odd and skinny shapes of 02's
+own sweep, get a table of their own."""
 
 import math
 
@@ -14,6 +15,7 @@ from tools import REPO_ROOT, load_example
 MODELS = [(768, 3072, 8192), (1024, 4096, 2048), (2048, 8192, 16384), (4096, 16384, 4096)]
 LAYOUTS = {"NN": (False, False), "NT": (False, True), "TN": (True, False), "TT": (True, True)}
 DTYPES = [("bfloat16", None), ("float16", None), ("float32", "high"), ("float32", "highest")]
+ODD_SHAPES = [(1000, 1001, 999), (128, 4096, 4096), (16, 8192, 8192)]  # (M, N, K)
 
 
 def products(d, hidden, tokens):  # (M, N, K) of the block's four distinct product shapes
@@ -24,8 +26,10 @@ def gpu_ms(fn):  # as the lessons' GPU time: do_bench's median of a CUDA-graph r
     return triton.testing.do_bench(common.capture_graph(fn).replay, return_mode="median")
 
 
-def measure(models=MODELS, dtypes=DTYPES):
-    """A row per product, dtype and layout: both times, torch's over ours, the kernel picked."""
+def measure(shapes=None, dtypes=DTYPES):
+    """A row per product (M, N, K) in `shapes`, dtype and layout: both times, torch's over ours,
+    the kernel picked. shapes: the four MLP blocks' products unless given."""
+    shapes = shapes or [shape for model in MODELS for shape in products(*model)]
     lesson = load_example(REPO_ROOT / "02_matmul_tiled" / "main.py")
     rows = []
     if not common.INTERPRETED:  # a second of matmuls brings the GPU to its sustained clock
@@ -34,7 +38,7 @@ def measure(models=MODELS, dtypes=DTYPES):
     for dtype_name, precision in dtypes:
         dtype, label = getattr(torch, dtype_name), f"{dtype_name} {precision or ''}".strip()
         with lesson.float32_matmul_precision(precision):
-            for m, n, k in dict.fromkeys(shape for model in models for shape in products(*model)):
+            for m, n, k in dict.fromkeys(shapes):
                 for layout, (transpose_a, transpose_b) in LAYOUTS.items():
                     a = lesson.random_matrix(m, k, dtype, transpose_a)
                     b = lesson.random_matrix(k, n, dtype, transpose_b)

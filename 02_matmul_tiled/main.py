@@ -182,8 +182,8 @@ def prune(configs, named_args, **kwargs):
 # (3) grouped_tile replaces the row-major line.
 @triton.autotune(
     configs=CONFIGS,
-    # What picks the tile: the sizes, the precision, and whether A and B are transposed (a stride
-    # of 1 or not). Triton adds the dtypes.
+    # What picks the tile: the sizes, the precision, and the layout (stride_ak and stride_bn are 1
+    # for row-major A and B, larger for a .T view or a slice). Triton adds the dtypes.
     key=["M", "N", "K", "stride_ak", "stride_bn", "INPUT_PRECISION"],
     prune_configs_by={"early_config_prune": prune},
     do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
@@ -385,10 +385,10 @@ def launch_persistent(a, b, c):
 
 
 def persistent_problem(a, b, c):
-    """Why descriptors cannot take c = a @ b, or None (under TF32 A and B are copied if need be)."""
-    tf32 = input_precision(a.dtype) == "tf32"
+    """Why descriptors cannot take c = a @ b, or None: C row-major, A and B may be .T views."""
+    tf32 = input_precision(a.dtype) == "tf32"  # (TF32 copies A and B where they are not K-major)
     for name, t in ([] if tf32 else [("a", a), ("b", b)]) + [("the output", c)]:
-        if reason := common.descriptor_problem(t.T if transposed(t) else t):
+        if reason := common.descriptor_problem(t.T if transposed(t) and t is not c else t):
             where = f"{name} {tuple(t.shape)} strides {t.stride()}"
             return f"matmul_persistent: a tensor descriptor cannot describe {where}: {reason}"
 
@@ -406,7 +406,7 @@ def pick(a, b, c):
 def launch_best(a, b, c):
     if pick(a, b, c) == "persistent":
         launch_persistent(a, b, c)
-    else:  # exact float32 read a transposed B 3 times slower than a copy (results/NOTES.md 60)
+    else:  # exact float32 read a transposed B 2 to 3 times slower than a copy (NOTES 60, 63)
         exact = a.dtype == torch.float32 and input_precision(a.dtype) == "ieee"
         launch_pointer(a, rows_contiguous(b) if exact and transposed(b) else b, c)
 

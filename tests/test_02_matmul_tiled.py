@@ -267,6 +267,19 @@ def test_persistent_tf32_copies_what_is_not_k_major(transpose_a, transpose_b, k)
         assert_matches(ex.VARIANTS["persistent"], a, b, what)
 
 
+def test_column_major_out_is_written_where_it_lies():
+    # An out= that is a transposed view: the descriptor writes C row by row, so the persistent
+    # variant refuses it and matmul runs the pointer kernel, which writes through any strides.
+    a = torch.randn(BIG, 32, device=common.DEVICE, dtype=torch.float16)
+    b = torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16)
+    out = torch.full((BIG, BIG), float("nan"), device=common.DEVICE, dtype=torch.float16).T
+    with pytest.raises(ValueError, match=r"the output \(256, 256\) strides \(1, 256\)"):
+        ex.VARIANTS["persistent"](a, b, out=out)
+    assert ex.matmul(a, b, out=out) is out
+    expected, magnitude = a.double() @ b.double(), a.double().abs() @ b.double().abs()
+    common.assert_close(out, expected, magnitude, 32, "matmul into a column-major out")
+
+
 def test_persistent_refuses_what_it_cannot_describe():
     a = torch.randn(32, 16, device=common.DEVICE, dtype=torch.float16)
     b = torch.randn(16, 64, device=common.DEVICE, dtype=torch.float16)[:, ::2]

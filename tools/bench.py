@@ -1,5 +1,7 @@
 """`make bench`: every lesson's benchmark(**case) over its SWEEP on the GPU, printed as a table
-and written to results/<lesson>.csv and .png (the plot draws the copy ceiling for GB/s)."""
+and written to results/<lesson>.csv and .png (the plot draws the copy ceiling for GB/s); then
+lesson 02's matmul in four layouts on model and odd shapes (layouts.py) and a training step
+against PyTorch's ops (train_step.py), written to results/layouts*.csv and train_step.csv."""
 
 import argparse
 import csv
@@ -68,7 +70,8 @@ def main(argv=None):
             print(f"\n## {name}: 02's matmul in four layouts (GPU ms; x torch: torch / ours)")
             common.print_table(rows, list(rows[0]))
             print()
-            common.print_table(layouts.summary(rows), list(layouts.summary(rows)[0]))
+            summary = layouts.summary(rows)
+            common.print_table(summary, list(summary[0]))
             write_csv(rows, out / f"{name}.csv")
             print(f"wrote {out / name}.csv")
     if not args.only or "train" in args.only:

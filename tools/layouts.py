@@ -18,7 +18,7 @@ DTYPES = [("bfloat16", None), ("float16", None), ("float32", "high"), ("float32"
 ODD_SHAPES = [(1000, 1001, 999), (128, 4096, 4096), (16, 8192, 8192)]  # (M, N, K)
 
 
-def products(d, hidden, tokens):  # (M, N, K) of the block's four distinct product shapes
+def products(d, hidden, tokens):  # (M, N, K) of the block's four product shapes (may repeat)
     return [(tokens, hidden, d), (tokens, d, hidden), (d, hidden, tokens), (hidden, d, tokens)]
 
 

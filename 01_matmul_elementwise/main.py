@@ -7,7 +7,7 @@ size fixed at compile time: scalar_kernel works on single numbers, vector_k_kern
 and why this plan is far slower than torch.matmul. If you know CUDA: a program plays the part
 of a CUDA thread block, yet in Triton the word "block" always means the small tensor. You write
 what the whole program does, on single numbers or on blocks, and Triton spreads a block's
-elements over the program's threads (num_warps groups of 32). You never index a thread.
+elements over the program's threads (num_warps warps, each 32 threads). You never index a thread.
 
 The maths: C = A @ B for A (M, K) and B (K, N) is C[i, j] = sum over k of A[i, k] * B[k, j].
 No element needs another, so we launch M * N programs; program p computes C[p // N, p % N]. A
@@ -29,7 +29,7 @@ and stride_bk = 2 per step; it stores a3*b1 + a4*b3 + a5*b5 at c_ptr + 1*2 + 1*1
     k = 1:  a_ptr + 1*3 + 1*1 = a_ptr + 4 (a4)    b_ptr + 1*2 + 1*1 = b_ptr + 3 (b3)
     k = 2:  a_ptr + 1*3 + 2*1 = a_ptr + 5 (a5)    b_ptr + 2*2 + 1*1 = b_ptr + 5 (b5)
 
-A transposed view, such as nn.Linear's W.T, only has other strides: for W 2x3 stored w0 ... w5,
+A transposed view, such as nn.Linear's W.T, differs only in its strides: for W 2x3 stored w0 ... w5,
 B = W.T has strides (1, 3), so program 3 loads B[k, 1] from b_ptr + k*1 + 1*3, that is w3 w4 w5.
 The same kernel, nothing copied.
 
@@ -65,7 +65,7 @@ DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float3
 @triton.jit
 def scalar_kernel(
     a_ptr, b_ptr, c_ptr,  # addresses of A[0, 0], B[0, 0] and C[0, 0]
-    N, K,  # N: columns of C, to turn a program number into (row, column); K: length of a dot
+    N, K,  # N: columns of C, to turn a program number into (row, column); K: dot-product length
     stride_am, stride_ak,  # elements from A[i, k] to A[i + 1, k], and from A[i, k] to A[i, k + 1]
     stride_bk, stride_bn,  # the same for B
     stride_cm, stride_cn,  # and for C
@@ -105,7 +105,7 @@ def random_operand(rows, cols, dtype, transposed=False):  # transposed: the .T o
 
 
 def check(variants, m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False):
-    """Each of variants (name -> function) vs float64, into an out= of NaN: unwritten ones fail."""
+    """Check each variant (name -> function) against float64; out= starts as NaN, so gaps fail."""
     a = random_operand(m, k, dtype, transpose_a)
     b = random_operand(k, n, dtype, transpose_b)
     expected = reference(a.double(), b.double())
@@ -133,7 +133,7 @@ def vector_k_kernel(
     pid = tl.program_id(0).to(tl.int64)  # as in scalar_kernel
     row, col = pid // N, pid % N
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
-    offs_k = tl.arange(0, BLOCK_K).to(tl.int64)  # int64: a transposed A: stride_ak = M, k*M > 2^31
+    offs_k = tl.arange(0, BLOCK_K).to(tl.int64)  # int64: k * stride_ak may pass 2^31 if A is .T
     acc = tl.zeros((BLOCK_K,), dtype=acc_dtype)  # BLOCK_K partial sums, added up once at the end
     for k0 in range(0, K, BLOCK_K):
         k = k0 + offs_k  # the BLOCK_K values of k this step covers

@@ -2,8 +2,8 @@
 
 You learn how a program computes a whole tile of C with tl.dot (a product of two small matrices on
 the tensor cores, the GPU's matrix-multiply units), how to tune and order those programs, how to
-load tiles through tensor descriptors (what replaced lesson 03's block pointers) in a persistent
-kernel that reads A and B where they lie, and how kernels join autograd. For A (M, K), B (K, N):
+load tiles through tensor descriptors (Triton's current tile-loading API) in a persistent kernel
+that reads A and B as stored, .T views too, and how kernels join autograd. For A (M, K), B (K, N):
 
     C[i, j] = sum over k of A[i, k] * B[k, j]        dA = dC @ B^T,  dB = A^T @ dC
 
@@ -240,7 +240,7 @@ def launch_pointer(a, b, c):
 #
 # ## Transposed operands
 # Autograd hands matmul transposed views (dA = dC @ B^T, dB = A^T @ dC). A descriptor needs a last
-# stride of 1, and the view A = X.T has contiguous columns; but X is row-major. So the kernel
+# stride of 1; the view A = X.T has contiguous columns, while X itself is row-major. So the kernel
 # describes X = A^T and takes each loaded tile's .T (A_TRANSPOSED; B_TRANSPOSED for B), a view the
 # 16-bit tensor cores read in either order. TF32 tensor cores read float32 tiles only with K
 # contiguous (A row-major, B column-major); the compiler rearranges any other tile, 4 times slower
@@ -310,7 +310,7 @@ def persistent_tile(element_size, m, n, programs):
     return tile | dict(GROUP_M=8, EPILOGUE_SUBTILE=wide and element_size == 4)
 
 
-# No specializing on sizes or row strides (see above): each new value would compile anew.
+# No specializing on sizes or row strides (see above): each new fact about one would compile anew.
 @triton.jit(do_not_specialize=["M", "N", "K", "stride_a", "stride_b", "stride_cm"])
 def matmul_persistent_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,  # as in matmul_pointer_kernel
@@ -334,7 +334,7 @@ def matmul_persistent_kernel(
     C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # columns of each store
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     # The pipelined loop advances `tile` before this tile's store; a store reading `tile` would hold
-    # back the next tile's loads, so the store counts in store_tile (as Triton's tutorial does).
+    # back the next tile's loads, so the store counts in store_tile (as 09-persistent-matmul does).
     store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store: equal to tile
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
@@ -386,7 +386,7 @@ def launch_persistent(a, b, c):
 
 def persistent_problem(a, b, c):
     """Why descriptors cannot take c = a @ b, or None: C row-major, A and B may be .T views."""
-    tf32 = input_precision(a.dtype) == "tf32"  # (TF32 copies A and B where they are not K-major)
+    tf32 = input_precision(a.dtype) == "tf32"  # (TF32 copies A and B where K is not contiguous)
     for name, t in ([] if tf32 else [("a", a), ("b", b)]) + [("the output", c)]:
         if reason := common.descriptor_problem(t.T if transposed(t) and t is not c else t):
             where = f"{name} {tuple(t.shape)} strides {t.stride()}"
@@ -456,7 +456,7 @@ def validate(a, b, name="matmul"):  # (M, N, K), or a TypeError or ValueError na
 
 # ## Autograd: a torch.autograd.Function
 # For a loss L, dL/dA = dC @ B^T and dL/dB = A^T @ dC: the same product on transposed views, which
-# matmul reads where they lie (see "Transposed operands"). backward() calls matmul, so that with
+# matmul reads as stored (see "Transposed operands"). backward() calls matmul, so that with
 # create_graph=True (second derivatives) autograd records it too.
 class Matmul(torch.autograd.Function):
     @staticmethod

@@ -243,8 +243,8 @@ def launch_pointer(a, b, c):
 # stride of 1; the view A = X.T has contiguous columns, while X itself is row-major. So the kernel
 # describes X = A^T and takes each loaded tile's .T (A_TRANSPOSED; B_TRANSPOSED for B), a view the
 # 16-bit tensor cores read in either order. TF32 tensor cores read float32 tiles only with K
-# contiguous (A row-major, B column-major); the compiler rearranges any other tile, 4 times slower
-# than a copy of the operand by transpose_kernel (results/NOTES.md item 60).
+# contiguous (A row-major, B column-major); the compiler rearranges any other tile on every K step,
+# so one copy of the operand by transpose_kernel costs less (results/NOTES.md item 60).
 def transposed(t):  # whether t is a transposed view (columns contiguous, rows not): read t.T
     return t.stride(-1) != 1 and t.stride(0) == 1
 
@@ -406,7 +406,7 @@ def pick(a, b, c):
 def launch_best(a, b, c):
     if pick(a, b, c) == "persistent":
         launch_persistent(a, b, c)
-    else:  # exact float32 read a transposed B 2 to 3 times slower than a copy (NOTES 60, 63)
+    else:  # exact float32 reads a row-major B faster: a transposed one is copied (NOTES 60, 63)
         exact = a.dtype == torch.float32 and input_precision(a.dtype) == "ieee"
         launch_pointer(a, rows_contiguous(b) if exact and transposed(b) else b, c)
 

@@ -68,7 +68,7 @@ def batches(d, tokens, dtype, count=4, seed=0):  # (x, target) pairs, the same o
 def train(model, data, steps, mode=None):
     """(losses, ms per step) of `steps` AdamW steps on the batches in turn, after WARMUP more."""
     if mode:
-        torch._dynamo.reset()  # a fresh compile: dynamo keeps only a few per function
+        torch.compiler.reset()  # a fresh compile: dynamo keeps only a few per function
     forward = model if mode is None else torch.compile(model, mode=mode)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR, foreach=True)
 

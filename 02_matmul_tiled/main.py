@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 
 import torch
+from torch import Tensor
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 if ROOT not in sys.path:
@@ -41,6 +42,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32", "float64")}
+ACTIVATIONS = (None, "gelu_tanh")  # what the epilogue applies after the bias
 
 
 # ## The simplest tiled kernel: one program per C tile, tiles in row-major order
@@ -100,14 +102,15 @@ def reference(a, b):  # what matmul computes, in PyTorch
 
 
 def check(m, n, k, dtype=torch.float32, precision=None, transpose_a=False, transpose_b=False):
-    """Runs each variant (VARIANTS, near the end) that takes this layout, and matmul, into an out=
-    of NaN; compares with float64. precision: torch's float32 matmul precision, None: as set."""
+    """Runs each variant (VARIANTS) that takes this layout, and matmul, into an out= of NaN, against
+    float64. precision: torch's float32 matmul precision, None: as set."""
     with float32_matmul_precision(precision):
         a, b = random_matrix(m, k, dtype, transpose_a), random_matrix(k, n, dtype, transpose_b)
         expected = reference(a.double(), b.double())
         magnitude = reference(a.double().abs(), b.double().abs())  # scales the rounding allowed
         roundoff = 2.0**-9 if input_precision(dtype) == "tf32" else 0.0  # TF32: 10-bit mantissas
-        names = [name for name in VARIANTS if name not in refusals(a, b)] + ["matmul"]
+        refused = persistent_problem(a, b, a.new_empty((m, n)))  # descriptors cannot take it
+        names = [name for name in VARIANTS if not (name == "persistent" and refused)] + ["matmul"]
         for name in names:
             out = torch.full((m, n), float("nan"), dtype=dtype, device=common.DEVICE)
             (matmul if name == "matmul" else VARIANTS[name])(a, b, out=out)
@@ -116,13 +119,64 @@ def check(m, n, k, dtype=torch.float32, precision=None, transpose_a=False, trans
     return names
 
 
-# ## Grouped program order
+# ## Autotuning the tile
+# matmul_simple fixed the tile at 64 x 64 x 32, but the best tile depends on the sizes and dtype:
+# a large C wants 128 x 256 tiles (fewer loads per multiply-add), a small C smaller ones, so that
+# every SM (streaming multiprocessor: 132 on an H100) gets a program. A triton.Config holds a tile,
+# num_stages (K steps loaded ahead into shared memory, the SM's small fast memory, while the tensor
+# cores multiply) and num_warps (the program's threads, in warps of 32).
+TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps
+    (128, 256, 64, 3, 8), (256, 128, 64, 3, 8), (128, 256, 32, 4, 8), (256, 128, 32, 3, 8),
+    (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 256, 32, 4, 4),
+    (64, 64, 32, 3, 4), (64, 64, 128, 4, 4), (16, 64, 256, 3, 4),  # 16 rows: for a small M
+]  # fmt: skip
+if common.INTERPRETED:
+    TILES = [(64, 64, 32, 1, 4)]  # the interpreter cannot time configs: it gets one
+CONFIGS = [
+    triton.Config(dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk), num_stages=s, num_warps=w)
+    for bm, bn, bk, s, w in TILES
+]
+
+
+# triton.autotune wraps a kernel: on the first call with new values of the `key` arguments it times
+# each config (do_bench: 20 ms after 5 of warm-up, not Triton's 100 and 25) and keeps the fastest;
+# cache_results=True keeps that choice on disk. Here it wraps simple_matmul_kernel itself.
+matmul_pointer_kernel = triton.autotune(
+    configs=CONFIGS,
+    # What picks the tile: the sizes, the precision, and the layout (stride_ak and stride_bn are 1
+    # for row-major A and B, larger for a .T view or a slice). Triton adds the dtypes.
+    key=["M", "N", "K", "stride_ak", "stride_bn", "INPUT_PRECISION"],
+    do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
+    cache_results=True,
+)(simple_matmul_kernel)
+
+
+# The grid depends on the tile the autotuner picks, so it is a function of the config's values.
+def tile_grid(m, n):
+    return lambda config: (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
+
+
+def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
+    (m, k), n = a.shape, b.shape[1]
+    matmul_pointer_kernel[tile_grid(m, n)](
+        a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(),
+        INPUT_PRECISION=input_precision(a.dtype),
+    )  # fmt: skip
+    # The epilogue, unfused (see "A fused epilogue"): C is small or the product slow on this path.
+    if bias is not None:
+        c += bias
+    if pre is not None:
+        pre.copy_(c)
+    if activation:
+        c.copy_(torch.nn.functional.gelu(c, approximate="tanh"))
+
+
+# ## Grouped program order (the persistent kernel below walks its tiles in it)
 # The GPU starts programs roughly in the order of their ids, a wave at a time (as many as fit on
-# the GPU's SMs, its streaming multiprocessors: 132 on an H100 or H200), and a tile that a wave
-# reads twice comes from the L2 cache the second time. In row-major order a wave computes a few
-# whole rows of C tiles: few row strips of A but all of B. Grouped order walks GROUP_M tile rows
-# down before it moves a column right, so a wave covers a squarer patch of C. Below, a wave of 4
-# programs reads 1 strip of A and 4 of B in row-major order, 2 and 2 grouped:
+# its SMs), and a tile that a wave reads twice comes from the L2 cache the second time. A wave in
+# row-major order computes whole rows of C tiles: few row strips of A but all of B. Grouped order
+# walks GROUP_M tile rows down, then right, so a wave covers a squarer patch of C. Below, a wave
+# of 4 programs reads 1 strip of A and 4 of B in row-major order, 2 and 2 grouped:
 #
 #     row-major:   0  1  2  3         grouped, GROUP_M = 2:   0  2  4  6
 #                  4  5  6  7                                 1  3  5  7
@@ -138,113 +192,45 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
     return first_row + in_group % rows_in_group, in_group // rows_in_group  # pid 5: row 1, col 2
 
 
-# ## Autotuning the tile
-# matmul_simple fixed the tile at 64 x 64 x 32, but the best tile depends on the sizes and dtype:
-# a large C wants 128 x 256 tiles (fewer loads per multiply-add), a small C smaller tiles, so that
-# every SM gets a program. A triton.Config holds a tile and two launch options. num_stages: how
-# many K steps of tiles are loaded ahead while the tensor cores multiply; they wait in shared
-# memory, the SM's small fast memory. num_warps: the program's threads, in warps of 32 that run in
-# step. BLOCK_K 32: 128-byte K steps in float32; BLOCK_M 16 serves a C of at most 16 rows.
-TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps
-    (128, 256, 64, 8, 3, 8), (128, 256, 64, 4, 3, 8), (256, 128, 64, 8, 3, 8),
-    (128, 256, 32, 8, 4, 8), (256, 128, 32, 8, 3, 8), (128, 128, 64, 8, 4, 4),
-    (128, 128, 32, 8, 4, 4), (128, 64, 32, 8, 4, 4), (64, 256, 32, 8, 4, 4),
-    (64, 64, 32, 8, 3, 4), (64, 64, 128, 1, 4, 4), (16, 64, 256, 1, 3, 4),
-]  # fmt: skip
-if common.INTERPRETED:
-    TILES = [(64, 64, 32, 4, 1, 4)]  # the interpreter cannot time configs: it gets one
-CONFIGS = [
-    triton.Config(dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=g), num_stages=s, num_warps=w)
-    for bm, bn, bk, g, s, w in TILES
-]
+# ## A fused epilogue: bias and GELU before the store
+# The epilogue is the code after the K loop, which writes C. cuBLAS cannot run your code there, so
+# PyTorch computes gelu(x @ w + bias) as a matmul that writes P = x @ w + bias, then a kernel that
+# reads P back and writes GELU(P). The persistent kernel below adds the bias and applies GELU to
+# the float32 tile in registers, and writes C once. GELU(P) = P * Φ(P), Φ(P) the share of a
+# standard normal below P: (1 + erf(P / √2)) / 2, or as GPT-2 and this kernel compute it, sigmoid(
+# 1.5958 * (P + 0.044715 * P^3)); erf's dozens of instructions an element kept the tensor cores
+# waiting 54 us over a 66 us product, this form 18. The backward needs P (dP = dC * GELU'(P)), so
+# the kernel also stores P when gradients are wanted: one more write of C, where recomputing P would
+# cost a whole matmul (results/NOTES.md item 64).
+@triton.jit
+def add_bias(acc, bias_ptr, cols, N):  # acc + bias[cols] on every row; no bias: acc
+    if bias_ptr is not None:  # None is known when Triton compiles: the `if` costs nothing
+        acc += tl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(acc.dtype)[None, :]
+    return acc
 
 
-def prune(configs, named_args, **kwargs):
-    """The tiles worth timing for this C: BLOCK_N at most N and BLOCK_M at most M (both rounded up
-    to a power of two, at least 64); 16-row tiles only for M <= 16."""
-    m, n = triton.next_power_of_2(named_args["M"]), triton.next_power_of_2(named_args["N"])
-    fit = [
-        c for c in configs
-        if min(64, m) <= c.kwargs["BLOCK_M"] <= max(64, m) and c.kwargs["BLOCK_N"] <= max(64, n)
-    ]  # fmt: skip
-    return fit or configs
-
-
-# matmul_pointer_kernel is simple_matmul_kernel with three changes:
-# (1) @triton.autotune: on the first call with new values of the `key` arguments it runs each
-#     config and keeps the fastest for later calls with those values. The other settings make
-#     that cheap: prune() drops the tiles that do not fit C before any is timed; do_bench times
-#     each for 20 ms after 5 ms of warm-up (Triton's defaults: 100 and 25); cache_results=True
-#     keeps each choice on disk, for the next run of the script.
-# (2) do_not_specialize=["M"]: Triton compiles a separate version of a kernel for facts it sees in
-#     its integer arguments, such as "divisible by 16" (it "specializes"). M only masks rows, so
-#     one version serves every M, and a new M costs timing but no compiling.
-# (3) grouped_tile replaces the row-major line.
-@triton.autotune(
-    configs=CONFIGS,
-    # What picks the tile: the sizes, the precision, and the layout (stride_ak and stride_bn are 1
-    # for row-major A and B, larger for a .T view or a slice). Triton adds the dtypes.
-    key=["M", "N", "K", "stride_ak", "stride_bn", "INPUT_PRECISION"],
-    prune_configs_by={"early_config_prune": prune},
-    do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
-    cache_results=True,
-)
-@triton.jit(do_not_specialize=["M"])
-def matmul_pointer_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K,  # as in simple_matmul_kernel
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    INPUT_PRECISION: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,  # tile rows per group
-):  # fmt: skip
-    acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
-    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)  # (3)
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    ks = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + rows.to(tl.int64)[:, None] * stride_am + ks.to(tl.int64)[None, :] * stride_ak
-    b_ptrs = b_ptr + ks.to(tl.int64)[:, None] * stride_bk + cols.to(tl.int64)[None, :] * stride_bn
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
-    for k in range(0, K, BLOCK_K):
-        a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
-        b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
-        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak
-        b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
-    c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * stride_cm + cols.to(tl.int64)[None, :] * stride_cn
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
-
-
-# The number of programs depends on the tile, which the autotuner picks, so the grid is a function:
-# Triton calls it with the config's values (a dict) before it launches: one program per C tile.
-def tile_grid(m, n):
-    return lambda config: (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
-
-
-def launch_pointer(a, b, c):
-    (m, k), n = a.shape, b.shape[1]
-    matmul_pointer_kernel[tile_grid(m, n)](
-        a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(),
-        INPUT_PRECISION=input_precision(a.dtype),
-    )  # fmt: skip
+@triton.jit
+def activate(acc, ACTIVATION: tl.constexpr):  # one of ACTIVATIONS
+    if ACTIVATION == "gelu_tanh":  # 1.5958: 2 * sqrt(2 / pi)
+        acc = acc * tl.sigmoid(1.5957691216057308 * (acc + 0.044715 * acc * acc * acc))
+    return acc
 
 
 # ## Tensor descriptors (this and the next 3 sections match cuBLAS's speed: skip on a first read)
 # The pointer kernel builds a tile of addresses and masks on every K step. A tensor descriptor,
 # tl.make_tensor_descriptor(base, shape, strides, block shape), describes the whole matrix once;
-# desc.load([row, col]) then reads the block-shaped tile whose first element is there. Reads past
-# the shape give 0 and writes there are dropped: no masks. On Hopper GPUs (H100, H200) a load is
-# one TMA copy: the Tensor Memory Accelerator moves the tile into shared memory while the threads
-# compute. The rules: base 16-byte aligned, last stride 1, other strides multiples of 16 bytes.
-# Break them and an H200 returned wrong numbers with no error, so persistent_problem checks them.
+# desc.load([row, col]) reads the block-shaped tile that starts there, with 0 past the shape (and
+# stores there dropped): no masks. On an H100 a load is one TMA copy (the Tensor Memory Accelerator
+# moves the tile into shared memory while the threads compute). The rules: base 16-byte aligned,
+# last stride 1, other strides multiples of 16 bytes; broken, an H200 returned wrong numbers with
+# no error, so persistent_problem checks them.
 #
 # ## Transposed operands
 # Autograd hands matmul transposed views (dA = dC @ B^T, dB = A^T @ dC). A descriptor needs a last
-# stride of 1; the view A = X.T has contiguous columns, while X itself is row-major. So the kernel
-# describes X = A^T and takes each loaded tile's .T (A_TRANSPOSED; B_TRANSPOSED for B), a view the
-# 16-bit tensor cores read in either order. TF32 tensor cores read float32 tiles only with K
-# contiguous (A row-major, B column-major); the compiler rearranges any other tile on every K step,
-# so one copy of the operand by transpose_kernel costs less (results/NOTES.md item 60).
+# stride of 1, which the view A = X.T lacks and X has, so the kernel describes X = A^T and takes
+# each loaded tile's .T (A_TRANSPOSED; B_TRANSPOSED for B): 16-bit tensor cores read either order.
+# TF32 ones read float32 tiles only with K contiguous (A row-major, B column-major), and one copy
+# by transpose_kernel costs less than rearranging each tile (results/NOTES.md item 60).
 def transposed(t):  # whether t is a transposed view (columns contiguous, rows not): read t.T
     return t.stride(-1) != 1 and t.stride(0) == 1
 
@@ -266,8 +252,8 @@ def transpose_kernel(
 
 
 def persistent_operands(a, b):
-    """(the matrix read for A, A_TRANSPOSED, the one for B, B_TRANSPOSED): each operand read where
-    it lies, as t or t.T; under TF32, A and B^T, copied where their rows are not contiguous."""
+    """(matrix read for A, A_TRANSPOSED, for B, B_TRANSPOSED): t or t.T, read where it lies; under
+    TF32, A and B^T, copied where their rows are not contiguous."""
     if input_precision(a.dtype) == "tf32":
         return rows_contiguous(a), False, rows_contiguous(b.T), True
     a_t, b_t = transposed(a), transposed(b)
@@ -287,21 +273,17 @@ def rows_contiguous(t, block=64):
 
 
 # ## A persistent kernel
-# With one program per C tile, an SM idles between programs: while a finished tile is stored, and
-# until the next program's first loads arrive. A persistent kernel launches one program per SM;
-# program p loops over tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in grouped order. flatten=True
-# in tl.range makes the tile and K loops one loop to the compiler, so the next tile's first loads
-# start while this tile's last products run. No autotuning: persistent_tile picks the tile.
-def wave_fill(m, n, block_n, programs):  # busy share of the program slots over all waves
-    tiles = triton.cdiv(m, 128) * triton.cdiv(n, block_n)
-    return tiles / (triton.cdiv(tiles, programs) * programs)
-
-
+# With one program per C tile, an SM idles between programs: while a tile is stored, and until the
+# next program's first loads arrive. A persistent kernel launches one program per SM; program p
+# walks tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in grouped order, as one loop with the K loop
+# (flatten=True), so the next tile's first loads start while this tile's last products run.
 @functools.cache  # triton.cdiv costs host time (results/NOTES.md item 59): each shape once
 def persistent_tile(element_size, m, n, programs):
     """Tile and launch options: 128 x 256 (more work per load) unless 128 x 128 tiles
     fill the programs' turns over 10% better; K steps of 128 bytes; 64 x 64 in float64."""
-    wide = 1.1 * wave_fill(m, n, 256, programs) >= wave_fill(m, n, 128, programs)
+    tiles = {block_n: triton.cdiv(m, 128) * triton.cdiv(n, block_n) for block_n in (128, 256)}
+    fill = {bn: t / (triton.cdiv(t, programs) * programs) for bn, t in tiles.items()}  # busy share
+    wide = 1.1 * fill[256] >= fill[128]
     if element_size == 8:
         tile = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_stages=3, num_warps=4)
     else:
@@ -310,19 +292,35 @@ def persistent_tile(element_size, m, n, programs):
     return tile | dict(GROUP_M=8, EPILOGUE_SUBTILE=wide and element_size == 4)
 
 
-# No specializing on sizes or row strides (see above): each new fact about one would compile anew.
+@triton.jit
+def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
+    """Stores tile at [row, col], whole or in two halves of its columns: the store stages it in
+    shared memory, where a 128 x 256 float32 tile fits only in halves. (A Triton tensor cannot be
+    sliced: view the columns as (2, half), move the 2 last, tl.split.)"""
+    if HALVES:
+        rows: tl.constexpr = tile.shape[0]
+        half: tl.constexpr = tile.shape[1] // 2
+        left, right = tl.split(tl.permute(tl.reshape(tile, (rows, 2, half)), (0, 2, 1)))
+        desc.store([row, col], left.to(desc.dtype))
+        desc.store([row, col + half], right.to(desc.dtype))
+    else:
+        desc.store([row, col], tile.to(desc.dtype))
+
+
+# Triton compiles a version of a kernel for facts it sees in integer arguments, such as "divisible
+# by 16" (it "specializes"). Not here: each new fact about a size would compile a new version.
 @triton.jit(do_not_specialize=["M", "N", "K", "stride_a", "stride_b", "stride_cm"])
 def matmul_persistent_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K,  # as in matmul_pointer_kernel
+    a_ptr, b_ptr, c_ptr, M, N, K, bias_ptr, pre_ptr,  # as in matmul_pointer_kernel
     stride_a, stride_b, stride_cm,  # elements between rows of a_ptr's matrix, b_ptr's, and C
     PROGRAMS: tl.constexpr,  # programs, one per SM
     A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,  # a_ptr holds A^T; b_ptr holds B^T
-    INPUT_PRECISION: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, ACTIVATION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    EPILOGUE_SUBTILE: tl.constexpr,  # store C in two halves (see the end of the loop)
+    EPILOGUE_SUBTILE: tl.constexpr,  # store C in two halves (see store_c_tile)
 ):  # fmt: skip
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
-    # No pointers, no masks: three descriptors, each made once for the whole loop.
+    # No pointers, no masks: descriptors, each made once for the whole loop.
     if A_TRANSPOSED:
         a_desc = tl.make_tensor_descriptor(a_ptr, [K, M], [stride_a, 1], [BLOCK_K, BLOCK_M])
     else:
@@ -333,35 +331,26 @@ def matmul_persistent_kernel(
         b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
     C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # columns of each store
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
+    if pre_ptr is not None:  # P has C's strides
+        pre_desc = tl.make_tensor_descriptor(pre_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     # The pipelined loop advances `tile` before this tile's store; a store reading `tile` would hold
     # back the next tile's loads, so the store counts in store_tile (as 09-persistent-matmul does).
     store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store: equal to tile
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
-        for k in range(0, K, BLOCK_K):
-            if A_TRANSPOSED:
-                a = a_desc.load([k, pid_m * BLOCK_M]).T
-            else:
-                a = a_desc.load([pid_m * BLOCK_M, k])
-            if B_TRANSPOSED:
-                b = b_desc.load([pid_n * BLOCK_N, k]).T
-            else:
-                b = b_desc.load([k, pid_n * BLOCK_N])
+        row, col, acc = pid_m * BLOCK_M, pid_n * BLOCK_N, tl.zeros((BLOCK_M, BLOCK_N), acc_dtype)
+        for k in range(0, K, BLOCK_K):  # (an `if` on a constexpr is decided when compiling)
+            a = a_desc.load([k, row]).T if A_TRANSPOSED else a_desc.load([row, k])
+            b = b_desc.load([col, k]).T if B_TRANSPOSED else b_desc.load([k, col])
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
         store_tile += PROGRAMS
         pid_m, pid_n = grouped_tile(store_tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        # The epilogue (the code after the K loop, which writes C): the store stages the tile in
-        # shared memory, where a 128 x 256 float32 tile fits only in halves. So view its columns
-        # as (2, BLOCK_N // 2), move the 2 last, and tl.split (a Triton tensor cannot be sliced).
-        if EPILOGUE_SUBTILE:
-            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
-            left, right = tl.split(halves)
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_desc.dtype))
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + C_COLUMNS], right.to(c_desc.dtype))
-        else:
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+        row, col = pid_m * BLOCK_M, pid_n * BLOCK_N
+        acc = add_bias(acc, bias_ptr, col + tl.arange(0, BLOCK_N), N)
+        if pre_ptr is not None:
+            store_c_tile(pre_desc, acc, row, col, EPILOGUE_SUBTILE)
+        store_c_tile(c_desc, activate(acc, ACTIVATION), row, col, EPILOGUE_SUBTILE)
 
 
 @functools.cache
@@ -370,7 +359,7 @@ def sm_count(device):  # SMs of a CUDA device; 3 under the interpreter, to walk 
     return properties.multi_processor_count if properties else 3
 
 
-def launch_persistent(a, b, c):
+def launch_persistent(a, b, c, bias=None, pre=None, activation=None):
     if problem := persistent_problem(a, b, c):
         raise ValueError(problem)
     (m, k), n, precision = a.shape, b.shape[1], input_precision(a.dtype)
@@ -378,9 +367,9 @@ def launch_persistent(a, b, c):
     programs = sm_count(a.device)
     common.set_descriptor_allocator()  # a descriptor made in a kernel needs scratch memory
     matmul_persistent_kernel[(programs,)](
-        a_arg, b_arg, c, m, n, k, a_arg.stride(0), b_arg.stride(0), c.stride(0),
+        a_arg, b_arg, c, m, n, k, bias, pre, a_arg.stride(0), b_arg.stride(0), c.stride(0),
         PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t, INPUT_PRECISION=precision,
-        **persistent_tile(a.element_size(), m, n, programs),
+        ACTIVATION=activation, **persistent_tile(a.element_size(), m, n, programs),
     )  # fmt: skip
 
 
@@ -403,105 +392,118 @@ def pick(a, b, c):
     return "persistent" if fast_dot and many_rows and not persistent_problem(a, b, c) else "pointer"
 
 
-def launch_best(a, b, c):
+def launch_best(a, b, c, **epilogue):
     if pick(a, b, c) == "persistent":
-        launch_persistent(a, b, c)
+        launch_persistent(a, b, c, **epilogue)
     else:  # exact float32 reads a row-major B faster: a transposed one is copied (NOTES 60, 63)
         exact = a.dtype == torch.float32 and input_precision(a.dtype) == "ieee"
-        launch_pointer(a, rows_contiguous(b) if exact and transposed(b) else b, c)
+        launch_pointer(a, rows_contiguous(b) if exact and transposed(b) else b, c, **epilogue)
 
 
-def run(launch, a, b, out=None, name="matmul"):
-    """a @ b through launch(a, b, c), into out or a new C; the variants refuse gradients."""
-    m, n, k = validate(a, b, name)
-    if name != "matmul" and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+def run(launch, a, b, out=None, name="matmul", bias=None, activation=None, keep_pre=False):
+    """a @ b + bias, activated, through launch into out or a new C; keep_pre: (C, P or empty)."""
+    m, n, k = validate(a, b, name, bias, activation)
+    inputs = [t for t in (a, b, bias) if t is not None]
+    if name != "matmul" and torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
         raise ValueError(f"{name} records no gradients and an input requires grad: call matmul")
-    c = common.kernel_out(out, (m, n), a.dtype, a.device, (a, b))  # new if out overlaps a or b
+    c = common.kernel_out(out, (m, n), a.dtype, a.device, inputs)  # new if out overlaps an input
+    pre = torch.empty_like(c) if keep_pre and activation else None  # P, with C's strides
     if common.INTERPRETED and a.dtype == torch.bfloat16:  # the interpreter's tl.dot multiplies
         a, b = a.float(), b.float()  # bfloat16 as 16-bit integers: give it float32 to multiply
-    if k == 0:
-        c.zero_()  # sums of no products
-    elif c.numel():
-        launch(a, b, c)
-    return common.write_out(c, out)  # out, if given, with its version bumped
+    bias = None if bias is None else bias.contiguous()  # the kernels read bias_ptr + column
+    options = (
+        dict(bias=bias, pre=pre, activation=activation) if bias is not None or activation else {}
+    )
+    if c.numel():  # (K = 0: the pointer kernel stores sums of no products, with the epilogue)
+        (launch if k else launch_pointer)(a, b, c, **options)
+    c = common.write_out(c, out)  # out, if given, with its version bumped
+    return (c, c.new_empty(0) if pre is None else pre) if keep_pre else c
 
 
 LAUNCHES = {"simple": matmul_simple, "pointer": launch_pointer, "persistent": launch_persistent}
 VARIANTS = {name: functools.partial(run, f, name=f"matmul_{name}") for name, f in LAUNCHES.items()}
 
 
-def refusals(a, b):  # variant -> why it cannot take a @ b into a new C, at this float32 precision
-    why = persistent_problem(a, b, a.new_empty((a.shape[0], b.shape[1])))
-    return {"persistent": why} if why else {}
-
-
-def validate(a, b, name="matmul"):  # (M, N, K), or a TypeError or ValueError naming the problem
-    for arg, t in (("a", a), ("b", b)):
+def validate(a, b, name="matmul", bias=None, activation=None):
+    """(M, N, K), or a TypeError or ValueError naming the problem."""
+    inputs = {"a": a, "b": b} if bias is None else {"a": a, "b": b, "bias": bias}
+    for arg, t in inputs.items():
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name}: {arg} must be a torch.Tensor, got {type(t).__name__}")
         if t.dtype not in DTYPES.values():
             raise TypeError(f"{name}: {arg} has dtype {t.dtype}; supported: {', '.join(DTYPES)}")
-        if t.dim() != 2:
-            raise ValueError(f"{name}: {arg} must be 2-D, got shape {tuple(t.shape)}")
-    if a.dtype != b.dtype:
-        raise TypeError(f"{name}: a and b must have one dtype, got {a.dtype} and {b.dtype}")
-    if a.device != b.device or a.device.type != common.DEVICE.type:
-        where = f"a is on {a.device}, b is on {b.device}"
+        if t.dim() != (dims := 1 if arg == "bias" else 2):
+            raise ValueError(f"{name}: {arg} must be {dims}-D, got shape {tuple(t.shape)}")
+    if len({t.dtype for t in inputs.values()}) > 1:
+        dtypes = ", ".join(f"{arg} {t.dtype}" for arg, t in inputs.items())
+        raise TypeError(f"{name}: the inputs must have one dtype, got {dtypes}")
+    if len({t.device for t in inputs.values()}) > 1 or a.device.type != common.DEVICE.type:
+        where = ", ".join(f"{arg} is on {t.device}" for arg, t in inputs.items())
         raise ValueError(f"{name}: {where}; expected one {common.DEVICE.type}")
     if a.shape[1] != b.shape[0]:
         shapes = f"a {tuple(a.shape)} and b {tuple(b.shape)}"
         raise ValueError(f"{name}: {shapes} do not chain: {a.shape[1]} != {b.shape[0]}")
+    if bias is not None and bias.shape[0] != b.shape[1]:
+        raise ValueError(f"{name}: bias has shape {tuple(bias.shape)}, expected ({b.shape[1]},)")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"{name}: activation must be one of {ACTIVATIONS}, got {activation!r}")
     return a.shape[0], b.shape[1], a.shape[1]
 
 
 # ## Autograd: a torch.autograd.Function
 # For a loss L, dL/dA = dC @ B^T and dL/dB = A^T @ dC: the same product on transposed views, which
-# matmul reads as stored (see "Transposed operands"). backward() calls matmul, so that with
-# create_graph=True (second derivatives) autograd records it too.
+# matmul reads as stored. With the epilogue, C = GELU(P) for P = A @ B + bias: dP = dC * GELU'(P)
+# (PyTorch's gelu_backward) takes dC's place, and dbias sums dP's rows. backward() calls matmul, so
+# that with create_graph=True (second derivatives) autograd records it too, and then recomputes P.
 class Matmul(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return run(launch_best, a, b)
+    def forward(ctx, a, b, bias, activation):
+        forward = matmul_op if torch.compiler.is_compiling() else matmul_and_pre  # (see the op)
+        c, pre = forward(a, b, bias, activation)
+        ctx.activation = activation
+        ctx.save_for_backward(a, b, bias, pre)
+        return c
 
     @staticmethod
     def backward(ctx, grad_c):
-        return gradients(ctx, grad_c, matmul)
+        a, b, bias, pre = ctx.saved_tensors
+        if ctx.activation:
+            pre = matmul(a, b, bias=bias) if torch.is_grad_enabled() else pre  # create_graph
+            grad_c = torch.ops.aten.gelu_backward(grad_c, pre, approximate="tanh")
+        grad_a = matmul(grad_c, b.T) if ctx.needs_input_grad[0] else None
+        grad_b = matmul(a.T, grad_c) if ctx.needs_input_grad[1] else None
+        grad_bias = grad_c.sum(0) if ctx.needs_input_grad[2] else None
+        return grad_a, grad_b, grad_bias, None
 
 
-def gradients(ctx, grad_c, product):
-    """dA = dC @ B^T and dB = A^T @ dC through `product`, each None where not needed."""
-    a, b = ctx.saved_tensors
-    grad_a = product(grad_c, b.T) if ctx.needs_input_grad[0] else None
-    grad_b = product(a.T, grad_c) if ctx.needs_input_grad[1] else None
-    return grad_a, grad_b
+def matmul_and_pre(
+    a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | None = None
+) -> tuple[Tensor, Tensor]:
+    """(C, P): P = a @ b + bias, which the backward needs, is empty without an activation."""
+    return run(launch_best, a, b, bias=bias, activation=activation, keep_pre=True)
 
 
-def matmul(a, b, out=None):
-    """a @ b for a (M, K), b (K, N) of one float dtype, any strides (float32 follows torch's TF32
-    setting): differentiable and compilable, or written into out."""
-    if torch.compiler.is_compiling():  # torch.compile records the registered op (below)
-        return common.write_out(matmul_op(a, b), out)
-    wants_grad = getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
-    if out is None and wants_grad and torch.is_grad_enabled():
-        return Matmul.apply(a, b)
-    return run(launch_best, a, b, out)  # no gradients wanted: skip autograd's bookkeeping
+def matmul(a, b, out=None, *, bias=None, activation=None):
+    """a @ b + bias, then the activation ("gelu_tanh" or None), for a (M, K), b (K, N) and bias (N,)
+    or None of one float dtype, any strides (float32 follows torch's TF32 setting): differentiable
+    and compilable, or written into out."""
+    wants_grad = any(getattr(t, "requires_grad", False) for t in (a, b, bias))
+    if torch.compiler.is_compiling() or (out is None and wants_grad and torch.is_grad_enabled()):
+        return common.write_out(Matmul.apply(a, b, bias, activation), out)
+    return run(launch_best, a, b, out, bias=bias, activation=activation)  # no autograd
 
 
 # ## The registered op: torch.ops.triton_lessons.matmul, for torch.compile
-# custom_op makes the forward one opaque node that torch.compile does not look into. Its fake
-# gives the output's shape and dtype without a launch, validating as matmul does; the backward
-# calls the op, so the compiled graph records it too.
-@torch.library.custom_op("triton_lessons::matmul", mutates_args=())
-def matmul_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return run(launch_best, a, b)
+# custom_op makes matmul_and_pre an op that torch.compile records as one node it does not open; its
+# fake gives the outputs' shapes and dtypes without a launch, validating as matmul does. Gradients
+# come from Matmul, whose forward calls the op under torch.compile.
+matmul_op = torch.library.custom_op("triton_lessons::matmul", mutates_args=())(matmul_and_pre)
 
 
-matmul_op.register_fake(lambda a, b: a.new_empty(validate(a, b)[:2]))
-matmul_op.register_autograd(
-    lambda ctx, grad_c: gradients(ctx, grad_c, matmul_op),
-    setup_context=lambda ctx, inputs, output: ctx.save_for_backward(*inputs),
-)
+@matmul_op.register_fake
+def matmul_fake(a, b, bias=None, activation=None):
+    m, n, _ = validate(a, b, "matmul", bias, activation)
+    return a.new_empty((m, n)), a.new_empty((m, n) if activation else (0,))
 
 
 # ## Benchmark and command line
@@ -511,8 +513,10 @@ def benchmark(m, n, k, dtype="float16", precision="highest"):
     dtype = DTYPES.get(dtype, dtype)
     with float32_matmul_precision(precision):
         a, b = random_matrix(m, k, dtype), random_matrix(k, n, dtype)
-        c, refused, precision = a.new_empty((m, n)), refusals(a, b), input_precision(dtype)
-        calls = {name: lambda f=f: f(a, b) for name, f in VARIANTS.items() if name not in refused}
+        c, precision = a.new_empty((m, n)), input_precision(dtype)
+        calls = {name: lambda f=f: f(a, b) for name, f in VARIANTS.items()}
+        if persistent_problem(a, b, c):  # descriptors cannot take it
+            del calls["persistent"]
         calls["matmul"] = lambda: matmul(a, b)
         # The kernel matmul picks, launched with its arguments made ahead: no Python around it.
         picked = pick(a, b, c) if min(m, n, k) > 0 else None  # None: no launch
@@ -520,14 +524,16 @@ def benchmark(m, n, k, dtype="float16", precision="highest"):
             (a_arg, a_t, b_arg, b_t), programs = persistent_operands(a, b), sm_count(a.device)
             kernel, grid = matmul_persistent_kernel, (programs,)
             strides = (a_arg.stride(0), b_arg.stride(0), c.stride(0))
-            args = (a_arg, b_arg, c, m, n, k, *strides, programs, a_t, b_t, precision)
-            named = persistent_tile(a.element_size(), m, n, programs)
+            args = (a_arg, b_arg, c, m, n, k, None, None, *strides)  # None, None: no bias, no P
+            named = dict(PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t, ACTIVATION=None)
+            named |= persistent_tile(a.element_size(), m, n, programs)
             common.set_descriptor_allocator()
         else:
-            kernel, grid = matmul_pointer_kernel, tile_grid(m, n)
-            args, named = (a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(), precision), {}
+            kernel, grid, named = matmul_pointer_kernel, tile_grid(m, n), {}
+            args = (a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride())
         if picked:
-            calls[f"matmul_{picked}_kernel[grid] bare"] = lambda: kernel[grid](*args, **named)
+            bare = lambda: kernel[grid](*args, INPUT_PRECISION=precision, **named)  # noqa: E731
+            calls[f"matmul_{picked}_kernel[grid] bare"] = bare
         calls["torch"] = lambda: reference(a, b)
         # A second of torch.matmul brings the GPU to its sustained clock (results/NOTES.md item 28).
         if not common.INTERPRETED:
@@ -583,16 +589,10 @@ def main(argv=None):
         parser.error(f"sizes must be 0 or more, got --m {args.m} --n {args.n} --k {args.k}")
     dtype, shape = DTYPES[args.dtype], f"{args.m}x{args.n}x{args.k}"
     print(common.describe_run())
-    with float32_matmul_precision(args.precision):
-        a, b = random_matrix(args.m, args.k, dtype), random_matrix(args.k, args.n, dtype)
-        for name, reason in refusals(a, b).items():
-            print(f"variant {name!r} left out: {reason}")
     checked = check(args.m, args.n, args.k, dtype, args.precision)
     print(f"check {shape} {args.dtype}: {', '.join(checked)} match float64\n")
     rows = benchmark(args.m, args.n, args.k, dtype, args.precision)
     common.print_table(rows, common.TIMING_COLUMNS)
-    print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed (interpreted: the CPU's")
-    print("time); host us: a call's CPU time; x torch: PyTorch's time over ours.")
     return 0
 
 

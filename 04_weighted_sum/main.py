@@ -491,8 +491,6 @@ def main(argv=None):
     checked = check(x, VARIANTS)
     print(f"check passed: y, grad_x and grad_w of {', '.join(checked)} match float64\n")
     common.print_table(benchmark(args.rows, args.dim, args.dtype), common.TIMING_COLUMNS)
-    print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed (interpreted: the CPU's")
-    print("time); host us: a call's CPU time; x torch: PyTorch's time over ours.")
     return 0
 
 

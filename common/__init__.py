@@ -1,6 +1,5 @@
 """What the lessons share to measure and check their kernels; each launches, tunes and registers
-its own. Import it before defining a kernel: without CUDA it sets TRITON_INTERPRET=1, which Triton
-reads when a kernel is decorated (set it yourself to interpret on a GPU machine)."""
+its own. Import it before any kernel: without CUDA it sets TRITON_INTERPRET=1 (Triton's switch)."""
 
 import contextlib
 import functools
@@ -72,8 +71,7 @@ def tflops(flops, ms):  # TFLOP/s of flops operations in ms milliseconds
 
 @functools.cache
 def copy_ceiling_gbps():
-    """GB/s (read plus written) of copying 1 GiB, far past the L2 (16 MiB interpreted). Timed
-    eagerly: at 1 GiB the host's share is noise, and a CUDA graph may copy on other engines."""
+    """GB/s (read + written) of a 1 GiB copy (16 MiB interpreted), timed eagerly, not in a graph."""
     src = torch.randn((1 << 22) if INTERPRETED else (1 << 28), device=DEVICE)
     copy = functools.partial(torch.empty_like(src).copy_, src)
     ms = measure(copy)[0] if INTERPRETED else triton.testing.do_bench(copy, return_mode="median")
@@ -103,6 +101,9 @@ def print_table(rows, columns):  # rows: dicts; floats to 4 significant digits, 
     widths = [max(len(col), *(len(r[i]) for r in cells)) for i, col in enumerate(columns)]
     for line in [columns, ["-" * w for w in widths], *cells]:
         print("  ".join(c.ljust(w) for c, w in zip(line, widths)))
+    if columns == TIMING_COLUMNS:  # what the timing columns measure
+        print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed (interpreted: CPU")
+        print("time); host us: a call's CPU time; x torch: PyTorch's time over ours.")
 
 
 def assert_close(actual, expected, magnitude, reduction_length, what, product_roundoff=0.0):

@@ -1,5 +1,6 @@
 """`make bench`'s training-step table: one MLP block with an attention-pooling head, trained on the
-lessons' ops (02's `matmul`, 04's `weighted_sum`) and on PyTorch's (`torch.matmul`, `y @ score`)
+lessons' ops (02's `matmul` with its fused bias and GELU, 04's `weighted_sum`) and on PyTorch's
+(`torch.addmm` then `gelu`, `y @ score`)
 from the same weights and batches. A step is the forward, the loss, the backward and an AdamW
 step; its time is the wall time of WINDOW steps in a row over WINDOW, the least of STEPS / WINDOW
 such windows after warm-up (so the host's Python counts where the GPU waits for it; the least, as
@@ -23,23 +24,23 @@ CASES += [(768, 3072, 8192, "float32", None)]
 
 
 class Block(torch.nn.Module):
-    """x (batch, seq, d) -> (batch, d): y = x + gelu(x @ w1 + b1) @ w2 + b2, then y's rows averaged
-    with the weights softmax(y @ score) over the sequence. `matmul(a, b)` and `weighted_sum(y,
-    score)` are the ops under test."""
+    """x (batch, seq, d) -> (batch, d): y = x + gelu(x @ w1 + b1) @ w2 + b2 (GELU in GPT-2's tanh
+    form), then y's rows averaged with the weights softmax(y @ score) over the sequence.
+    `linear(a, w, bias, activation)` and `weighted_sum(y, score)` are the ops under test."""
 
-    def __init__(self, d, hidden, matmul, weighted_sum):
+    def __init__(self, d, hidden, linear, weighted_sum):
         super().__init__()
         self.w1 = torch.nn.Parameter(torch.randn(d, hidden) / d**0.5)
         self.b1 = torch.nn.Parameter(torch.zeros(hidden))
         self.w2 = torch.nn.Parameter(torch.randn(hidden, d) / hidden**0.5)
         self.b2 = torch.nn.Parameter(torch.zeros(d))
         self.score = torch.nn.Parameter(torch.randn(d) / d**0.5)
-        self.matmul, self.weighted_sum = matmul, weighted_sum
+        self.linear, self.weighted_sum = linear, weighted_sum
 
     def forward(self, x):
         rows = x.reshape(-1, x.shape[-1])
-        h = torch.nn.functional.gelu(self.matmul(rows, self.w1) + self.b1)
-        y = x + (self.matmul(h, self.w2) + self.b2).view_as(x)
+        h = self.linear(rows, self.w1, self.b1, "gelu_tanh")
+        y = x + self.linear(h, self.w2, self.b2, None).view_as(x)
         attention = torch.softmax(self.weighted_sum(y, self.score).float(), dim=-1).to(y.dtype)
         return (attention.unsqueeze(-1) * y).sum(1)
 
@@ -50,10 +51,18 @@ def models(d, hidden, dtype):
     lesson04 = load_example(REPO_ROOT / "04_weighted_sum" / "main.py")
     with torch.random.fork_rng():  # the same weights on every run, the caller's RNG untouched
         torch.manual_seed(0)
-        ours = Block(d, hidden, lesson02.matmul, lesson04.weighted_sum)
+        ours = Block(d, hidden, None, lesson04.weighted_sum)
+    ours.linear = lambda a, w, bias, activation: lesson02.matmul(
+        a, w, bias=bias, activation=activation
+    )
     theirs = copy.deepcopy(ours)
-    theirs.matmul, theirs.weighted_sum = torch.matmul, torch.matmul
+    theirs.linear, theirs.weighted_sum = torch_linear, torch.matmul
     return [m.to(device=common.DEVICE, dtype=dtype) for m in (ours, theirs)]
+
+
+def torch_linear(a, w, bias, activation):  # PyTorch's best: bias fused into cuBLAS, then GELU
+    y = torch.addmm(bias, a, w)
+    return y if activation is None else torch.nn.functional.gelu(y, approximate="tanh")
 
 
 def batches(d, tokens, dtype, count=4, seed=0):  # (x, target) pairs, the same on every call

@@ -138,9 +138,9 @@ CONFIGS = [
 ]
 
 
-# triton.autotune wraps a kernel: on the first call with new values of the `key` arguments it times
-# each config (do_bench: 20 ms after 5 of warm-up, not Triton's 100 and 25) and keeps the fastest;
-# cache_results=True keeps that choice on disk. Here it wraps simple_matmul_kernel itself.
+# triton.autotune(...)(simple_matmul_kernel) is @triton.autotune(...) written above its @triton.jit.
+# On a call with new `key` values it times each config (do_bench: 20 ms after 5 of warm-up) and
+# keeps the fastest; the config supplies BLOCK_M, BLOCK_N, BLOCK_K, so a launch passes the rest.
 matmul_pointer_kernel = triton.autotune(
     configs=CONFIGS,
     # What picks the tile: the sizes, the precision, and the layout (stride_ak and stride_bn are 1
@@ -196,12 +196,12 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # The epilogue is the code after the K loop, which writes C. cuBLAS cannot run your code there, so
 # PyTorch computes gelu(x @ w + bias) as a matmul that writes P = x @ w + bias, then a kernel that
 # reads P back and writes GELU(P). The persistent kernel below adds the bias and applies GELU to
-# the float32 tile in registers, and writes C once. GELU(P) = P * Φ(P), Φ(P) the share of a
-# standard normal below P: (1 + erf(P / √2)) / 2, or as GPT-2 and this kernel compute it, sigmoid(
+# the float32 tile in registers, and writes C once. GELU(P) = P * Φ(P), Φ the standard normal's
+# distribution function: (1 + erf(P / √2)) / 2, or as GPT-2 and this kernel compute it, sigmoid(
 # 1.5958 * (P + 0.044715 * P^3)); erf's dozens of instructions an element kept the tensor cores
 # waiting 54 us over a 66 us product, this form 18. The backward needs P (dP = dC * GELU'(P)), so
 # the kernel also stores P when gradients are wanted: one more write of C, where recomputing P would
-# cost a whole matmul (results/NOTES.md item 64).
+# cost a whole matmul (NOTES item 64). See the end of matmul_persistent_kernel's tile loop.
 @triton.jit
 def add_bias(acc, bias_ptr, cols, N):  # acc + bias[cols] on every row; no bias: acc
     if bias_ptr is not None:  # None is known when Triton compiles: the `if` costs nothing

@@ -311,7 +311,7 @@ def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
 # by 16" (it "specializes"). Not here: each new fact about a size would compile a new version.
 @triton.jit(do_not_specialize=["M", "N", "K", "stride_a", "stride_b", "stride_cm"])
 def matmul_persistent_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K, bias_ptr, pre_ptr,  # as in matmul_pointer_kernel
+    a_ptr, b_ptr, c_ptr, M, N, K, bias_ptr, pre_ptr,  # pre_ptr: P; a None: no bias, no P
     stride_a, stride_b, stride_cm,  # elements between rows of a_ptr's matrix, b_ptr's, and C
     PROGRAMS: tl.constexpr,  # programs, one per SM
     A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,  # a_ptr holds A^T; b_ptr holds B^T

@@ -198,8 +198,8 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # reads P back and writes GELU(P). The persistent kernel below adds the bias and applies GELU to
 # the float32 tile in registers, and writes C once. GELU(P) = P * Φ(P), Φ the standard normal's
 # distribution function: (1 + erf(P / √2)) / 2, or as GPT-2 and this kernel compute it, sigmoid(
-# 1.5958 * (P + 0.044715 * P^3)); erf's dozens of instructions an element kept the tensor cores
-# waiting 54 us over a 66 us product, this form 18. The backward needs P (dP = dC * GELU'(P)), so
+# 1.5958 * (P + 0.044715 * P^3)): erf takes dozens of instructions an element, which the tensor
+# cores wait for, and this form a few. The backward needs P (dP = dC * GELU'(P)), so
 # the kernel also stores P when gradients are wanted: one more write of C, where recomputing P would
 # cost a whole matmul (NOTES item 64). See the end of matmul_persistent_kernel's tile loop.
 @triton.jit

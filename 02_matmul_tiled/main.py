@@ -1,32 +1,38 @@
 """Tiled matrix multiplication C = A @ B with tl.dot, from one tile per program to a persistent one.
 
-You learn how a program computes a whole tile of C with tl.dot (a product of two small matrices on
-the tensor cores, the GPU's matrix-multiply units), how to tune and order those programs, how to
-load tiles through tensor descriptors (Triton's current tile-loading API) in a persistent kernel
-that reads A and B as stored, .T views too, and how kernels join autograd. For A (M, K), B (K, N):
+You learn to compute a tile of C on the tensor cores (the GPU's matrix units) with tl.dot, to tune
+and order the programs, to fuse a bias and GELU into the store, to reach cuBLAS's speed with tensor
+descriptors in a persistent kernel, and to join autograd. For A (M, K) and B (K, N):
 
     C[i, j] = sum over k of A[i, k] * B[k, j]        dA = dC @ B^T,  dB = A^T @ dC
 
-C is cut into BLOCK_M x BLOCK_N tiles, one per program, and each program walks K in steps of
-BLOCK_K, adding A[its rows, the step's ks] @ B[the step's ks, its columns] into an accumulator. A
-loaded A tile serves BLOCK_N columns of C at once, so A is read N / BLOCK_N times, not N times.
+A program is one run of the kernel, like a CUDA thread block: you write it for whole blocks of
+values, and Triton spreads each operation over the program's threads. The grid says how many
+programs run, and tl.program_id(0) tells a program which one it is. Here C is cut into BLOCK_M x
+BLOCK_N tiles (BM x BN below), one per program. A loaded A tile serves BN columns of C at once, so
+A is read N / BN times, not N times. The program for rows m:m+BM, columns n:n+BN of C runs:
+
+    acc = zeros(BM, BN)
+    for k in range(0, K, BK):  acc += A[m:m+BM, k:k+BK] @ B[k:k+BK, n:n+BN]  # BK: BLOCK_K
+    C[m:m+BM, n:n+BN] = acc
 
 A worked example with tiles of 2 (on a GPU tl.dot needs 16 or more): A (3, 4) and B (4, 5),
-row-major, so their strides (elements to the next row, column) are (4, 1) and (5, 1). C has 2 x 3
-tiles; program pid computes tile (pid // 3, pid % 3): program 4 rows [2, 3], columns [2, 3]. Its
-loop's k is 0, then 2 (ks = [0, 1]). The table shows the offsets each step reads; x[:, None] makes
-a column of x, y[None, :] a row of y, and + broadcasts the two into a grid, as in torch:
+row-major, so their strides (elements to the next row, column) are (4, 1) and (5, 1). C has
+cdiv(3, 2) = 2 rows of tiles and cdiv(5, 2) = 3 columns (cdiv rounds the division up); program
+pid computes tile (pid // 3, pid % 3): program 4 has rows = [2, 3] and cols = [2, 3]. Its K loop
+starts each step at k = 0, then 2, and ks = [0, 1] counts within a step. The offsets it reads
+(x[:, None] makes a column of x, y[None, :] a row of y, and + broadcasts the two into a grid, as
+in torch; "-" is masked: row 3's offsets, 12 and up, are past A's last element, 11):
 
-    k   k + ks   A offsets rows[:, None] * 4 + (k + ks)[None, :]   B: (k + ks)[:, None] * 5 + cols
-    0   [0, 1]   [[ 8,  9], [ -,  -]]                              [[ 2,  3], [ 7,  8]]
-    2   [2, 3]   [[10, 11], [ -,  -]]                              [[12, 13], [17, 18]]
+    k   k + ks   A: rows[:, None] * 4 + (k + ks)[None, :]   B: (k + ks)[:, None] * 5 + cols[None, :]
+    0   [0, 1]   [[ 8,  9], [ -,  -]]                       [[ 2,  3], [ 7,  8]]
+    2   [2, 3]   [[10, 11], [ -,  -]]                       [[12, 13], [17, 18]]
 
 Row 3 is past M = 3: the mask rows < M switches its loads off (they read 0, which adds nothing)
 and its store. The program stores C[2, 2] and C[2, 3] at offsets 2 * 5 + [2, 3] = [12, 13].
 """
 
 import argparse
-import contextlib
 import functools
 import sys
 from pathlib import Path
@@ -46,8 +52,9 @@ ACTIVATIONS = (None, "gelu_tanh")  # what the epilogue applies after the bias
 
 
 # ## The simplest tiled kernel: one program per C tile, tiles in row-major order
-# Read it for the offsets, masks, tl.dot and the store. The int64 casts, acc_dtype (an `if` on a
-# dtype, decided at compile time) and INPUT_PRECISION guard overflow and rounding.
+# A tensor argument arrives as a pointer to its first element; c_ptr.dtype.element_ty is its dtype.
+# A tl.constexpr argument is a constant that Triton compiles into the kernel (a new value compiles
+# a new version): block shapes must be.
 @triton.jit
 def simple_matmul_kernel(
     a_ptr, b_ptr, c_ptr,  # pointers to A[0, 0], B[0, 0] and C[0, 0]; any strides
@@ -60,25 +67,22 @@ def simple_matmul_kernel(
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
     tiles_n = tl.cdiv(N, BLOCK_N)
     pid_m, pid_n = tl.program_id(0) // tiles_n, tl.program_id(0) % tiles_n  # row-major order
-    # A block: a small tensor, here of row indices; tl.arange's length must be a power of two.
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    ks = tl.arange(0, BLOCK_K)
-    # (BLOCK_M, BLOCK_K) pointers: rows[:, None] is a column, ks[None, :] a row, and + broadcasts
-    # them as in torch. int64: row * stride_am passes 2^31 in a large A, where int32 would wrap.
-    a_ptrs = a_ptr + rows.to(tl.int64)[:, None] * stride_am + ks.to(tl.int64)[None, :] * stride_ak
-    b_ptrs = b_ptr + ks.to(tl.int64)[:, None] * stride_bk + cols.to(tl.int64)[None, :] * stride_bn
+    # A block: a small tensor, here of row indices; tl.arange's length must be a power of two. In
+    # int64, since row * stride_am passes 2^31 in a large A, where int32 would wrap around.
+    rows = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    cols = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    ks = tl.arange(0, BLOCK_K).to(tl.int64)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
     for k in range(0, K, BLOCK_K):
-        # Masks: rows past M, columns past N, and k + ks past K (ks < K - k) load 0 instead.
-        a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
-        b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
+        # (BLOCK_M, BLOCK_K) pointers to A and (BLOCK_K, BLOCK_N) to B: the worked example's.
+        a_ptrs = a_ptr + rows[:, None] * stride_am + (k + ks)[None, :] * stride_ak
+        b_ptrs = b_ptr + (k + ks)[:, None] * stride_bk + cols[None, :] * stride_bn
+        # Masks: rows past M, columns past N and k + ks past K load 0 instead.
+        a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (k + ks < K)[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=(k + ks < K)[:, None] & (cols[None, :] < N), other=0.0)
         # tl.dot(a, b, acc) returns acc + a @ b, computed on the tensor cores.
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
-        # The next K step: move the pointers on by BLOCK_K (in int64) rather than add k to ks.
-        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak
-        b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
-    c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * stride_cm + cols.to(tl.int64)[None, :] * stride_cn
+    c_ptrs = c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
@@ -101,77 +105,23 @@ def reference(a, b):  # what matmul computes, in PyTorch
     return torch.matmul(a, b)
 
 
-def check(m, n, k, dtype=torch.float32, precision=None, transpose_a=False, transpose_b=False):
-    """Runs each variant (VARIANTS) that takes this layout, and matmul, into an out= of NaN, against
-    float64. precision: torch's float32 matmul precision, None: as set."""
-    with float32_matmul_precision(precision):
-        a, b = random_matrix(m, k, dtype, transpose_a), random_matrix(k, n, dtype, transpose_b)
-        expected = reference(a.double(), b.double())
-        magnitude = reference(a.double().abs(), b.double().abs())  # scales the rounding allowed
-        roundoff = 2.0**-9 if input_precision(dtype) == "tf32" else 0.0  # TF32: 10-bit mantissas
-        refused = persistent_problem(a, b, a.new_empty((m, n)))  # descriptors cannot take it
-        names = [name for name in VARIANTS if not (name == "persistent" and refused)] + ["matmul"]
-        for name in names:
-            out = torch.full((m, n), float("nan"), dtype=dtype, device=common.DEVICE)
-            (matmul if name == "matmul" else VARIANTS[name])(a, b, out=out)
-            what = f"{name} {m}x{n}x{k} {dtype} {input_precision(dtype)}"
-            common.assert_close(out, expected, magnitude, k, what, roundoff)
-    return names
+def check(fn, a, b, what):
+    """fn(a, b, out) into an out of NaN (so a tile no program wrote shows) against float64, within
+    the rounding its dtype allows, which grows with K and |A| @ |B|; AssertionError if not."""
+    expected = reference(a.double(), b.double())
+    magnitude = reference(a.double().abs(), b.double().abs())
+    roundoff = 2.0**-9 if input_precision(a.dtype) == "tf32" else 0.0  # TF32: 10-bit mantissas
+    out = torch.full(expected.shape, float("nan"), dtype=a.dtype, device=a.device)
+    fn(a, b, out)
+    common.assert_close(out, expected, magnitude, a.shape[1], what, roundoff)
 
 
-# ## Autotuning the tile
-# matmul_simple fixed the tile at 64 x 64 x 32, but the best tile depends on the sizes and dtype:
-# a large C wants 128 x 256 tiles (fewer loads per multiply-add), a small C smaller ones, so that
-# every SM (streaming multiprocessor: 132 on an H100) gets a program. A triton.Config holds a tile,
-# num_stages (K steps loaded ahead into shared memory, the SM's small fast memory, while the tensor
-# cores multiply) and num_warps (the program's threads, in warps of 32).
-TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps
-    (128, 256, 64, 3, 8), (256, 128, 64, 3, 8), (128, 256, 32, 4, 8), (256, 128, 32, 3, 8),
-    (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 256, 32, 4, 4),
-    (64, 64, 32, 3, 4), (64, 64, 128, 4, 4), (16, 64, 256, 3, 4),  # 16 rows: for a small M
-]  # fmt: skip
-if common.INTERPRETED:
-    TILES = [(64, 64, 32, 1, 4)]  # the interpreter cannot time configs: it gets one
-CONFIGS = [
-    triton.Config(dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk), num_stages=s, num_warps=w)
-    for bm, bn, bk, s, w in TILES
-]
+def random_matrix(rows, cols, dtype=torch.float32, transposed=False):  # transposed: a .T view
+    t = torch.randn((cols, rows) if transposed else (rows, cols), device=common.DEVICE).to(dtype)
+    return t.T if transposed else t
 
 
-# triton.autotune(...)(simple_matmul_kernel) is @triton.autotune(...) written above its @triton.jit.
-# On a call with new `key` values it times each config (do_bench: 20 ms after 5 of warm-up) and
-# keeps the fastest; the config supplies BLOCK_M, BLOCK_N, BLOCK_K, so a launch passes the rest.
-matmul_pointer_kernel = triton.autotune(
-    configs=CONFIGS,
-    # What picks the tile: the sizes, the precision, and the layout (stride_ak and stride_bn are 1
-    # for row-major A and B, larger for a .T view or a slice). Triton adds the dtypes.
-    key=["M", "N", "K", "stride_ak", "stride_bn", "INPUT_PRECISION"],
-    do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
-    cache_results=True,
-)(simple_matmul_kernel)
-
-
-# The grid depends on the tile the autotuner picks, so it is a function of the config's values.
-def tile_grid(m, n):
-    return lambda config: (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
-
-
-def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
-    (m, k), n = a.shape, b.shape[1]
-    matmul_pointer_kernel[tile_grid(m, n)](
-        a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(),
-        INPUT_PRECISION=input_precision(a.dtype),
-    )  # fmt: skip
-    # The epilogue, unfused (see "A fused epilogue"): C is small or the product slow on this path.
-    if bias is not None:
-        c += bias
-    if pre is not None:
-        pre.copy_(c)
-    if activation:
-        c.copy_(torch.nn.functional.gelu(c, approximate="tanh"))
-
-
-# ## Grouped program order (the persistent kernel below walks its tiles in it)
+# ## Grouped program order
 # The GPU starts programs roughly in the order of their ids, a wave at a time (as many as fit on
 # its SMs), and a tile that a wave reads twice comes from the L2 cache the second time. A wave in
 # row-major order computes whole rows of C tiles: few row strips of A but all of B. Grouped order
@@ -193,15 +143,13 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 
 
 # ## A fused epilogue: bias and GELU before the store
-# The epilogue is the code after the K loop, which writes C. cuBLAS cannot run your code there, so
+# The epilogue is the code after the K loop, which writes C. cuBLAS runs only its own epilogues, so
 # PyTorch computes gelu(x @ w + bias) as a matmul that writes P = x @ w + bias, then a kernel that
-# reads P back and writes GELU(P). The persistent kernel below adds the bias and applies GELU to
-# the float32 tile in registers, and writes C once. GELU(P) = P * Φ(P), Φ the standard normal's
-# distribution function: (1 + erf(P / √2)) / 2, or as GPT-2 and this kernel compute it, sigmoid(
-# 1.5958 * (P + 0.044715 * P^3)): erf takes dozens of instructions an element, which the tensor
-# cores wait for, and this form a few. The backward needs P (dP = dC * GELU'(P)), so
-# the kernel also stores P when gradients are wanted: one more write of C, where recomputing P would
-# cost a whole matmul (NOTES item 64). See the end of matmul_persistent_kernel's tile loop.
+# reads P back and writes GELU(P). Here the kernel adds the bias and applies GELU to the float32
+# tile in registers, and writes C once. GELU(P) = P * Φ(P), Φ the normal distribution function, in
+# GPT-2's tanh form: (1 + tanh(y)) / 2 = sigmoid(2y), y = √(2/π) (P + 0.044715 P^3), a few
+# instructions where erf takes dozens. The backward needs P: the kernel stores it too when
+# gradients are wanted, cheaper than a second matmul to recompute it (NOTES item 64).
 @triton.jit
 def add_bias(acc, bias_ptr, cols, N):  # acc + bias[cols] on every row; no bias: acc
     if bias_ptr is not None:  # None is known when Triton compiles: the `if` costs nothing
@@ -216,21 +164,195 @@ def activate(acc, ACTIVATION: tl.constexpr):  # one of ACTIVATIONS
     return acc
 
 
-# ## Tensor descriptors (this and the next 3 sections match cuBLAS's speed: skip on a first read)
-# The pointer kernel builds a tile of addresses and masks on every K step. A tensor descriptor,
-# tl.make_tensor_descriptor(base, shape, strides, block shape), describes the whole matrix once;
-# desc.load([row, col]) reads the block-shaped tile that starts there, with 0 past the shape (and
-# stores there dropped): no masks. On an H100 a load is one TMA copy (the Tensor Memory Accelerator
-# moves the tile into shared memory while the threads compute). The rules: base 16-byte aligned,
-# last stride 1, other strides multiples of 16 bytes; broken, an H200 returned wrong numbers with
-# no error, so persistent_problem checks them.
+# ## Autotuning the tile
+# matmul_simple fixed the tile at 64 x 64 x 32, but the best tile depends on the sizes and dtype:
+# a large C wants 128 x 256 tiles (fewer loads per multiply-add), a small C smaller ones, so that
+# every SM (streaming multiprocessor: 132 on an H100) gets a program. A triton.Config holds a tile,
+# num_stages (K steps loaded ahead into shared memory, the SM's small fast memory, while the tensor
+# cores multiply) and num_warps (the program's threads, in warps of 32).
+TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps
+    (128, 256, 64, 3, 8), (256, 128, 64, 3, 8), (128, 256, 32, 4, 8), (256, 128, 32, 3, 8),
+    (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 256, 32, 4, 4),
+    (64, 64, 32, 3, 4), (64, 64, 128, 4, 4), (16, 64, 256, 3, 4),  # 16 rows: for a small M
+]  # fmt: skip
+CONFIGS = [  # the interpreter cannot time configs: it gets one
+    triton.Config(dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8), num_stages=s, num_warps=w)
+    for bm, bn, bk, s, w in ([(64, 64, 32, 1, 4)] if common.INTERPRETED else TILES)
+]
+
+
+# ## The tuned kernel: simple_matmul_kernel, changed in four places marked (1) to (4)
+# It still reads A and B through tiles of pointers (hence its name; descriptors come next).
+# (1) On a call with new `key` values, @triton.autotune times each config (do_bench: 20 ms after 5
+# of warm-up) and keeps the fastest; the config supplies BLOCK_M, BLOCK_N, BLOCK_K and GROUP_M.
+# (2) Grouped order. (3) The epilogue. (4) The pointers are made once and moved on by BLOCK_K each
+# step: recomputing 2-D int64 offsets every step cost 1000x1001x999 float16 42 us, not 25 (H100).
+@triton.autotune(
+    configs=CONFIGS,
+    # What picks the tile: the sizes, the precision, and the layout (stride_ak and stride_bn are 1
+    # for row-major A and B, larger for a .T view or a slice). Triton adds the dtypes.
+    key=["M", "N", "K", "stride_ak", "stride_bn", "INPUT_PRECISION"],
+    do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
+    cache_results=True,  # keep each choice on disk, for the next run
+)
+@triton.jit
+def matmul_pointer_kernel(
+    a_ptr, b_ptr, c_ptr, bias_ptr, pre_ptr,  # bias (N,) and P (C's strides), or None: none
+    M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    INPUT_PRECISION: tl.constexpr, ACTIVATION: tl.constexpr,  # ACTIVATION: one of ACTIVATIONS
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):  # fmt: skip
+    acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)  # (2)
+    rows = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    cols = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    ks = tl.arange(0, BLOCK_K).to(tl.int64)
+    a_ptrs = a_ptr + rows[:, None] * stride_am + ks[None, :] * stride_ak  # (4): for k = 0
+    b_ptrs = b_ptr + ks[:, None] * stride_bk + cols[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
+        b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
+        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # (4): on to the next K step
+        b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
+    c_offsets = rows[:, None] * stride_cm + cols[None, :] * stride_cn
+    c_mask = (rows[:, None] < M) & (cols[None, :] < N)
+    acc = add_bias(acc, bias_ptr, cols, N)  # (3)
+    if pre_ptr is not None:  # P, kept for the backward
+        tl.store(pre_ptr + c_offsets, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+    tl.store(c_ptr + c_offsets, activate(acc, ACTIVATION).to(c_ptr.dtype.element_ty), mask=c_mask)
+
+
+def tile_grid(m, n):  # the grid, a function of the tile in the config the autotuner picks
+    return lambda config: (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
+
+
+def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
+    (m, k), n = a.shape, b.shape[1]
+    matmul_pointer_kernel[tile_grid(m, n)](
+        a, b, c, bias, pre, m, n, k, *a.stride(), *b.stride(), *c.stride(),
+        INPUT_PRECISION=input_precision(a.dtype), ACTIVATION=activation,
+    )  # fmt: skip
+
+
+# ## Tensor descriptors and a persistent kernel: cuBLAS's speed
+# The pointer kernel computes a tile of addresses and masks every K step. A tensor descriptor,
+# tl.make_tensor_descriptor(base, shape, strides, block shape), describes the matrix once, and
+# desc.load([row, col]) reads the tile that starts there, 0 past the edge: no masks. On an H100 a
+# load is one TMA copy (the Tensor Memory Accelerator fills shared memory while the threads
+# compute). The rules: base 16-byte aligned, last stride 1, other strides multiples of 16 bytes.
+# Broken, an H200 returned wrong numbers with no error, so persistent_problem checks them first.
 #
+# With one program per C tile, an SM idles between programs: while a tile is stored, and until the
+# next program's first loads arrive. A persistent kernel launches one program per SM; program p
+# walks tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in grouped order, as one loop with the K loop
+# (flatten=True), so the next tile's first loads start while this tile's last products run.
+@functools.cache  # triton.cdiv costs host time (results/NOTES.md item 59): each shape once
+def persistent_tile(element_size, m, n, programs):
+    """Tile and launch options: 128 x 256 (more work per load) unless 128 x 128 tiles fill the
+    programs' turns 10% better (3072^2, 132 SMs: 288 wide tiles fill 288 / 396 = 73% of 3 turns,
+    576 narrow 87% of 5); K steps of 128 bytes."""
+    tiles = {block_n: triton.cdiv(m, 128) * triton.cdiv(n, block_n) for block_n in (128, 256)}
+    fill = {bn: t / (triton.cdiv(t, programs) * programs) for bn, t in tiles.items()}  # busy share
+    wide = 1.1 * fill[256] >= fill[128]
+    tile = dict(BLOCK_M=128, BLOCK_N=256 if wide else 128, BLOCK_K=128 // element_size, GROUP_M=8)
+    tile |= dict(num_stages=3 if wide else 4, num_warps=8)
+    return tile | dict(EPILOGUE_SUBTILE=wide and element_size == 4)
+
+
+@triton.jit
+def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
+    """Stores tile at [row, col], whole or in halves (shared memory fits 128 x 256 float32 so)."""
+    if HALVES:  # tl.split splits a last dim of 2: (rows, cols) > (rows, 2, half) > (rows, half, 2)
+        half: tl.constexpr = tile.shape[1] // 2
+        left, right = tl.split(tl.permute(tl.reshape(tile, (tile.shape[0], 2, half)), (0, 2, 1)))
+        desc.store([row, col], left.to(desc.dtype))
+        desc.store([row, col + half], right.to(desc.dtype))
+    else:
+        desc.store([row, col], tile.to(desc.dtype))
+
+
+# Triton compiles a version of a kernel for facts it sees in integer arguments, such as "divisible
+# by 16" (it "specializes"). Not here: each new fact about a size would compile a new version.
+@triton.jit(do_not_specialize=["M", "N", "K", "stride_a", "stride_b", "stride_cm"])
+def matmul_persistent_kernel(
+    a_ptr, b_ptr, c_ptr, bias_ptr, pre_ptr, M, N, K,  # as matmul_pointer_kernel's
+    stride_a, stride_b, stride_cm,  # elements between rows of a_ptr's matrix, b_ptr's, and C
+    PROGRAMS: tl.constexpr,  # programs, one per SM
+    A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,  # a_ptr holds A^T, b_ptr B^T: below
+    INPUT_PRECISION: tl.constexpr, ACTIVATION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EPILOGUE_SUBTILE: tl.constexpr,  # store C in two halves (see store_c_tile)
+):  # fmt: skip
+    # No pointers, no masks: descriptors, each made once for the whole loop.
+    if A_TRANSPOSED:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [K, M], [stride_a, 1], [BLOCK_K, BLOCK_M])
+    else:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_a, 1], [BLOCK_M, BLOCK_K])
+    if B_TRANSPOSED:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_b, 1], [BLOCK_N, BLOCK_K])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
+    C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # columns of each store
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
+    if pre_ptr is not None:  # P has C's strides
+        pre_desc = tl.make_tensor_descriptor(pre_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
+    # The store finds its tile from a counter of its own, store_tile, not from `tile`: the pipeline
+    # moves `tile` on early, and a store that read it would delay the next tile's first loads.
+    store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store: equal to tile
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
+        pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        row, col, acc = pid_m * BLOCK_M, pid_n * BLOCK_N, tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+        for k in range(0, K, BLOCK_K):  # (an `if` on a constexpr is decided when compiling)
+            a = a_desc.load([k, row]).T if A_TRANSPOSED else a_desc.load([row, k])
+            b = b_desc.load([col, k]).T if B_TRANSPOSED else b_desc.load([k, col])
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        store_tile += PROGRAMS
+        pid_m, pid_n = grouped_tile(store_tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        row, col = pid_m * BLOCK_M, pid_n * BLOCK_N
+        acc = add_bias(acc, bias_ptr, col + tl.arange(0, BLOCK_N), N)
+        if pre_ptr is not None:
+            store_c_tile(pre_desc, acc, row, col, EPILOGUE_SUBTILE)
+        store_c_tile(c_desc, activate(acc, ACTIVATION), row, col, EPILOGUE_SUBTILE)
+
+
+@functools.cache
+def sm_count(device):  # SMs of a CUDA device; 3 under the interpreter, to walk several tiles
+    properties = None if common.INTERPRETED else torch.cuda.get_device_properties(device)
+    return properties.multi_processor_count if properties else 3
+
+
+def launch_persistent(a, b, c, bias=None, pre=None, activation=None):
+    """c = a @ b through the persistent kernel, for inputs that persistent_problem accepts."""
+    (m, k), n, precision = a.shape, b.shape[1], input_precision(a.dtype)
+    a_arg, a_t, b_arg, b_t = persistent_operands(a, b)
+    programs = sm_count(a.device)
+    common.set_descriptor_allocator()  # a descriptor made in a kernel needs scratch memory
+    matmul_persistent_kernel[(programs,)](
+        a_arg, b_arg, c, bias, pre, m, n, k, a_arg.stride(0), b_arg.stride(0), c.stride(0),
+        PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t, INPUT_PRECISION=precision,
+        ACTIVATION=activation, **persistent_tile(a.element_size(), m, n, programs),
+    )  # fmt: skip
+
+
+def persistent_problem(a, b, c):
+    """Why descriptors cannot take c = a @ b, or None: C row-major, A and B may be .T views."""
+    if a.dtype == torch.float64:  # no tensor-core dot: matmul runs float64 on the pointer kernel
+        return "matmul_persistent: float64 has no tensor-core dot; matmul_pointer takes it"
+    tf32 = input_precision(a.dtype) == "tf32"  # (TF32 copies A and B where K is not contiguous)
+    for name, t in ([] if tf32 else [("a", a), ("b", b)]) + [("the output", c)]:
+        if reason := common.descriptor_problem(t.T if transposed(t) and t is not c else t):
+            where = f"{name} {tuple(t.shape)} strides {t.stride()}"
+            return f"matmul_persistent: a tensor descriptor cannot describe {where}: {reason}"
+
+
 # ## Transposed operands
-# Autograd hands matmul transposed views (dA = dC @ B^T, dB = A^T @ dC). A descriptor needs a last
-# stride of 1, which the view A = X.T lacks and X has, so the kernel describes X = A^T and takes
-# each loaded tile's .T (A_TRANSPOSED; B_TRANSPOSED for B): 16-bit tensor cores read either order.
-# TF32 ones read float32 tiles only with K contiguous (A row-major, B column-major), and one copy
-# by transpose_kernel costs less than rearranging each tile (results/NOTES.md item 60).
+# Autograd hands matmul .T views (dA = dC @ B^T, dB = A^T @ dC), whose last stride is not 1. So the
+# kernel describes X = A^T, which has it, and takes each tile's .T (A_TRANSPOSED, B_TRANSPOSED):
+# 16-bit tensor cores read a tile in either order. TF32 ones need K contiguous in shared memory,
+# and rearranging each tile cost more than one copy first by transpose_kernel (NOTES item 60).
 def transposed(t):  # whether t is a transposed view (columns contiguous, rows not): read t.T
     return t.stride(-1) != 1 and t.stride(0) == 1
 
@@ -252,8 +374,7 @@ def transpose_kernel(
 
 
 def persistent_operands(a, b):
-    """(matrix read for A, A_TRANSPOSED, for B, B_TRANSPOSED): t or t.T, read where it lies; under
-    TF32, A and B^T, copied where their rows are not contiguous."""
+    """(A's matrix, A_TRANSPOSED, B's, B_TRANSPOSED), read where they lie; TF32 reads A and B^T."""
     if input_precision(a.dtype) == "tf32":
         return rows_contiguous(a), False, rows_contiguous(b.T), True
     a_t, b_t = transposed(a), transposed(b)
@@ -272,119 +393,9 @@ def rows_contiguous(t, block=64):
     return copy
 
 
-# ## A persistent kernel
-# With one program per C tile, an SM idles between programs: while a tile is stored, and until the
-# next program's first loads arrive. A persistent kernel launches one program per SM; program p
-# walks tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in grouped order, as one loop with the K loop
-# (flatten=True), so the next tile's first loads start while this tile's last products run.
-@functools.cache  # triton.cdiv costs host time (results/NOTES.md item 59): each shape once
-def persistent_tile(element_size, m, n, programs):
-    """Tile and launch options: 128 x 256 (more work per load) unless 128 x 128 tiles
-    fill the programs' turns over 10% better; K steps of 128 bytes; 64 x 64 in float64."""
-    tiles = {block_n: triton.cdiv(m, 128) * triton.cdiv(n, block_n) for block_n in (128, 256)}
-    fill = {bn: t / (triton.cdiv(t, programs) * programs) for bn, t in tiles.items()}  # busy share
-    wide = 1.1 * fill[256] >= fill[128]
-    if element_size == 8:
-        tile = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_stages=3, num_warps=4)
-    else:
-        tile = dict(BLOCK_M=128, BLOCK_N=256 if wide else 128, BLOCK_K=128 // element_size)
-        tile |= dict(num_stages=3 if wide else 4, num_warps=8)
-    return tile | dict(GROUP_M=8, EPILOGUE_SUBTILE=wide and element_size == 4)
-
-
-@triton.jit
-def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
-    """Stores tile at [row, col], whole or in two halves of its columns: the store stages it in
-    shared memory, where a 128 x 256 float32 tile fits only in halves. (A Triton tensor cannot be
-    sliced: view the columns as (2, half), move the 2 last, tl.split.)"""
-    if HALVES:
-        rows: tl.constexpr = tile.shape[0]
-        half: tl.constexpr = tile.shape[1] // 2
-        left, right = tl.split(tl.permute(tl.reshape(tile, (rows, 2, half)), (0, 2, 1)))
-        desc.store([row, col], left.to(desc.dtype))
-        desc.store([row, col + half], right.to(desc.dtype))
-    else:
-        desc.store([row, col], tile.to(desc.dtype))
-
-
-# Triton compiles a version of a kernel for facts it sees in integer arguments, such as "divisible
-# by 16" (it "specializes"). Not here: each new fact about a size would compile a new version.
-@triton.jit(do_not_specialize=["M", "N", "K", "stride_a", "stride_b", "stride_cm"])
-def matmul_persistent_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K, bias_ptr, pre_ptr,  # pre_ptr: P; a None: no bias, no P
-    stride_a, stride_b, stride_cm,  # elements between rows of a_ptr's matrix, b_ptr's, and C
-    PROGRAMS: tl.constexpr,  # programs, one per SM
-    A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,  # a_ptr holds A^T; b_ptr holds B^T
-    INPUT_PRECISION: tl.constexpr, ACTIVATION: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    EPILOGUE_SUBTILE: tl.constexpr,  # store C in two halves (see store_c_tile)
-):  # fmt: skip
-    acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
-    # No pointers, no masks: descriptors, each made once for the whole loop.
-    if A_TRANSPOSED:
-        a_desc = tl.make_tensor_descriptor(a_ptr, [K, M], [stride_a, 1], [BLOCK_K, BLOCK_M])
-    else:
-        a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_a, 1], [BLOCK_M, BLOCK_K])
-    if B_TRANSPOSED:
-        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_b, 1], [BLOCK_N, BLOCK_K])
-    else:
-        b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
-    C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # columns of each store
-    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    if pre_ptr is not None:  # P has C's strides
-        pre_desc = tl.make_tensor_descriptor(pre_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # The pipelined loop advances `tile` before this tile's store; a store reading `tile` would hold
-    # back the next tile's loads, so the store counts in store_tile (as 09-persistent-matmul does).
-    store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store: equal to tile
-    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-    for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
-        pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        row, col, acc = pid_m * BLOCK_M, pid_n * BLOCK_N, tl.zeros((BLOCK_M, BLOCK_N), acc_dtype)
-        for k in range(0, K, BLOCK_K):  # (an `if` on a constexpr is decided when compiling)
-            a = a_desc.load([k, row]).T if A_TRANSPOSED else a_desc.load([row, k])
-            b = b_desc.load([col, k]).T if B_TRANSPOSED else b_desc.load([k, col])
-            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
-        store_tile += PROGRAMS
-        pid_m, pid_n = grouped_tile(store_tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        row, col = pid_m * BLOCK_M, pid_n * BLOCK_N
-        acc = add_bias(acc, bias_ptr, col + tl.arange(0, BLOCK_N), N)
-        if pre_ptr is not None:
-            store_c_tile(pre_desc, acc, row, col, EPILOGUE_SUBTILE)
-        store_c_tile(c_desc, activate(acc, ACTIVATION), row, col, EPILOGUE_SUBTILE)
-
-
-@functools.cache
-def sm_count(device):  # SMs of a CUDA device; 3 under the interpreter, to walk several tiles
-    properties = None if common.INTERPRETED else torch.cuda.get_device_properties(device)
-    return properties.multi_processor_count if properties else 3
-
-
-def launch_persistent(a, b, c, bias=None, pre=None, activation=None):
-    if problem := persistent_problem(a, b, c):
-        raise ValueError(problem)
-    (m, k), n, precision = a.shape, b.shape[1], input_precision(a.dtype)
-    a_arg, a_t, b_arg, b_t = persistent_operands(a, b)
-    programs = sm_count(a.device)
-    common.set_descriptor_allocator()  # a descriptor made in a kernel needs scratch memory
-    matmul_persistent_kernel[(programs,)](
-        a_arg, b_arg, c, m, n, k, bias, pre, a_arg.stride(0), b_arg.stride(0), c.stride(0),
-        PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t, INPUT_PRECISION=precision,
-        ACTIVATION=activation, **persistent_tile(a.element_size(), m, n, programs),
-    )  # fmt: skip
-
-
-def persistent_problem(a, b, c):
-    """Why descriptors cannot take c = a @ b, or None: C row-major, A and B may be .T views."""
-    tf32 = input_precision(a.dtype) == "tf32"  # (TF32 copies A and B where K is not contiguous)
-    for name, t in ([] if tf32 else [("a", a), ("b", b)]) + [("the output", c)]:
-        if reason := common.descriptor_problem(t.T if transposed(t) and t is not c else t):
-            where = f"{name} {tuple(t.shape)} strides {t.stride()}"
-            return f"matmul_persistent: a tensor descriptor cannot describe {where}: {reason}"
-
-
-# ## Which kernel matmul runs (measured on an H100: results/NOTES.md items 43 and 60)
-# The persistent kernel for 16-bit and TF32 dots where descriptors take the layout; the pointer
-# kernel otherwise, and where M <= 128 (one row of 128-row tiles): its smaller tiles win there.
+# ## Beyond the kernels: matmul as a drop-in op (dispatch, checks, out=, autograd, torch.compile)
+# Which kernel matmul runs (H100: NOTES items 43, 60): the persistent one for 16-bit and TF32 dots
+# that descriptors take, unless M <= 128 (one row of tiles), where smaller tiles win.
 def pick(a, b, c):
     """ "persistent" or "pointer": the kernel matmul runs for c = a @ b."""
     fast_dot = c.dtype in (torch.float16, torch.bfloat16) or input_precision(c.dtype) == "tf32"
@@ -415,7 +426,10 @@ def run(launch, a, b, out=None, name="matmul", bias=None, activation=None, keep_
         dict(bias=bias, pre=pre, activation=activation) if bias is not None or activation else {}
     )
     if c.numel():  # (K = 0: the pointer kernel stores sums of no products, with the epilogue)
-        (launch if k else launch_pointer)(a, b, c, **options)
+        launch = launch if k else launch_pointer
+        if launch is launch_persistent and (problem := persistent_problem(a, b, c)):
+            raise ValueError(problem)  # (matmul's launch_best asks pick, which checks)
+        launch(a, b, c, **options)
     c = common.write_out(c, out)  # out, if given, with its version bumped
     return (c, c.new_empty(0) if pre is None else pre) if keep_pre else c
 
@@ -428,10 +442,9 @@ def validate(a, b, name="matmul", bias=None, activation=None):
     """(M, N, K), or a TypeError or ValueError naming the problem."""
     inputs = {"a": a, "b": b} if bias is None else {"a": a, "b": b, "bias": bias}
     for arg, t in inputs.items():
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name}: {arg} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dtype not in DTYPES.values():
-            raise TypeError(f"{name}: {arg} has dtype {t.dtype}; supported: {', '.join(DTYPES)}")
+        if not isinstance(t, torch.Tensor) or t.dtype not in DTYPES.values():
+            got = f"dtype {t.dtype}" if isinstance(t, torch.Tensor) else type(t).__name__
+            raise TypeError(f"{name}: {arg} must be a tensor of {', '.join(DTYPES)}, got {got}")
         if t.dim() != (dims := 1 if arg == "bias" else 2):
             raise ValueError(f"{name}: {arg} must be {dims}-D, got shape {tuple(t.shape)}")
     if len({t.dtype for t in inputs.values()}) > 1:
@@ -484,9 +497,8 @@ def matmul_and_pre(
 
 
 def matmul(a, b, out=None, *, bias=None, activation=None):
-    """a @ b + bias, then the activation ("gelu_tanh" or None), for a (M, K), b (K, N) and bias (N,)
-    or None of one float dtype, any strides (float32 follows torch's TF32 setting): differentiable
-    and compilable, or written into out."""
+    """a @ b + bias, activated (ACTIVATIONS), for a (M, K), b (K, N), bias (N,) or None of one float
+    dtype and any strides, float32 as torch's TF32 setting says: differentiable, or into out."""
     wants_grad = any(getattr(t, "requires_grad", False) for t in (a, b, bias))
     if torch.compiler.is_compiling() or (out is None and wants_grad and torch.is_grad_enabled()):
         return common.write_out(Matmul.apply(a, b, bias, activation), out)
@@ -495,8 +507,7 @@ def matmul(a, b, out=None, *, bias=None, activation=None):
 
 # ## The registered op: torch.ops.triton_lessons.matmul, for torch.compile
 # custom_op makes matmul_and_pre an op that torch.compile records as one node it does not open; its
-# fake gives the outputs' shapes and dtypes without a launch, validating as matmul does. Gradients
-# come from Matmul, whose forward calls the op under torch.compile.
+# fake gives the outputs' shapes and dtypes, validating as matmul does. Matmul gives it gradients.
 matmul_op = torch.library.custom_op("triton_lessons::matmul", mutates_args=())(matmul_and_pre)
 
 
@@ -507,38 +518,41 @@ def matmul_fake(a, b, bias=None, activation=None):
 
 
 # ## Benchmark and command line
-def benchmark(m, n, k, dtype="float16", precision="highest"):
+def variants_for(a, b):
+    """{name: function} of the VARIANTS that take a @ b (descriptors may not), and matmul."""
+    refused = persistent_problem(a, b, a.new_empty((a.shape[0], b.shape[1])))
+    taken = {name: f for name, f in VARIANTS.items() if not (name == "persistent" and refused)}
+    return taken | {"matmul": matmul}
+
+
+def benchmark(m, n, k, dtype="float16"):
     """GPU and host time of a @ b through each variant that takes row-major inputs, matmul, a bare
-    launch of the kernel matmul picks (inputs and output ready), and torch.matmul; TFLOP/s."""
+    launch of the kernel matmul picks (inputs and output ready), and torch.matmul; TFLOP/s. Float32
+    runs at torch's float32 matmul precision (make bench sets it from SWEEP's "precision")."""
     dtype = DTYPES.get(dtype, dtype)
-    with float32_matmul_precision(precision):
-        a, b = random_matrix(m, k, dtype), random_matrix(k, n, dtype)
-        c, precision = a.new_empty((m, n)), input_precision(dtype)
-        calls = {name: lambda f=f: f(a, b) for name, f in VARIANTS.items()}
-        if persistent_problem(a, b, c):  # descriptors cannot take it
-            del calls["persistent"]
-        calls["matmul"] = lambda: matmul(a, b)
-        # The kernel matmul picks, launched with its arguments made ahead: no Python around it.
-        picked = pick(a, b, c) if min(m, n, k) > 0 else None  # None: no launch
-        if picked == "persistent":
-            (a_arg, a_t, b_arg, b_t), programs = persistent_operands(a, b), sm_count(a.device)
-            kernel, grid = matmul_persistent_kernel, (programs,)
-            strides = (a_arg.stride(0), b_arg.stride(0), c.stride(0))
-            args = (a_arg, b_arg, c, m, n, k, None, None, *strides)  # None, None: no bias, no P
-            named = dict(PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t, ACTIVATION=None)
-            named |= persistent_tile(a.element_size(), m, n, programs)
-            common.set_descriptor_allocator()
-        else:
-            kernel, grid, named = matmul_pointer_kernel, tile_grid(m, n), {}
-            args = (a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride())
-        if picked:
-            bare = lambda: kernel[grid](*args, INPUT_PRECISION=precision, **named)  # noqa: E731
-            calls[f"matmul_{picked}_kernel[grid] bare"] = bare
-        calls["torch"] = lambda: reference(a, b)
-        # A second of torch.matmul brings the GPU to its sustained clock (results/NOTES.md item 28).
-        if not common.INTERPRETED:
-            triton.testing.do_bench(calls["torch"], warmup=1000, rep=1)
-        times = {name: common.measure(call) for name, call in calls.items()}
+    a, b = random_matrix(m, k, dtype), random_matrix(k, n, dtype)
+    c, precision = a.new_empty((m, n)), input_precision(dtype)
+    calls = {name: lambda f=f: f(a, b) for name, f in variants_for(a, b).items()}
+    # The kernel matmul picks, launched with its arguments made ahead: no Python around it.
+    picked = pick(a, b, c) if min(m, n, k) > 0 else None  # None: no launch
+    if picked == "persistent":
+        (a_arg, a_t, b_arg, b_t), programs = persistent_operands(a, b), sm_count(a.device)
+        kernel, grid = matmul_persistent_kernel, (programs,)
+        strides = (a_arg.stride(0), b_arg.stride(0), c.stride(0))
+        args = (a_arg, b_arg, c, None, None, m, n, k, *strides)  # None, None: no bias, no P
+        named = dict(PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t, ACTIVATION=None)
+        named |= persistent_tile(a.element_size(), m, n, programs)
+        common.set_descriptor_allocator()
+    else:
+        kernel, grid, named = matmul_pointer_kernel, tile_grid(m, n), dict(ACTIVATION=None)
+        args = (a, b, c, None, None, m, n, k, *a.stride(), *b.stride(), *c.stride())
+    if picked:
+        bare = lambda: kernel[grid](*args, INPUT_PRECISION=precision, **named)  # noqa: E731
+        calls[f"matmul_{picked}_kernel[grid] bare"] = bare
+    calls["torch"] = lambda: reference(a, b)
+    if not common.INTERPRETED:  # a second of torch.matmul: the GPU's sustained clock (NOTES 28)
+        triton.testing.do_bench(calls["torch"], warmup=1000, rep=1)
+    times = {name: common.measure(call) for name, call in calls.items()}
     case = f"{m}x{n}x{k} {str(dtype).removeprefix('torch.')}"
     case += f" {precision}" if dtype == torch.float32 else ""
     flops = 2 * m * n * k  # a multiply and an add for each term of each dot product
@@ -546,21 +560,6 @@ def benchmark(m, n, k, dtype="float16", precision="highest"):
         common.timing_row(case, name, t, times["torch"], common.tflops(flops, t[0]), "TFLOP/s")
         for name, t in times.items()
     ]
-
-
-@contextlib.contextmanager
-def float32_matmul_precision(precision):  # "highest", "high", "medium", or None: unchanged
-    before = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision(precision or before)
-    try:
-        yield
-    finally:
-        torch.set_float32_matmul_precision(before)
-
-
-def random_matrix(rows, cols, dtype, transposed=False):  # transposed: the .T of a (cols, rows)
-    t = torch.randn((cols, rows) if transposed else (rows, cols), device=common.DEVICE).to(dtype)
-    return t.T if transposed else t
 
 
 # `make bench` on a GPU: large cubes, then the shapes that taught the dispatch rule.
@@ -579,19 +578,20 @@ def main(argv=None):
     parser.add_argument("--n", type=int, default=size, help="columns of B and C")
     parser.add_argument("--k", type=int, default=size, help="columns of A, rows of B")
     parser.add_argument("--dtype", choices=list(DTYPES), default="float16", help="of A, B and C")
-    parser.add_argument(
-        "--precision", choices=["highest", "high", "medium"],
-        default=torch.get_float32_matmul_precision(),
-        help="torch.set_float32_matmul_precision for float32 (highest: exact, else TF32)",
-    )  # fmt: skip
+    precision, choices = torch.get_float32_matmul_precision(), ["highest", "high", "medium"]
+    about = "torch.set_float32_matmul_precision, for float32 (highest: exact, else TF32)"
+    parser.add_argument("--precision", choices=choices, default=precision, help=about)
     args = parser.parse_args(argv)
     if min(args.m, args.n, args.k) < 0:
         parser.error(f"sizes must be 0 or more, got --m {args.m} --n {args.n} --k {args.k}")
     dtype, shape = DTYPES[args.dtype], f"{args.m}x{args.n}x{args.k}"
     print(common.describe_run())
-    checked = check(args.m, args.n, args.k, dtype, args.precision)
-    print(f"check {shape} {args.dtype}: {', '.join(checked)} match float64\n")
-    rows = benchmark(args.m, args.n, args.k, dtype, args.precision)
+    torch.set_float32_matmul_precision(args.precision)
+    a, b = random_matrix(args.m, args.k, dtype), random_matrix(args.k, args.n, dtype)
+    for name, fn in (variants := variants_for(a, b)).items():
+        check(fn, a, b, f"{name} {shape} {args.dtype}")
+    print(f"check {shape} {args.dtype}: {', '.join(variants)} match float64\n")
+    rows = benchmark(args.m, args.n, args.k, dtype)
     common.print_table(rows, common.TIMING_COLUMNS)
     return 0
 

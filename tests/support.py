@@ -12,7 +12,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import common  # noqa: E402  (switches the interpreter on before any example defines a kernel)
 import triton  # noqa: E402  (after common, which may switch on the interpreter)
-from tools import REPO_ROOT, load_example  # noqa: E402
+from tools import REPO_ROOT, float32_matmul_precision, load_example  # noqa: E402, F401
 
 ON_GPU = not common.INTERPRETED
 

@@ -1,9 +1,12 @@
 """What the drivers outside the lessons share: `make bench` (bench.py), tile_sweep.py and the
 tests load each lesson by its path, since no import statement can name a folder like 01_..."""
 
+import contextlib
 import importlib.util
 import sys
 from pathlib import Path
+
+import torch
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,3 +22,14 @@ def load_example(path):  # a lesson's main.py, imported once, as the module exam
 
 def example_paths():  # every lesson's main.py, in reading order
     return sorted(REPO_ROOT.glob("[0-9][0-9]_*/main.py"))
+
+
+@contextlib.contextmanager
+def float32_matmul_precision(precision):  # "highest", "high", "medium", or None: unchanged
+    """Inside, torch.set_float32_matmul_precision(precision); afterwards, the setting before."""
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision or before)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)

@@ -7,7 +7,8 @@ import argparse
 import csv
 
 import common
-from tools import REPO_ROOT, example_paths, layouts, load_example, train_step
+from tools import REPO_ROOT, example_paths, float32_matmul_precision, layouts, load_example
+from tools import train_step
 
 
 def plot(rows, title, path):  # throughput by case, a line per variant
@@ -58,7 +59,11 @@ def main(argv=None):
         if args.only and not any(text in name for text in args.only):
             continue
         example = load_example(path)
-        rows = [row for case in example.SWEEP for row in example.benchmark(**case)]
+        rows = []
+        for case in example.SWEEP:  # a case's "precision": torch's float32 matmul precision
+            case = dict(case)
+            with float32_matmul_precision(case.pop("precision", None)):
+                rows += example.benchmark(**case)
         print(f"\n## {name}")
         common.print_table(rows, list(rows[0]))  # each lesson's rows name their own columns
         write_csv(rows, out / f"{name}.csv")

@@ -10,7 +10,7 @@ import torch
 import triton
 
 import common
-from tools import REPO_ROOT, load_example
+from tools import REPO_ROOT, float32_matmul_precision, load_example
 
 MODELS = [(768, 3072, 8192), (1024, 4096, 2048), (2048, 8192, 16384), (4096, 16384, 4096)]
 LAYOUTS = {"NN": (False, False), "NT": (False, True), "TN": (True, False), "TT": (True, True)}
@@ -37,7 +37,7 @@ def measure(shapes=None, dtypes=DTYPES):
         triton.testing.do_bench(lambda: warm_up @ warm_up, warmup=1000, rep=1)
     for dtype_name, precision in dtypes:
         dtype, label = getattr(torch, dtype_name), f"{dtype_name} {precision or ''}".strip()
-        with lesson.float32_matmul_precision(precision):
+        with float32_matmul_precision(precision):
             for m, n, k in dict.fromkeys(shapes):
                 for layout, (transpose_a, transpose_b) in LAYOUTS.items():
                     a = lesson.random_matrix(m, k, dtype, transpose_a)

@@ -12,7 +12,7 @@ import time
 import torch
 
 import common
-from tools import REPO_ROOT, load_example
+from tools import REPO_ROOT, float32_matmul_precision, load_example
 
 SEQ, STEPS, WINDOW, WARMUP = 512, 40, 5, 5  # tokens a sequence; timed steps, in windows; untimed
 LR = 1e-4  # AdamW's rate: at 1e-3 the two models' losses drifted apart (results/NOTES.md 61)
@@ -110,11 +110,11 @@ def measure(cases=CASES, steps=STEPS):
     """A row per case: ms per step of both models, torch's over ours, and the largest gap between
     their losses, step by step, over PyTorch's first loss (both start from the same weights and
     see the same batches; the loss falls as the model learns the few batches by heart)."""
-    lesson02, rows = load_example(REPO_ROOT / "02_matmul_tiled" / "main.py"), []
+    rows = []
     for d, hidden, tokens, dtype_name, mode in cases:
         dtype = getattr(torch, dtype_name)
         precision = "high" if dtype == torch.float32 else None  # float32: TF32 on both sides
-        with lesson02.float32_matmul_precision(precision):
+        with float32_matmul_precision(precision):
             ours, theirs = models(d, hidden, dtype)
             data = batches(d, tokens, dtype)
             our_losses, our_ms = train(ours, data, steps, mode)

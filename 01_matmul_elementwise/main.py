@@ -1,13 +1,12 @@
 """Matrix multiplication with one Triton program per output element.
 
-What you learn: how a kernel's work is split into programs (copies of the kernel function that
-run in parallel, each told its number by tl.program_id; the grid says how many to launch), how
-strides turn an index into an address, what a block is (a small tensor inside one program, its
-size fixed at compile time: scalar_kernel works on single numbers, vector_k_kernel on blocks),
-and why this plan is far slower than torch.matmul. If you know CUDA: a program plays the part
-of a CUDA thread block, yet in Triton the word "block" always means the small tensor. You write
-what the whole program does, on single numbers or on blocks, and Triton spreads a block's
-elements over the program's threads (num_warps warps, each 32 threads). You never index a thread.
+What you learn: how strides turn an index into an address, why this plan is far slower than
+torch.matmul, and two words:
+- a program: one copy of the kernel function; as many run in parallel as the grid says, each told
+  its number by tl.program_id. In CUDA terms, a thread block: Triton spreads its work over
+  num_warps x 32 threads, and you never index a thread;
+- a block: a small tensor inside one program, its size fixed at compile time (scalar_kernel works
+  on single numbers, vector_k_kernel on blocks). In Triton "block" never means a thread block.
 
 The maths: C = A @ B for A (M, K) and B (K, N) is C[i, j] = sum over k of A[i, k] * B[k, j].
 No element needs another, so we launch M * N programs; program p computes C[p // N, p % N]. A
@@ -36,8 +35,8 @@ The same kernel, nothing copied.
 Why it is slow: each program loads a row of A and a column of B, 2K values, for one number of C.
 All M * N programs load 2 * M * N * K values, where A and B hold M * K + K * N: each value of A
 is loaded N times (once per column of C), each of B M times; at M = N = K = 1024, 2.1 billion
-loads of 2.1 million values. Caches serve most repeats, yet moving values still takes far longer
-than the multiply-adds. In lesson 02 a program computes a tile (a rectangle) of C: fewer loads.
+loads (2 * 1024^3) of 2.1 million values (2 * 1024^2). Caches serve most repeats, but one load per
+multiply-add starves a GPU built for many per load. Lesson 02's programs compute tiles of C.
 """
 
 import argparse
@@ -58,10 +57,10 @@ import triton.language as tl  # noqa: E402
 DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32", "float64")}
 
 
-# @triton.jit compiles the function for the GPU: Python syntax, but not run by Python. An `if` on
-# a dtype is settled when it compiles; a `for` over a value like K becomes a loop on the GPU.
-# A tensor argument arrives as a pointer to its first element (ptr.dtype.element_ty is its
-# dtype); tl.load and tl.store read and write there. Pointer + 1 is the next element, not byte.
+# @triton.jit compiles the function for the GPU: Python syntax, but not run by Python; a `for`
+# over a value like K becomes a loop on the GPU. A tensor argument arrives as a pointer to its
+# first element (ptr.dtype.element_ty is its dtype); tl.load and tl.store read and write there.
+# Pointer + 1 is the next element, not the next byte.
 @triton.jit
 def scalar_kernel(
     a_ptr, b_ptr, c_ptr,  # addresses of A[0, 0], B[0, 0] and C[0, 0]
@@ -70,10 +69,11 @@ def scalar_kernel(
     stride_bk, stride_bn,  # the same for B
     stride_cm, stride_cn,  # and for C
 ):  # fmt: skip
-    # int64, so that row * stride_am below is computed in 64 bits: it can pass 2^31 in a large A.
+    # program_id is int32: widen it, so that row * stride_am below, which can pass 2^31, fits.
     pid = tl.program_id(0).to(tl.int64)  # this program's number: p in the docstring
     row, col = pid // N, pid % N  # the element of C this program computes
     # Sum in float32 (float64 for a float64 C): a 16-bit sum would lose each product's low bits.
+    # (This `if`, on a dtype, is settled when the kernel compiles: it costs nothing at run time.)
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
     a_ptr += row * stride_am  # now at A[row, 0]: one pointer, moved along as the loop runs
     b_ptr += col * stride_bn  # B[0, col]
@@ -109,7 +109,7 @@ def check(variants, m, n, k, dtype=torch.float32, transpose_a=False, transpose_b
     a = random_operand(m, k, dtype, transpose_a)
     b = random_operand(k, n, dtype, transpose_b)
     expected = reference(a.double(), b.double())
-    magnitude = reference(a.double().abs(), b.double().abs())  # scales the rounding allowed
+    magnitude = reference(a.double().abs(), b.double().abs())  # rounding allowed grows with it, K
     for name, fn in variants.items():
         out = torch.full((m, n), float("nan"), dtype=dtype, device=common.DEVICE)
         fn(a, b, out=out)

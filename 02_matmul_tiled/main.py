@@ -149,7 +149,7 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # tile in registers, and writes C once. GELU(P) = P * Φ(P), Φ the normal distribution function, in
 # GPT-2's tanh form: (1 + tanh(y)) / 2 = sigmoid(2y), y = √(2/π) (P + 0.044715 P^3), a few
 # instructions where erf takes dozens. The backward needs P: the kernel stores it too when
-# gradients are wanted, cheaper than a second matmul to recompute it (NOTES item 64).
+# gradients are wanted: one more write of C costs less than a second matmul to recompute it.
 @triton.jit
 def add_bias(acc, bias_ptr, cols, N):  # acc + bias[cols] on every row; no bias: acc
     if bias_ptr is not None:  # None is known when Triton compiles: the `if` costs nothing
@@ -185,8 +185,8 @@ CONFIGS = [  # the interpreter cannot time configs: it gets one
 # It still reads A and B through tiles of pointers (hence its name; descriptors come next).
 # (1) On a call with new `key` values, @triton.autotune times each config (do_bench: 20 ms after 5
 # of warm-up) and keeps the fastest; the config supplies BLOCK_M, BLOCK_N, BLOCK_K and GROUP_M.
-# (2) Grouped order. (3) The epilogue. (4) The pointers are made once and moved on by BLOCK_K each
-# step: recomputing 2-D int64 offsets every step cost 1000x1001x999 float16 42 us, not 25 (H100).
+# (2) Grouped order. (3) The epilogue. (4) Pointers made once, moved on by BLOCK_K each step (ks
+# stays, so the mask is ks < K - k); on an H100, 1000x1001x999 took 25 us so, 42 recomputing them.
 @triton.autotune(
     configs=CONFIGS,
     # What picks the tile: the sizes, the precision, and the layout (stride_ak and stride_bn are 1
@@ -250,9 +250,9 @@ def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
 # (flatten=True), so the next tile's first loads start while this tile's last products run.
 @functools.cache  # triton.cdiv costs host time (results/NOTES.md item 59): each shape once
 def persistent_tile(element_size, m, n, programs):
-    """Tile and launch options: 128 x 256 (more work per load) unless 128 x 128 tiles fill the
-    programs' turns 10% better (3072^2, 132 SMs: 288 wide tiles fill 288 / 396 = 73% of 3 turns,
-    576 narrow 87% of 5); K steps of 128 bytes."""
+    """Tile and launch options: 128 x 256 (more work per load) unless 128 x 128 tiles leave fewer
+    programs idle in the last turn by 10% (3072^2, 132 SMs: 288 wide tiles fill 288 / 396 = 73% of
+    3 turns, 576 narrow 87% of 5); K steps of 128 bytes."""
     tiles = {block_n: triton.cdiv(m, 128) * triton.cdiv(n, block_n) for block_n in (128, 256)}
     fill = {bn: t / (triton.cdiv(t, programs) * programs) for bn, t in tiles.items()}  # busy share
     wide = 1.1 * fill[256] >= fill[128]
@@ -263,7 +263,7 @@ def persistent_tile(element_size, m, n, programs):
 
 @triton.jit
 def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
-    """Stores tile at [row, col], whole or in halves (shared memory fits 128 x 256 float32 so)."""
+    """Stores tile at [row, col], whole or in halves (128 x 256 float32 overflows shared memory)."""
     if HALVES:  # tl.split splits a last dim of 2: (rows, cols) > (rows, 2, half) > (rows, half, 2)
         half: tl.constexpr = tile.shape[1] // 2
         left, right = tl.split(tl.permute(tl.reshape(tile, (tile.shape[0], 2, half)), (0, 2, 1)))
@@ -298,9 +298,9 @@ def matmul_persistent_kernel(
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     if pre_ptr is not None:  # P has C's strides
         pre_desc = tl.make_tensor_descriptor(pre_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # The store finds its tile from a counter of its own, store_tile, not from `tile`: the pipeline
-    # moves `tile` on early, and a store that read it would delay the next tile's first loads.
-    store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store: equal to tile
+    # store_tile always equals `tile`, as a counter of its own: the pipeline moves `tile` on early,
+    # and a store that read it would delay the next tile's first loads.
+    store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)

@@ -1,16 +1,16 @@
 """Column sums, out = x.sum(0): a blocked reduction in Triton, fast on every matrix shape.
 
-You learn the pattern behind Triton reductions: keep acc, a 2-D accumulator shaped like a tile (a
-2-D block of x), add whole tiles into it, and reduce it once, after the loop. For x (M, N):
+You learn the pattern behind Triton reductions: keep acc, a 2-D accumulator shaped like a tile (the
+piece of x a program loads at once), add whole tiles into it, and reduce it once, after the loop:
 
-    out[j]       = sum_i x[i, j]        one sum per column
+    out[j]       = sum_i x[i, j]        one sum per column of x (M, N)
     grad_x[i, j] = grad_out[j]          d out[j] / d x[i, j] = 1: grad_out on every row
 
 A worked example: x of shape (5, 6), stored row after row, so x[i, j] lies i * 6 + j elements
-after x[0, 0]: its strides (elements from one row, or column, to the next) are (6, 1). A kernel
-runs as many copies, called programs, as its grid asks for; here one per BLOCK_N = 4 columns,
-cdiv(6, 4) = 2 programs. Program 1 owns columns 4 to 7; each pass of its loop loads BLOCK_M = 2 rows
-of them, a 2 x 4 tile, and adds it into acc, a 2 x 4 accumulator. Its first pass reads the offsets
+after x[0, 0]: stride_m = 6 (x[i, j] to x[i + 1, j]), stride_n = 1 (to x[i, j + 1]). A kernel runs
+as many copies, called programs, as its grid asks for; one per BLOCK_N = 4 columns, cdiv(6, 4) = 2
+programs (cdiv: division rounded up). Program 1 owns columns 4 to 7; each pass of its loop loads
+BLOCK_M = 2 rows of them, a 2 x 4 tile, and adds it into acc (2 x 4). Its first pass reads offsets
 
     rows[:, None] * stride_m + cols[None, :] * stride_n
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] * 1 = [[ 4,  5,  6,  7],
@@ -21,9 +21,9 @@ those loads off: [[4, 5, -, -], [10, 11, -, -]]. The second pass reads rows 2 an
 4 and 5; row 5 is past M (past the end of x), and the mask rows < M switches it off. So acc[0]
 holds rows 0 + 2 + 4 and acc[1] rows 1 + 3; tl.sum(acc, axis=0) adds them into out[4] and out[5].
 
-Why a 2-D acc: a program runs on many GPU threads, each holding some elements of the tile. A 1-D
-acc would need `acc += tl.sum(tile, axis=0)` every pass, and tl.sum makes threads swap values. A
-2-D acc, the tile's shape, makes a pass an elementwise add: threads swap only once, at the end.
+Why a 2-D acc: Triton spreads each block (a program's small tensor, like a tile) over its threads. A
+1-D acc would need `acc += tl.sum(tile, axis=0)` every pass, and a sum across a block moves values
+between threads; a 2-D acc makes each pass an elementwise add, and values move once, at the end.
 """
 
 import argparse
@@ -50,11 +50,11 @@ DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float3
 @triton.jit
 def simple_column_sum_kernel(
     x_ptr, out_ptr,  # pointers to x[0, 0] (x: (M, N), any strides) and out[0] (contiguous)
-    M, N, stride_m, stride_n,  # sizes; elements from x[i, j] to x[i + 1, j], and to x[i, j + 1]
+    M, N, stride_m, stride_n,  # x's sizes; stride_m: x[i, j] to x[i + 1, j]; stride_n: x[i, j + 1]
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # rows per pass, columns per program
 ):  # fmt: skip
     # tl.constexpr: a compile-time constant. A Python `if` on a constexpr or a dtype (like the next
-    # line's) is made once, at compile time; a `for` up to a runtime bound like M runs on the GPU.
+    # line's) is made once, at compile time; a `for` up to a runtime value like M stays a loop.
     # Add in float32 (float64 for float64 x): a 16-bit running sum drops small terms as it grows.
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
     # tl.arange(0, BLOCK_N) is a block, a small tensor inside the program: 0, 1, ..., BLOCK_N - 1.
@@ -87,8 +87,8 @@ def reference(x):  # the plain PyTorch expression
 
 
 def check(x, variants):
-    """Run each of `variants` (name -> function(x, out=)) on x against x.sum(0) in float64, into
-    an out filled with NaN so that an element left unwritten fails. Returns the names checked."""
+    """Run each of `variants` (name -> function(x, out=)) on x against x.sum(0) in float64, within
+    rounding that grows with M and sum |x|, into an out of NaN, so that a gap fails; their names."""
     expected, magnitude = reference(x.double()), reference(x.double().abs())
     for name in variants:
         out = torch.full((x.shape[1],), float("nan"), dtype=x.dtype, device=x.device)

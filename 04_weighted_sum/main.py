@@ -9,9 +9,10 @@ torch.compile. x has shape (..., D), w (D,); with the leading dims of x flattene
     grad_w[d]    = sum_r x[r, d] * grad_y[r]     a sum over every row of x
 
 A worked example. A Triton kernel runs many times in parallel, as many as its launch grid says;
-each run is called a program and knows its number, tl.program_id(0). Take x of shape (5, 6),
-stored row after row, so x[r, d] lies r * 6 + d elements after x[0, 0], and give each program 2
-rows, walked 4 columns at a time: cdiv(5, 2) = 3 programs. Program 1 owns rows 2 and 3; its first
+each run is a program (like a CUDA thread block: Triton spreads its work over num_warps x 32
+threads) and knows its number, tl.program_id(0). Take x of shape (5, 6), stored row after row, so
+x[r, d] lies r * 6 + d elements after x[0, 0], and give each program 2 rows, walked 4 columns at a
+time: cdiv(5, 2) = 3 programs (cdiv: division rounded up). Program 1 owns rows 2 and 3; its first
 step reads the elements at offsets row * 6 + column, broadcast as in torch:
 
     [[2], [3]] * 6 + [[0, 1, 2, 3]] = [[12, 13, 14, 15],
@@ -19,9 +20,10 @@ step reads the elements at offsets row * 6 + column, broadcast as in torch:
 
 Its second step takes columns 4 to 7, offsets [[16, 17, 18, 19], [22, 23, 24, 25]], but columns
 6 and 7 are not in the row: 18, 19 and 24, 25 are the first elements of rows 3 and 4, and in
-program 2 the same step reaches 30 and 31, past the end of x. A mask, column < 6, switches those
-loads off ([[16, 17, -, -], [22, 23, -, -]]), as row < 5 switches off row 5 in program 2. Each
-program adds its products into a 2 x 4 accumulator and at the end sums each row into y[r].
+program 2 (rows 4, 5: [[28, 29, 30, 31], [34, ...]]) the step reaches 30 and 31, past the end of
+x. A mask, column < 6, switches those loads off ([[16, 17, -, -], [22, 23, -, -]]), as row < 5
+switches off row 5 in program 2. Each program adds its products into a 2 x 4 accumulator and sums
+its rows into y[r] once, at the end: a sum across a block moves values between threads.
 """
 
 import argparse
@@ -45,7 +47,8 @@ DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float3
 
 # ## The simplest kernel: one program per tile of rows, a loop over the columns
 # @triton.jit compiles the function for the GPU. A tensor argument arrives as a pointer to its
-# first element (ptr.dtype.element_ty is its dtype); tl.load and tl.store read and write there.
+# first element (ptr.dtype.element_ty is its dtype). A pointer plus a block of offsets is a block
+# of pointers, and tl.load of it returns a block of values of the same shape (tl.store writes one).
 @triton.jit
 def simple_forward_kernel(
     x_ptr,  # pointer to x[0, 0]; x has shape (rows, D), any strides
@@ -93,8 +96,8 @@ def reference(x, weight):  # the plain PyTorch expression
 
 
 def check(x, variants):
-    """Runs each of `variants` (name -> function of x and w) through autograd on this x, a random w
-    and grad_y, and compares y, grad_x and grad_w with float64. Returns the names checked."""
+    """For each of `variants` (name -> differentiable fn(x, w), as VARIANTS at the end), y, grad_x
+    and grad_w on this x, a random w and grad_y, against float64 within rounding; their names."""
     weight = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
     x64, w64, g64 = x.double(), weight.double(), grad_y.double()[..., None]
@@ -121,11 +124,11 @@ def check(x, variants):
 # ## Faster, step 1: let the autotuner choose the tile
 # forward_simple fixes the tile at 16 rows x 64 columns. The fastest tile depends on D: wide rows
 # want wide tiles (long reads), narrow rows want many rows per tile. So:
-# - TILES lists candidates, (ROWS_TILE, D_TILE, num_warps), picked by measurement (item 41 of
-#   results/NOTES.md). num_warps: how many warps (groups of 32 threads in step) share a tile;
+# - TILES lists candidates (ROWS_TILE, D_TILE, num_warps), measured (NOTES item 41); num_warps:
+#   how many warps (groups of 32 threads in step) share a tile;
 # - a triton.Config holds one candidate: values for the constexprs, and num_warps;
-# - @triton.autotune(configs=CONFIGS, key=["D"]), written on the kernel, times every config on the
-#   first call with a new D and keeps the fastest for every later call with that D, any rows.
+# - @triton.autotune(configs=CONFIGS, key=["D"]), on forward_kernel below (the simple kernel plus
+#   step 2's three lines), times the configs at the first call with a new D: the fastest stays.
 TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4), (128, 128, 8), (16, 256, 4)]
 TILES += [(8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
 if common.INTERPRETED:
@@ -149,7 +152,6 @@ CHEAP_TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, 
 
 
 # ## Faster, step 2: wide loads, from a bound the compiler can see divides by 4
-# Speed only (with D_ALIGN = X_ROW_ALIGN = 1 the kernel is step 1's): skip it on a first read.
 # A thread can load 16 bytes (4 float32) with one instruction, a wide load, instead of four 4-byte
 # loads. The compiler emits one only where it can prove, for each group of 4 columns, that
 # - they are next to each other: stride_col is 1;

@@ -73,7 +73,7 @@ def scalar_kernel(
     pid = tl.program_id(0).to(tl.int64)  # this program's number: p in the docstring
     row, col = pid // N, pid % N  # the element of C this program computes
     # Sum in float32 (float64 for a float64 C): a 16-bit sum would lose each product's low bits.
-    # (This `if`, on a dtype, is settled when the kernel compiles: it costs nothing at run time.)
+    # (This `... if ... else ...` on a dtype is settled when the kernel compiles: free at run time.)
     acc_dtype = tl.float64 if c_ptr.dtype.element_ty == tl.float64 else tl.float32
     a_ptr += row * stride_am  # now at A[row, 0]: one pointer, moved along as the loop runs
     b_ptr += col * stride_bn  # B[0, col]

@@ -19,10 +19,10 @@ A is read N / BN times, not N times. The program for rows m:m+BM, columns n:n+BN
 A worked example with tiles of 2 (on a GPU tl.dot needs 16 or more): A (3, 4) and B (4, 5),
 row-major, so their strides (elements to the next row, column) are (4, 1) and (5, 1). C has
 cdiv(3, 2) = 2 rows of tiles and cdiv(5, 2) = 3 columns (cdiv rounds the division up); program
-pid computes tile (pid // 3, pid % 3): program 4 has rows = [2, 3] and cols = [2, 3]. Its K loop
-starts each step at k = 0, then 2, and ks = [0, 1] counts within a step. The offsets it reads
-(x[:, None] makes a column of x, y[None, :] a row of y, and + broadcasts the two into a grid, as
-in torch; "-" is masked: row 3's offsets, 12 and up, are past A's last element, 11):
+pid computes tile (pid // 3, pid % 3): program 4, tile (1, 1), has rows = 1 * 2 + [0, 1] = [2, 3]
+and cols = [2, 3]. Its K loop starts each step at k = 0, then 2; ks = [0, 1] counts within a step.
+The offsets it reads (x[:, None] makes a column of x, y[None, :] a row, and + broadcasts the two
+into a grid, as in torch; "-" is masked: row 3's offsets, 12 and up, pass A's last element, 11):
 
     k   k + ks   A: rows[:, None] * 4 + (k + ks)[None, :]   B: (k + ks)[:, None] * 5 + cols[None, :]
     0   [0, 1]   [[ 8,  9], [ -,  -]]                       [[ 2,  3], [ 7,  8]]
@@ -89,7 +89,7 @@ def simple_matmul_kernel(
 def matmul_simple(a, b, c):
     """c = a @ b through simple_matmul_kernel: 64 x 64 tiles of C, 32 values of k a step."""
     (m, k), n = a.shape, b.shape[1]
-    grid = (triton.cdiv(m, 64) * triton.cdiv(n, 64),)  # one program per C tile
+    grid = (triton.cdiv(m, 64) * triton.cdiv(n, 64),)  # kernel[grid]: one program per C tile
     simple_matmul_kernel[grid](
         a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(),
         INPUT_PRECISION=input_precision(a.dtype), BLOCK_M=64, BLOCK_N=64, BLOCK_K=32,

@@ -53,8 +53,8 @@ def simple_column_sum_kernel(
     M, N, stride_m, stride_n,  # x's sizes; stride_m: x[i, j] to x[i + 1, j]; stride_n: x[i, j + 1]
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # rows per pass, columns per program
 ):  # fmt: skip
-    # tl.constexpr: a compile-time constant. A Python `if` on a constexpr or a dtype (like the next
-    # line's) is made once, at compile time; a `for` up to a runtime value like M stays a loop.
+    # tl.constexpr: a compile-time constant. A choice on a constexpr or a dtype (an `if`, or the
+    # next line's `a if c else b`) is made at compile time; a `for` up to a runtime M stays a loop.
     # Add in float32 (float64 for float64 x): a 16-bit running sum drops small terms as it grows.
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
     # tl.arange(0, BLOCK_N) is a block, a small tensor inside the program: 0, 1, ..., BLOCK_N - 1.

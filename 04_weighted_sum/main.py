@@ -65,7 +65,7 @@ def simple_forward_kernel(
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
     row_starts = row_ids.to(tl.int64) * stride_row  # int64: row * stride can pass 2^31
-    # An `if` on a dtype or constexpr runs once, at compile time; the `for` over D runs on the GPU.
+    # A choice on a dtype or constexpr (`a if c else b` below) is made at compile time, once.
     # Multiply and add in float32 (float64 for float64 x): 16 bits would lose the low bits.
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)

@@ -35,8 +35,8 @@ The same kernel, nothing copied.
 Why it is slow: each program loads a row of A and a column of B, 2K values, for one number of C.
 All M * N programs load 2 * M * N * K values, where A and B hold M * K + K * N: each value of A
 is loaded N times (once per column of C), each of B M times; at M = N = K = 1024, 2.1 billion
-loads (2 * 1024^3) of 2.1 million values (2 * 1024^2). Caches serve most repeats, but one load per
-multiply-add starves a GPU built for many per load. Lesson 02's programs compute tiles of C.
+loads (2 * 1024^3) of 2.1 million values (2 * 1024^2). Caches serve most repeats, but two loads per
+multiply-add starve a GPU built for many per load. Lesson 02's programs compute tiles of C.
 """
 
 import argparse

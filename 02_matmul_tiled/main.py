@@ -48,7 +48,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32", "float64")}
-ACTIVATIONS = (None, "gelu_tanh")  # what the epilogue applies after the bias
+ACTIVATIONS = (None, "gelu_tanh")  # what the fused epilogue (below) applies after the bias
 
 
 # ## The simplest tiled kernel: one program per C tile, tiles in row-major order
@@ -123,10 +123,10 @@ def random_matrix(rows, cols, dtype=torch.float32, transposed=False):  # transpo
 
 # ## Grouped program order
 # The GPU starts programs roughly in the order of their ids, a wave at a time (as many as fit on
-# its SMs), and a tile that a wave reads twice comes from the L2 cache the second time. A wave in
-# row-major order computes whole rows of C tiles: few row strips of A but all of B. Grouped order
-# walks GROUP_M tile rows down, then right, so a wave covers a squarer patch of C. Below, a wave
-# of 4 programs reads 1 strip of A and 4 of B in row-major order, 2 and 2 grouped:
+# its SMs, streaming multiprocessors: 132 on an H100), and a tile that a wave reads twice comes from
+# the L2 cache the second time. A wave in row-major order computes whole rows of C tiles: few row
+# strips of A but all of B. Grouped order walks GROUP_M tile rows down, then right, so a wave covers
+# a squarer patch of C. Below, a wave of 4 reads 1 strip of A and 4 of B row-major, 2 and 2 grouped:
 #
 #     row-major:   0  1  2  3         grouped, GROUP_M = 2:   0  2  4  6
 #                  4  5  6  7                                 1  3  5  7
@@ -167,9 +167,9 @@ def activate(acc, ACTIVATION: tl.constexpr):  # one of ACTIVATIONS
 # ## Autotuning the tile
 # matmul_simple fixed the tile at 64 x 64 x 32, but the best tile depends on the sizes and dtype:
 # a large C wants 128 x 256 tiles (fewer loads per multiply-add), a small C smaller ones, so that
-# every SM (streaming multiprocessor: 132 on an H100) gets a program. A triton.Config holds a tile,
-# num_stages (K steps loaded ahead into shared memory, the SM's small fast memory, while the tensor
-# cores multiply) and num_warps (the program's threads, in warps of 32).
+# every SM gets a program. A triton.Config holds a tile, num_stages (K steps loaded ahead into
+# shared memory, the SM's small fast memory, while the tensor cores multiply) and num_warps (the
+# program's threads, in warps of 32).
 TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps
     (128, 256, 64, 3, 8), (256, 128, 64, 3, 8), (128, 256, 32, 4, 8), (256, 128, 32, 3, 8),
     (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 256, 32, 4, 4),
@@ -242,7 +242,7 @@ def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
 # desc.load([row, col]) reads the tile that starts there, 0 past the edge: no masks. On an H100 a
 # load is one TMA copy (the Tensor Memory Accelerator fills shared memory while the threads
 # compute). The rules: base 16-byte aligned, last stride 1, other strides multiples of 16 bytes.
-# Broken, an H200 returned wrong numbers with no error, so persistent_problem checks them first.
+# Broken, an H200 returned wrong numbers with no error, so persistent_problem (below) checks them.
 #
 # With one program per C tile, an SM idles between programs: while a tile is stored, and until the
 # next program's first loads arrive. A persistent kernel launches one program per SM; program p
@@ -250,9 +250,9 @@ def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
 # (flatten=True), so the next tile's first loads start while this tile's last products run.
 @functools.cache  # triton.cdiv costs host time (results/NOTES.md item 59): each shape once
 def persistent_tile(element_size, m, n, programs):
-    """Tile and launch options: 128 x 256 (more work per load) unless 128 x 128 tiles leave fewer
-    programs idle in the last turn by 10% (3072^2, 132 SMs: 288 wide tiles fill 288 / 396 = 73% of
-    3 turns, 576 narrow 87% of 5); K steps of 128 bytes."""
+    """Tile and launch options: 128 x 256 (more work per load) unless 128 x 128 tiles keep the
+    programs busy a 10% larger share of their turns (3072^2, 132 SMs: 288 wide tiles fill 288 / 396
+    = 73% of 3 turns, 576 narrow 87% of 5); K steps of 128 bytes."""
     tiles = {block_n: triton.cdiv(m, 128) * triton.cdiv(n, block_n) for block_n in (128, 256)}
     fill = {bn: t / (triton.cdiv(t, programs) * programs) for bn, t in tiles.items()}  # busy share
     wide = 1.1 * fill[256] >= fill[128]
@@ -305,7 +305,7 @@ def matmul_persistent_kernel(
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         row, col, acc = pid_m * BLOCK_M, pid_n * BLOCK_N, tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
-        for k in range(0, K, BLOCK_K):  # (an `if` on a constexpr is decided when compiling)
+        for k in range(0, K, BLOCK_K):  # (`a if c else b` on a constexpr: decided when compiling)
             a = a_desc.load([k, row]).T if A_TRANSPOSED else a_desc.load([row, k])
             b = b_desc.load([col, k]).T if B_TRANSPOSED else b_desc.load([k, col])
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
@@ -339,8 +339,8 @@ def launch_persistent(a, b, c, bias=None, pre=None, activation=None):
 
 def persistent_problem(a, b, c):
     """Why descriptors cannot take c = a @ b, or None: C row-major, A and B may be .T views."""
-    if a.dtype == torch.float64:  # no tensor-core dot: matmul runs float64 on the pointer kernel
-        return "matmul_persistent: float64 has no tensor-core dot; matmul_pointer takes it"
+    if a.dtype == torch.float64:  # matmul runs float64 on the pointer kernel
+        return "matmul_persistent: takes 16-bit and float32 only; matmul_pointer takes float64"
     tf32 = input_precision(a.dtype) == "tf32"  # (TF32 copies A and B where K is not contiguous)
     for name, t in ([] if tf32 else [("a", a), ("b", b)]) + [("the output", c)]:
         if reason := common.descriptor_problem(t.T if transposed(t) and t is not c else t):
@@ -579,7 +579,7 @@ def main(argv=None):
     parser.add_argument("--k", type=int, default=size, help="columns of A, rows of B")
     parser.add_argument("--dtype", choices=list(DTYPES), default="float16", help="of A, B and C")
     precision, choices = torch.get_float32_matmul_precision(), ["highest", "high", "medium"]
-    about = "torch.set_float32_matmul_precision, for float32 (highest: exact, else TF32)"
+    about = "float32: torch.set_float32_matmul_precision, for the process (highest: no TF32)"
     parser.add_argument("--precision", choices=choices, default=precision, help=about)
     args = parser.parse_args(argv)
     if min(args.m, args.n, args.k) < 0:

@@ -60,6 +60,7 @@ def check_every_variant(m, n, k, dtype, precision=None, transpose_a=False, trans
         (17, 1000, 100),  # wide
         (1001, 24, 40),  # 1001 rows; N and K give 16-byte rows: the descriptor runs too
         (100, 333, 64),  # K a multiple of the tile: no masked step
+        (600, 130, 40),  # 10 x 3 tiles of 64: two program groups of GROUP_M = 8 rows, one short
     ],
 )
 def test_shapes(m, n, k):
@@ -154,7 +155,7 @@ def test_float32_under_each_precision(precision):
     before = torch.get_float32_matmul_precision()
     checked = check_every_variant(65, 48, 1000, torch.float32, precision=precision)
     assert sorted(checked) == sorted(VARIANT_NAMES + ["matmul"])
-    assert torch.get_float32_matmul_precision() == before  # check() restores the setting
+    assert torch.get_float32_matmul_precision() == before  # the precision is restored
 
 
 @pytest.mark.parametrize("dtype, precision", DTYPE_PRECISIONS)
@@ -222,7 +223,7 @@ def test_persistent_refuses_what_a_descriptor_cannot_describe():
     out = torch.empty(32, 6, device=common.DEVICE)[:, :4]  # rows 24 bytes apart
     with pytest.raises(ValueError, match=r"the output \(32, 4\) .* 24 bytes"):
         ex.VARIANTS["persistent"](a, torch.randn(16, 4, device=common.DEVICE), out=out)
-    with pytest.raises(ValueError, match="float64 has no tensor-core dot"):
+    with pytest.raises(ValueError, match="matmul_pointer takes float64"):
         ex.VARIANTS["persistent"](a.double(), torch.randn(16, 32, device=common.DEVICE).double())
 
 

@@ -126,8 +126,8 @@ CONFIGS = [
 # - the grid gets a second axis: program (c, s) adds up chunk s of the rows of column block c;
 # - it writes its sums into row s of a float32 (splits, N) buffer of partial sums;
 # - a second pass adds up each column of that buffer into out.
-# The second pass adds in a fixed order, so every call gives the same bits. Atomic adds (each
-# program adding straight into out) would land in any order, and round differently each time.
+# The second pass adds in a fixed order: every call gives the same bits. Atomic adds into out would
+# land in any order, round differently each call, and add again each time the autotuner times it.
 PROGRAMS_PER_SM = 4  # more made the chunks shorter and the second pass larger: slower
 ROW_ALIGN = max(config.kwargs["BLOCK_M"] for config in CONFIGS)  # the tallest tile
 

@@ -205,8 +205,8 @@ FORWARDS = {"simple": forward_simple, "pointer": forward_pointer}  # style -> it
 
 # ## The backward pass
 # Each element of grad_x = grad_y (outer) w is one product: no sum. grad_w[d] sums over every
-# row, and many programs share the rows. Had each program added into grad_w with atomic adds, the
-# order of the additions, and so the rounding, would change from run to run. Instead:
+# row, and many programs share the rows. Atomic adds into grad_w would round differently each run
+# (their order varies), and add again each time the autotuner runs the kernel to time it. Instead:
 # - the grid is 2-D, (D tiles, P): program (t, p) takes D tile t and row tiles p, p + P, ...;
 # - for each row tile it writes that tile of grad_x and adds x * grad_y into its accumulator;
 # - at the end it writes the accumulator's column sums into row p of partial, a (P, D) buffer;

@@ -48,8 +48,8 @@ import torch
 ROOT = str(Path(__file__).resolve().parent.parent)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # so that `import common` finds the repository's common/
-# Without a GPU, common sets TRITON_INTERPRET=1: Triton then runs each program in Python on the
-# CPU, one after another (slowly). It must be set before the first @triton.jit, hence this order.
+# common, this repository's timing and checking helper, sets TRITON_INTERPRET=1 without a GPU:
+# Triton then runs each program on the CPU, one at a time. It must precede the first @triton.jit.
 import common  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
@@ -146,7 +146,7 @@ def vector_k_kernel(
     tl.store(c_ptr + row * stride_cm + col * stride_cn, total.to(c_ptr.dtype.element_ty))
 
 
-# Fixed for simplicity: 128 values of k a step, on 2 warps. Lesson 02 lets @triton.autotune pick.
+# BLOCK_K, a constexpr, and num_warps, a launch option, fixed here (02 tunes them): 128 k, 2 warps.
 VECTOR_K_LAUNCH = dict(BLOCK_K=128, num_warps=2)
 
 

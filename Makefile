@@ -23,7 +23,7 @@ BENCH_ARGS ?=
 PY := $(VENV)/bin/python
 EXAMPLES := $(sort $(wildcard [0-9][0-9]_*/main.py))
 
-.PHONY: all test lint bench env clean
+.PHONY: all test lint bench pictures env clean
 
 all: env
 	@set -e; for example in $(EXAMPLES); do echo "==> $(PY) $$example"; $(PY) $$example; done
@@ -40,8 +40,11 @@ lint: env
 # On the GPU: each lesson's sweep, 02's layouts table and a training step (tools/); writes
 # results/*.csv and a plot per lesson (BENCH_ARGS="--only layouts train": just the two tables).
 bench: env
-	$(PY) -m pip install --disable-pip-version-check -q matplotlib
 	$(PY) -m tools.bench $(BENCH_ARGS)
+
+# Each lesson's picture (main.py --draw, tools/pictures.py) into its folder; runs on the CPU too.
+pictures: env
+	@set -e; for example in $(EXAMPLES); do $(PY) $$example --draw $$(dirname $$example)/picture.png; done
 
 # The venv gets a .pth file listing the creating Python's site-packages. `--system-site-packages`
 # alone is not enough when PYTHON is itself a venv (as on many GPU images): it would only see the

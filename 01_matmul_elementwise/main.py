@@ -39,7 +39,6 @@ loads (2 * 1024^3) of 2.1 million values (2 * 1024^2). Caches serve most repeats
 multiply-add starve a GPU built for many per load. Lesson 02's programs compute tiles of C.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -51,6 +50,7 @@ if ROOT not in sys.path:
 # common, this repository's timing and checking helper, sets TRITON_INTERPRET=1 without a GPU:
 # Triton then runs each program on the CPU, one at a time. It must precede the first @triton.jit.
 import common  # noqa: E402
+import tools  # noqa: E402  (main's --draw and --asm)
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
@@ -275,8 +275,7 @@ def explain(m, n, k, dtype, rows):
 
 
 def main(argv=None):
-    formatter = argparse.ArgumentDefaultsHelpFormatter  # --help shows the defaults
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=formatter)
+    parser = tools.lesson_parser(sys.modules[__name__])  # also --draw, --asm: tools/
     size = 16 if common.INTERPRETED else 1024  # the interpreter runs programs one at a time
     parser.add_argument("--m", type=int, default=size, help="rows of a and of the output")
     parser.add_argument("--n", type=int, default=size, help="columns of b and of the output")

@@ -32,7 +32,6 @@ Row 3 is past M = 3: the mask rows < M switches its loads off (they read 0, whic
 and its store. The program stores C[2, 2] and C[2, 3] at offsets 2 * 5 + [2, 3] = [12, 13].
 """
 
-import argparse
 import functools
 import sys
 from pathlib import Path
@@ -44,6 +43,7 @@ ROOT = str(Path(__file__).resolve().parent.parent)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # so that `import common` finds the repository's common/
 import common  # noqa: E402  (before any kernel: without CUDA it switches on Triton's interpreter)
+import tools  # noqa: E402  (main's --draw and --asm)
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
@@ -571,8 +571,7 @@ SWEEP += [dict(m=m, n=n, k=k, dtype=d) for d in ("float16", "bfloat16") for m, n
 
 
 def main(argv=None):
-    formatter = argparse.ArgumentDefaultsHelpFormatter  # --help shows the defaults
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=formatter)
+    parser = tools.lesson_parser(sys.modules[__name__])  # also --draw, --asm: tools/
     size = 256 if common.INTERPRETED else 4096  # the interpreter runs programs one at a time
     parser.add_argument("--m", type=int, default=size, help="rows of A and C")
     parser.add_argument("--n", type=int, default=size, help="columns of B and C")

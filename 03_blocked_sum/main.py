@@ -26,7 +26,6 @@ Why a 2-D acc: Triton spreads each block (a program's small tensor, like a tile)
 between threads; a 2-D acc makes each pass an elementwise add, and values move once, at the end.
 """
 
-import argparse
 import functools
 import sys
 import warnings
@@ -38,6 +37,7 @@ ROOT = str(Path(__file__).resolve().parent.parent)  # the repository, so that `i
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 import common  # noqa: E402  (first: without CUDA it turns on Triton's interpreter)
+import tools  # noqa: E402  (main's --draw and --asm)
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
@@ -378,8 +378,7 @@ def benchmark(rows, cols, dtype="float32"):
 
 
 def main(argv=None):
-    formatter = argparse.ArgumentDefaultsHelpFormatter  # --help shows the defaults
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=formatter)
+    parser = tools.lesson_parser(sys.modules[__name__])  # also --draw, --asm: tools/
     default_rows, default_cols = (1000, 96) if common.INTERPRETED else (16384, 8192)
     parser.add_argument("--rows", type=int, default=default_rows, help="M, the rows summed away")
     parser.add_argument("--cols", type=int, default=default_cols, help="N, the columns kept")

@@ -26,7 +26,6 @@ switches off row 5 in program 2. Each program adds its products into a 2 x 4 acc
 its rows into y[r] once, at the end: a sum across a block moves values between threads.
 """
 
-import argparse
 import functools
 import math
 import sys
@@ -39,6 +38,7 @@ ROOT = str(Path(__file__).resolve().parent.parent)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # so that `import common` finds the repository's common/
 import common  # noqa: E402  (before any kernel: without CUDA it switches on Triton's interpreter)
+import tools  # noqa: E402  (main's --draw and --asm)
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
@@ -479,8 +479,7 @@ def benchmark(rows, dim, dtype="float32"):
 
 
 def main(argv=None):
-    formatter = argparse.ArgumentDefaultsHelpFormatter  # --help shows the defaults
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=formatter)
+    parser = tools.lesson_parser(sys.modules[__name__])  # also --draw, --asm: tools/
     default_rows, default_dim = (1000, 100) if common.INTERPRETED else (65536, 1024)
     parser.add_argument("--rows", type=int, default=default_rows, help="rows of x")
     parser.add_argument("--dim", type=int, default=default_dim, help="D, the length of a row")

@@ -11,9 +11,9 @@ import warnings
 import torch
 
 if not torch.cuda.is_available():
-    os.environ["TRITON_INTERPRET"] = "1"
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
-DEVICE = torch.device("cpu" if INTERPRETED else "cuda")
+DEVICE = torch.device("cuda" if torch.cuda.is_available() and not INTERPRETED else "cpu")
 
 import triton  # noqa: E402  (imported after the interpreter switch on purpose)
 

@@ -1,6 +1,7 @@
 """What the drivers outside the lessons share: `make bench` (bench.py), tile_sweep.py and the
 tests load each lesson by its path, since no import statement can name a folder like 01_..."""
 
+import argparse
 import contextlib
 import importlib.util
 import sys
@@ -33,3 +34,29 @@ def float32_matmul_precision(precision):  # "highest", "high", "medium", or None
         yield
     finally:
         torch.set_float32_matmul_precision(before)
+
+
+def lesson_parser(lesson):
+    """The ArgumentParser of a lesson's main(): --help shows the defaults; --draw FILE.png and
+    --asm act as --help does, at once, then exit (pictures.py, asm.py)."""
+    formatter = argparse.ArgumentDefaultsHelpFormatter
+    parser = argparse.ArgumentParser(
+        description=lesson.__doc__.splitlines()[0], formatter_class=formatter
+    )
+    view = dict(action=ShowAndExit, const=lesson, default=argparse.SUPPRESS)
+    about = "draw which program computes which part of the output, as a PNG, then exit"
+    parser.add_argument("--draw", metavar="FILE.png", help=about, **view)
+    about = "print the compiled kernels' lines that show what this lesson teaches, then exit"
+    parser.add_argument("--asm", nargs=0, help=about, **view)
+    return parser
+
+
+class ShowAndExit(argparse.Action):  # const: the lesson's module
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string == "--draw":
+            from tools import pictures  # imports matplotlib: only when asked
+
+            parser.exit(pictures.draw(self.const, values))
+        from tools import asm
+
+        parser.exit(asm.show(self.const))

@@ -1,0 +1,85 @@
+"""Each lesson's --draw (tools/pictures.py) and --asm (tools/asm.py), and the ways the pictures
+find out which program wrote what."""
+
+import pytest
+import torch
+
+import support
+from support import common
+from tools import example_paths, pictures
+
+EXAMPLES = [path.parent.name for path in example_paths()]
+# An instruction each lesson's --asm names, and that its compiled kernel must hold.
+INSTRUCTIONS = {
+    "01_matmul_elementwise": ["fma.rn.f32", "ld.global.b32"],
+    "02_matmul_tiled": ["wgmma.mma_async", "cp.async.cg", "cp.async.bulk.tensor"],
+    "03_blocked_sum": ["shfl.sync.bfly", "st.shared"],
+    "04_weighted_sum": ["ld.global.v4.b32", "ld.global.b32"],
+}
+
+
+@pytest.mark.parametrize("folder", EXAMPLES)
+def test_draw_writes_a_png(folder, tmp_path, capsys):
+    path = tmp_path / "picture.png"
+    with pytest.raises(SystemExit) as exit_info:
+        support.load(folder).main(["--draw", str(path)])
+    assert exit_info.value.code in (0, None)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert path.stat().st_size > 10_000  # a blank figure is a few KB
+    assert f"wrote {path}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("folder", EXAMPLES)
+def test_asm_prints_the_instructions_it_names(folder, capfd):
+    with pytest.raises(SystemExit) as exit_info:
+        support.load(folder).main(["--asm"])
+    out = capfd.readouterr().out  # capfd: on the CPU a second process prints it
+    assert exit_info.value.code == 0
+    assert "sm_90" in out or "launched on" in out  # it says which target it compiled for
+    opcodes = [opcode(line) for line in out.splitlines() if line.startswith(" " * 6)]
+    for instruction in INSTRUCTIONS[folder]:
+        assert any(op.startswith(instruction) for op in opcodes), f"{instruction} not in {out}"
+
+
+def test_asm_shows_wide_loads_only_where_the_alignment_is_visible(capfd):
+    with pytest.raises(SystemExit):
+        support.load("04_weighted_sum").main(["--asm"])
+    unaligned, aligned = capfd.readouterr().out.split("D_ALIGN = 4")
+    assert "ld.global.v4" not in unaligned and "ld.global.v4" in aligned
+
+
+def opcode(line):  # "@%p2 ld.global.b32 { %r1 }, ..." -> "ld.global.b32" (after the predicate)
+    words = line.split()
+    return words[1] if words[0].startswith("@") else words[0]
+
+
+def test_a_sum_of_powers_of_two_names_its_rows():
+    x = pictures.powers_of_two(6, 3)
+    assert pictures.rows_in(x[[1, 3, 4], 2].sum()) == [1, 3, 4]
+    assert pictures.rows_in(x[:, 0].sum()) == list(range(6))
+
+
+def test_launches_of_more_and_more_programs_find_what_each_wrote():
+    lesson = support.load("04_weighted_sum")
+    x, w = torch.randn(5, 6, device=common.DEVICE), torch.randn(6, device=common.DEVICE)
+    y = torch.empty(5, device=common.DEVICE)
+
+    def launch(programs):  # forward_kernel, 2 rows per program
+        lesson.forward_kernel.fn[(programs,)](
+            x, w, y, 5, 6, *x.stride(), X_ROW_ALIGN=1, D_ALIGN=1, ROWS_TILE=2, D_TILE=4
+        )
+
+    assert pictures.programs_along_axis(launch, 3, y).tolist() == [0, 0, 1, 1, 2]
+
+
+def test_grouped_order_as_02_draws_it_in_its_docstring():
+    lesson = support.load("02_matmul_tiled")
+    where = torch.empty((16, 2), dtype=torch.int32, device=common.DEVICE)
+    pictures.tile_of_program_kernel[(16,)](
+        where, 64, 64, lesson.grouped_tile, BLOCK_M=16, BLOCK_N=16, GROUP_M=2
+    )
+    order = torch.empty((4, 4), dtype=torch.int64)
+    for pid, (row, col) in enumerate(where.cpu().tolist()):
+        order[row, col] = pid
+    expected = [[0, 2, 4, 6], [1, 3, 5, 7], [8, 10, 12, 14], [9, 11, 13, 15]]
+    assert order.tolist() == expected

@@ -1,0 +1,169 @@
+"""`python 0X_*/main.py --asm`: the few lines of a lesson's compiled kernels (PTX, NVIDIA's
+assembly language) that show what the lesson teaches, each with a sentence on what to look for.
+
+On a GPU it launches the kernel on a small input and reads the compiled kernel's .asm["ptx"]. On
+the CPU the lesson's kernels run interpreted and compile nothing, so it starts itself again with
+TRITON_INTERPRET=0 (`python -m tools.asm LESSON/main.py`) and calls triton.compile for an H100
+(sm_90), which needs no GPU. Such a compile knows only what it is told: as a launch would, it is
+told which pointers are 16-byte aligned, which ints divide by 16 and which are 1 (specialize)."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+import triton
+from triton.backends.compiler import GPUTarget
+
+import common
+from tools import REPO_ROOT, load_example
+
+SM_90 = GPUTarget("cuda", 90, 32)  # an H100: compute capability 9.0, 32 threads per warp
+TYPES = {
+    torch.float16: "fp16",
+    torch.bfloat16: "bf16",
+    torch.float32: "fp32",
+}  # as Triton names them
+TYPES |= {torch.float64: "fp64", torch.int32: "i32", torch.int64: "i64"}
+
+
+def compile_for_sm_90(kernel, args, kwargs):
+    """triton.compile of kernel for these arguments, specialized as a launch would; an autotuned
+    kernel with its first config."""
+    config = kernel.configs[0] if isinstance(kernel, triton.runtime.Autotuner) else None
+    fn = kernel.fn if config else kernel
+    values = dict(zip(fn.arg_names, args)) | kwargs | (config.kwargs if config else {})
+    signature, constexprs, attrs = {}, {}, {}
+    for index, param in enumerate(fn.params):
+        value = values[param.name]
+        if isinstance(value, torch.Tensor):
+            signature[param.name] = "*" + TYPES[value.dtype]
+            aligned = value.data_ptr() % 16 == 0
+        elif isinstance(value, int) and not isinstance(value, bool) and not param.is_constexpr:
+            if value == 1 and not param.do_not_specialize:  # a launch makes 1 a constant
+                signature[param.name], constexprs[param.name] = "constexpr", 1
+                continue
+            signature[param.name] = "i32" if -(2**31) <= value < 2**31 else "i64"
+            aligned = value % 16 == 0 and not param.do_not_specialize
+        else:  # a constexpr, or None
+            signature[param.name], constexprs[param.name] = "constexpr", value
+            continue
+        if aligned:
+            attrs[(index,)] = [["tt.divisibility", 16]]
+    options = {"num_warps": config.num_warps, "num_stages": config.num_stages} if config else {}
+    options.update((name, values[name]) for name in ("num_warps", "num_stages") if name in values)
+    source = triton.compiler.ASTSource(fn, signature, constexprs, attrs)
+    return triton.compile(source, target=SM_90, options=options)
+
+
+class Probe(NamedTuple):  # a kernel to compile, its launch, and what to look for in its PTX
+    title: str
+    kernel: object  # a @triton.jit function, or an autotuned one
+    grid: object  # as in kernel[grid]: a tuple, or a function of the config
+    args: tuple
+    kwargs: dict  # constexprs and launch options not set by the autotuner
+    looks: list  # (regex, what its lines do)
+
+
+def probes_01(lesson, device):
+    a, w, c = (torch.randn(64, 64, device=device) for _ in range(3))
+    args = (a, w.T, c, 64, 64, *a.stride(), *w.T.stride(), *c.stride())
+    looks = [
+        (r"ld\.global\.b32", "one 4-byte load each of A and B per turn of the loop"),
+        (r"fma\.rn\.f32", "the turn's one multiply-add (fused: rounded once)"),
+        (r"@%p\d+ bra", "the branch back to the loop's start: K turns, one multiply-add each"),
+    ]
+    return [Probe("scalar_kernel, float32, b = W.T", lesson.scalar_kernel, (64 * 64,), args,
+                  {"num_warps": 1}, looks)]  # fmt: skip
+
+
+def probes_02(lesson, device):
+    a, w, c = (torch.randn(512, 512, device=device, dtype=torch.float16) for _ in range(3))
+    epilogue = dict(INPUT_PRECISION="ieee", ACTIVATION=None)
+    args = (a, w, c, None, None, 512, 512, 512, *a.stride(), *w.stride(), *c.stride())
+    pointer_looks = [
+        (r"wgmma\.mma_async|mma\.sync", "tl.dot on the tensor cores (wgmma on an H100)"),
+        (r"cp\.async\.cg", "the next K steps' tiles copied to shared memory meanwhile"),
+        (r"cp\.async\.wait_group", "waiting for the copy of the K step about to be multiplied"),
+    ]
+    tiles = lambda meta: (triton.cdiv(512, meta["BLOCK_M"]) * triton.cdiv(512, meta["BLOCK_N"]),)  # noqa: E731
+    persistent = dict(PROGRAMS=132, A_TRANSPOSED=False, B_TRANSPOSED=True, **epilogue)
+    persistent |= lesson.persistent_tile(2, 512, 512, 132)
+    persistent_args = (a, w, c, None, None, 512, 512, 512, 512, 512, 512)
+    persistent_looks = [
+        (r"cp\.async\.bulk\.tensor", "a TMA copy: one instruction loads a whole tile"),
+        (r"wgmma\.mma_async", "the tensor cores, reading both tiles from shared memory"),
+    ]
+    return [
+        Probe("matmul_pointer_kernel, float16", lesson.matmul_pointer_kernel, tiles, args,
+              epilogue, pointer_looks),
+        Probe("matmul_persistent_kernel, float16, B = W.T", lesson.matmul_persistent_kernel,
+              (132,), persistent_args, persistent, persistent_looks),
+    ]  # fmt: skip
+
+
+def probes_03(lesson, device):
+    x, out = torch.randn(1000, 96, device=device), torch.empty(96, device=device)
+    looks = [
+        (r"add\.f32", "tiles added into acc, one register per element: no thread waits"),
+        (r"shfl\.sync\.bfly", "tl.sum(acc, axis=0): a warp's threads swap sums in registers"),
+        (r"st\.shared|bar\.sync", "then the warps meet in shared memory, after a barrier"),
+    ]
+    args, tile = (x, out, 1000, 96, *x.stride()), dict(BLOCK_M=16, BLOCK_N=64)
+    return [Probe("simple_column_sum_kernel, float32", lesson.simple_column_sum_kernel, (2,),
+                  args, tile, looks)]  # fmt: skip
+
+
+def probes_04(lesson, device):
+    x, w, y = torch.randn(1000, 1000, device=device), *torch.randn(2, 1000, device=device)
+    looks = [
+        (r"ld\.global\.v4\.b32", "wide loads: 16 bytes (4 float32) in one instruction"),
+        (r"ld\.global\.b32", "scalar loads: 4 bytes each"),
+    ]
+    rows = lambda meta: (triton.cdiv(1000, meta["ROWS_TILE"]),)  # noqa: E731
+    return [
+        Probe(f"forward_kernel, float32, D = 1000, D_ALIGN = {align}", lesson.forward_kernel,
+              rows, (x, w, y, 1000, 1000, *x.stride()), dict(X_ROW_ALIGN=align, D_ALIGN=align),
+              looks)
+        for align in (1, 4)
+    ]  # fmt: skip
+
+
+PROBES = {"01": probes_01, "02": probes_02, "03": probes_03, "04": probes_04}
+
+
+def show(lesson):
+    """Print the lines for `lesson`, a lesson's main module; the exit status."""
+    if common.INTERPRETED:  # compile in a new process, where @triton.jit compiles
+        environment = dict(os.environ, TRITON_INTERPRET="0")
+        command = [sys.executable, "-m", "tools.asm", lesson.__file__]
+        return subprocess.run(command, env=environment, cwd=REPO_ROOT).returncode
+    on_gpu = torch.cuda.is_available()
+    if on_gpu:
+        major, minor = torch.cuda.get_device_capability()
+        where = f"launched on {torch.cuda.get_device_name()} (sm_{major}{minor})"
+    else:
+        where = "compiled for sm_90 (an H100) by triton.compile, without a GPU"
+    print(f"PTX of {Path(lesson.__file__).parent.name}, {where}, triton {triton.__version__}")
+    device = "cuda" if on_gpu else "cpu"
+    common.set_descriptor_allocator()  # 02's persistent kernel makes descriptors
+    for probe in PROBES[Path(lesson.__file__).parent.name[:2]](lesson, device):
+        if on_gpu:
+            compiled = probe.kernel[probe.grid](*probe.args, **probe.kwargs)
+        else:
+            compiled = compile_for_sm_90(probe.kernel, probe.args, probe.kwargs)
+        lines = [line.strip() for line in compiled.asm["ptx"].splitlines()]
+        print(f"\n{probe.title}:")
+        for pattern, meaning in probe.looks:
+            found = [line for line in lines if re.search(pattern, line)]
+            print(f"  {len(found)} line{'s' * (len(found) != 1)} match {pattern}: {meaning}")
+            for line in found[:2]:  # the first two, cut to 96 characters
+                print(f"      {line if len(line) <= 96 else line[:93] + '...'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(show(load_example(sys.argv[1])))

@@ -11,7 +11,7 @@ from tools import example_paths, pictures
 EXAMPLES = [path.parent.name for path in example_paths()]
 # An instruction each lesson's --asm names, and that its compiled kernel must hold.
 INSTRUCTIONS = {
-    "01_matmul_elementwise": ["fma.rn.f32", "ld.global.b32"],
+    "01_matmul_elementwise": ["fma.rn.f32", "ld.global.b32", "ld.global.v2", "shfl.sync.bfly"],
     "02_matmul_tiled": ["wgmma.mma_async", "cp.async.cg", "cp.async.bulk.tensor"],
     "03_blocked_sum": ["shfl.sync.bfly", "st.shared"],
     "04_weighted_sum": ["ld.global.v4.b32", "ld.global.b32"],
@@ -72,14 +72,16 @@ def test_launches_of_more_and_more_programs_find_what_each_wrote():
     assert pictures.programs_along_axis(launch, 3, y).tolist() == [0, 0, 1, 1, 2]
 
 
-def test_grouped_order_as_02_draws_it_in_its_docstring():
+@pytest.mark.parametrize("group_m", [1, 2])
+def test_grouped_order_as_02_draws_it_in_its_docstring(group_m):
     lesson = support.load("02_matmul_tiled")
     where = torch.empty((16, 2), dtype=torch.int32, device=common.DEVICE)
     pictures.tile_of_program_kernel[(16,)](
-        where, 64, 64, lesson.grouped_tile, BLOCK_M=16, BLOCK_N=16, GROUP_M=2
+        where, 64, 64, lesson.grouped_tile, BLOCK_M=16, BLOCK_N=16, GROUP_M=group_m
     )
     order = torch.empty((4, 4), dtype=torch.int64)
     for pid, (row, col) in enumerate(where.cpu().tolist()):
         order[row, col] = pid
-    expected = [[0, 2, 4, 6], [1, 3, 5, 7], [8, 10, 12, 14], [9, 11, 13, 15]]
-    assert order.tolist() == expected
+    row_major = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]
+    grouped = [[0, 2, 4, 6], [1, 3, 5, 7], [8, 10, 12, 14], [9, 11, 13, 15]]
+    assert order.tolist() == (row_major if group_m == 1 else grouped)

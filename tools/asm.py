@@ -71,13 +71,20 @@ class Probe(NamedTuple):  # a kernel to compile, its launch, and what to look fo
 def probes_01(lesson, device):
     a, w, c = (torch.randn(64, 64, device=device) for _ in range(3))
     args = (a, w.T, c, 64, 64, *a.stride(), *w.T.stride(), *c.stride())
-    looks = [
-        (r"ld\.global\.b32", "one 4-byte load each of A and B per turn of the loop"),
-        (r"fma\.rn\.f32", "the turn's one multiply-add (fused: rounded once)"),
-        (r"@%p\d+ bra", "the branch back to the loop's start: K turns, one multiply-add each"),
+    scalar_looks = [
+        (r"ld\.global\.b32", "a turn of the K loop: one 4-byte load of A, one of B ..."),
+        (r"fma\.rn\.f32", "... and one multiply-add (fma: rounded once)"),
     ]
-    return [Probe("scalar_kernel, float32, b = W.T", lesson.scalar_kernel, (64 * 64,), args,
-                  {"num_warps": 1}, looks)]  # fmt: skip
+    vector_looks = [
+        (r"ld\.global\.v2", "BLOCK_K = 128 lanes over 64 threads: 2 neighbours a thread, one load"),
+        (r"shfl\.sync\.bfly", "tl.sum(acc): threads swap their partial sums, halving each round"),
+    ]
+    return [
+        Probe("scalar_kernel, float32, b = W.T", lesson.scalar_kernel, (64 * 64,), args,
+              {"num_warps": 1}, scalar_looks),
+        Probe("vector_k_kernel, float32, b = W.T", lesson.vector_k_kernel, (64 * 64,), args,
+              lesson.VECTOR_K_LAUNCH, vector_looks),
+    ]  # fmt: skip
 
 
 def probes_02(lesson, device):
@@ -85,8 +92,8 @@ def probes_02(lesson, device):
     epilogue = dict(INPUT_PRECISION="ieee", ACTIVATION=None)
     args = (a, w, c, None, None, 512, 512, 512, *a.stride(), *w.stride(), *c.stride())
     pointer_looks = [
-        (r"wgmma\.mma_async|mma\.sync", "tl.dot on the tensor cores (wgmma on an H100)"),
-        (r"cp\.async\.cg", "the next K steps' tiles copied to shared memory meanwhile"),
+        (r"wgmma\.mma_async|mma\.sync", "tl.dot on the tensor cores: wgmma on an H100"),
+        (r"cp\.async\.cg", "tl.load of A and B: copies to shared memory, num_stages steps ahead"),
         (r"cp\.async\.wait_group", "waiting for the copy of the K step about to be multiplied"),
     ]
     tiles = lambda meta: (triton.cdiv(512, meta["BLOCK_M"]) * triton.cdiv(512, meta["BLOCK_N"]),)  # noqa: E731
@@ -94,8 +101,12 @@ def probes_02(lesson, device):
     persistent |= lesson.persistent_tile(2, 512, 512, 132)
     persistent_args = (a, w, c, None, None, 512, 512, 512, 512, 512, 512)
     persistent_looks = [
-        (r"cp\.async\.bulk\.tensor", "a TMA copy: one instruction loads a whole tile"),
-        (r"wgmma\.mma_async", "the tensor cores, reading both tiles from shared memory"),
+        (r"cp\.async\.bulk\.tensor\.\dd\.shared", "desc.load: one TMA copy loads a whole tile"),
+        (r"cp\.async\.bulk\.tensor\.\dd\.global", "desc.store: one TMA copy stores C's tile"),
+        (
+            r"wgmma\.mma_async",
+            "last flag 0: W's tile (K contiguous) needs no transpose; row-major B: 1",
+        ),
     ]
     return [
         Probe("matmul_pointer_kernel, float16", lesson.matmul_pointer_kernel, tiles, args,
@@ -108,9 +119,9 @@ def probes_02(lesson, device):
 def probes_03(lesson, device):
     x, out = torch.randn(1000, 96, device=device), torch.empty(96, device=device)
     looks = [
-        (r"add\.f32", "tiles added into acc, one register per element: no thread waits"),
+        (r"add\.f32", "acc += tile: each thread adds its own 8 elements; then tl.sum's adds"),
         (r"shfl\.sync\.bfly", "tl.sum(acc, axis=0): a warp's threads swap sums in registers"),
-        (r"st\.shared|bar\.sync", "then the warps meet in shared memory, after a barrier"),
+        (r"st\.shared|bar\.sync|ld\.shared", "then across warps: st.shared, bar.sync, ld.shared"),
     ]
     args, tile = (x, out, 1000, 96, *x.stride()), dict(BLOCK_M=16, BLOCK_N=64)
     return [Probe("simple_column_sum_kernel, float32", lesson.simple_column_sum_kernel, (2,),
@@ -125,7 +136,8 @@ def probes_04(lesson, device):
     ]
     rows = lambda meta: (triton.cdiv(1000, meta["ROWS_TILE"]),)  # noqa: E731
     return [
-        Probe(f"forward_kernel, float32, D = 1000, D_ALIGN = {align}", lesson.forward_kernel,
+        Probe(f"forward_kernel, float32, D = 1000, X_ROW_ALIGN = D_ALIGN = {align} (wide loads "
+              "need both)", lesson.forward_kernel,
               rows, (x, w, y, 1000, 1000, *x.stride()), dict(X_ROW_ALIGN=align, D_ALIGN=align),
               looks)
         for align in (1, 4)
@@ -146,21 +158,27 @@ def show(lesson):
         major, minor = torch.cuda.get_device_capability()
         where = f"launched on {torch.cuda.get_device_name()} (sm_{major}{minor})"
     else:
-        where = "compiled for sm_90 (an H100) by triton.compile, without a GPU"
-    print(f"PTX of {Path(lesson.__file__).parent.name}, {where}, triton {triton.__version__}")
+        where = "compiled for sm_90 (an H100) without a GPU"
+    print(f"PTX of {Path(lesson.__file__).parent.name}, triton {triton.__version__}: {where}")
     device = "cuda" if on_gpu else "cpu"
     common.set_descriptor_allocator()  # 02's persistent kernel makes descriptors
     for probe in PROBES[Path(lesson.__file__).parent.name[:2]](lesson, device):
         if on_gpu:
             compiled = probe.kernel[probe.grid](*probe.args, **probe.kwargs)
+            config = getattr(probe.kernel, "best_config", None)  # the autotuner's choice
         else:
             compiled = compile_for_sm_90(probe.kernel, probe.args, probe.kwargs)
+            config = getattr(probe.kernel, "configs", [None])[0]  # the autotuner's first
+        settings = (config.kwargs | {"num_warps": config.num_warps}) if config else probe.kwargs
+        tile = {k: v for k, v in settings.items() if k.startswith(("BLOCK", "ROWS", "D_T", "num_"))}
         lines = [line.strip() for line in compiled.asm["ptx"].splitlines()]
-        print(f"\n{probe.title}:")
+        print(f"\n{probe.title}\n  ({', '.join(f'{k} {v}' for k, v in tile.items())}):")
         for pattern, meaning in probe.looks:
             found = [line for line in lines if re.search(pattern, line)]
-            print(f"  {len(found)} line{'s' * (len(found) != 1)} match {pattern}: {meaning}")
-            for line in found[:2]:  # the first two, cut to 96 characters
+            matches = "line matches" if len(found) == 1 else "lines match"
+            print(f"  {len(found)} {matches} {pattern}: {meaning}")
+            for line in found[:2]:  # the first two; a long list of registers shown as {...}
+                line = re.sub(r"\{[^}]{30,}\}", "{...}", line)
                 print(f"      {line if len(line) <= 96 else line[:93] + '...'}")
     return 0
 

@@ -12,6 +12,7 @@ How a run tells who wrote what, with public Triton only:
 - 02 runs its kernel's own helper, grouped_tile, in a small kernel that stores each program's tile.
 Autotuned kernels are launched through .fn (the kernel under @triton.autotune) with small tiles."""
 
+import io
 from pathlib import Path
 
 import torch
@@ -52,10 +53,10 @@ def inside_nan(rows, cols, padded_rows, padded_cols):
 
 
 def cells(ax, colour, labels, title, row_names=None):
-    """A grid of cells: colour[i, j] an int picking a colour (-1: white), labels[i][j] its text;
-    row_names: the rows' tick labels (default: their indices; [] for no ticks)."""
-    shown = torch.where(colour < 0, torch.nan, colour.double() % 9)
-    ax.imshow(shown.numpy(), cmap="Pastel1", vmin=0, vmax=8, aspect="equal")
+    """A grid of cells: colour[i, j] an index into matplotlib's 20 "tab20" colours (-1: white),
+    labels[i][j] its text; row_names: the rows' tick labels (default: indices; [] for none)."""
+    shown = torch.where(colour < 0, torch.nan, colour.double())
+    ax.imshow(shown.numpy(), cmap="tab20", vmin=-0.5, vmax=19.5, alpha=0.45, aspect="auto")
     rows, cols = colour.shape
     for i in range(rows):
         for j in range(cols):
@@ -71,8 +72,21 @@ def cells(ax, colour, labels, title, row_names=None):
     ax.set_title(title, fontsize=8)
 
 
+def worked_example_x(rows=5, cols=6):
+    """The docstrings' x: (5, 6), stored row after row (so a column past 5 is the next row's
+    start), with NaN after its end: a load past the end that a mask let through shows as NaN."""
+    memory = torch.full(((rows + 1) * cols,), NAN, device=common.DEVICE)
+    memory[: rows * cols] = torch.randn(rows * cols, device=common.DEVICE)
+    return memory[: rows * cols].view(rows, cols)
+
+
+def masked(row, col, rows=5, cols=6):  # what a masked lane at (row, col) of x's tile would read
+    offset = row * cols + col
+    return f"x[{offset // cols}, {offset % cols}]" if offset < rows * cols else "past x"
+
+
 def draw_01(lesson, axes):
-    """C's elements by the vector_k_kernel program that wrote each; one program's K loop."""
+    """01: which program of vector_k_kernel computes each element of C, and its K loop"""
     m, n, k, block_k = 3, 4, 10, 4
     a, b = inside_nan(m, k, m, k + 2), torch.randn(k, n, device=common.DEVICE)
     c = torch.empty(m, n, device=common.DEVICE)
@@ -81,16 +95,16 @@ def draw_01(lesson, axes):
     owner = programs_along_axis(launch, m * n, c)
     cells(
         axes[0], owner, [[f"program {int(p)}" for p in row] for row in owner],
-        f"vector_k_kernel: the program that wrote each element of C ({m} x {n})\n"
-        f"program p computes C[p // N, p % N], N = {n}",
+        f"C ({m} x {n}): the program that wrote each element, recorded from runs of\n"
+        f"vector_k_kernel: program p computes C[p // N, p % N], N = {n}",
     )  # fmt: skip
-    step = torch.tensor([[s // block_k if s < k else -1 for s in range(k + 2)]])
-    labels = [[f"step {s // block_k}" if s < k else "masked" for s in range(k + 2)]]
+    step = torch.tensor([[12 + 2 * (min(s, k - 1) // block_k) for s in range(k + 2)]])
+    labels = [[f"step {s // block_k}" + ("\nmasked" if s >= k else "") for s in range(k + 2)]]
     cells(
         axes[1], step, labels,
-        f"program 6 (C[1, 2]): the step of its K loop that loads each A[1, k]\n"
-        f"BLOCK_K = {block_k}, K = {k}; A[1, 10:12] hold NaN, and C is finite: "
-        f"{bool(c.isfinite().all())}",
+        f"program 6 (C[1, 2]) walks A[1, :] in steps of BLOCK_K = {block_k} (for k0 in range(0, K, "
+        f"BLOCK_K));\nstep 2's lanes k = 10, 11 are past K = {k}, masked off. A[1, 10:12] hold "
+        f"NaN there, and C is finite: {bool(c.isfinite().all())}",
         ["A[1, k]"],
     )  # fmt: skip
 
@@ -107,9 +121,8 @@ def tile_of_program_kernel(
 
 
 def draw_02(lesson, axes):
-    """The launch order of C's tiles, row-major and grouped, and the strips of A and B that the
-    first wave of programs reads (the matmul tutorial's picture, here from grouped_tile)."""
-    tiles, wave, block = 9, 9, 16
+    """02: the order of C's tiles, row-major and grouped (grouped_tile), and what one wave reads"""
+    tiles, wave, block, red, grey = 9, 9, 16, 6, 15
     for ax, group_m in zip(axes, (1, 3)):
         where = torch.empty((tiles * tiles, 2), dtype=torch.int32, device=common.DEVICE)
         tile_of_program_kernel[(tiles * tiles,)](
@@ -121,39 +134,49 @@ def draw_02(lesson, axes):
             order[row + 1, col + 1] = pid
         in_wave = (order >= 0) & (order < wave)
         a_read, b_read = in_wave.any(1)[1:], in_wave.any(0)[1:]
-        colour = torch.where(in_wave, 0, -1)
-        colour[1:, 0], colour[0, 1:] = torch.where(a_read, 0, 8), torch.where(b_read, 0, 8)
+        colour = torch.where(in_wave, red, -1)
+        colour[1:, 0], colour[0, 1:] = (
+            torch.where(a_read, red, grey),
+            torch.where(b_read, red, grey),
+        )
         labels = [[str(int(v)) if v >= 0 else "" for v in row] for row in order]
         labels[0] = [""] + [f"B{j}" for j in range(tiles)]
         for i in range(tiles):
             labels[i + 1][0] = f"A{i}"
-        name = "row-major (GROUP_M = 1)" if group_m == 1 else f"grouped (GROUP_M = {group_m})"
+        strips = int(a_read.sum()) + int(b_read.sum())
+        name = (
+            "row-major, simple_matmul_kernel's order: grouped_tile with GROUP_M = 1"
+            if group_m == 1 else f"grouped: grouped_tile with GROUP_M = {group_m}"
+        )  # fmt: skip
         cells(
             ax, colour, labels,
-            f"{name}: program ids over C's {tiles} x {tiles} tiles. The first {wave} programs "
-            f"(one wave,\nif {wave} run at once) read {int(a_read.sum())} row strips of A "
-            f"(A0 ..) and {int(b_read.sum())} column strips of B (B0 ..)",
+            f"{name}. Each number: the program id\nthat computes that tile of C. Red: the first "
+            f"{wave} programs (one wave, if {wave} SMs) and the\n{strips} strips of A (rows A0 ..) "
+            f"and B (columns B0 ..) they read; grey: strips they do not read",
             [],
         )  # fmt: skip
 
 
 def draw_03(lesson, axes):
-    """The docstring's example by simple_column_sum_kernel; then column_sum_kernel's row split."""
+    """03: who sums what, in simple_column_sum_kernel and in column_sum_kernel's row split"""
     M, N, block_m, block_n = 5, 6, 2, 4
-    x, out = inside_nan(M, N, 6, 8), torch.empty(N, device=common.DEVICE)
+    x, out = worked_example_x(M, N), torch.empty(N, device=common.DEVICE)
     launch = lambda p: lesson.simple_column_sum_kernel[(p,)](  # noqa: E731
         x, out, M, N, *x.stride(), BLOCK_M=block_m, BLOCK_N=block_n
     )
     owner = programs_along_axis(launch, triton.cdiv(N, block_n), out)
-    colour = torch.full((6, 8), -1, dtype=torch.int64)
-    colour[:M, :N] = owner[None, :]
-    labels = [[f"p{int(owner[j])} pass {i // block_m}" for j in range(N)] for i in range(M)]
-    labels = [row + ["masked"] * 2 for row in labels] + [["masked"] * 8]
+    colour = torch.tensor([[2 * int(owner[min(j, N - 1)]) for j in range(8)] for _ in range(6)])
+    labels = [
+        [f"p{int(owner[min(j, N - 1)])} pass {i // block_m}\n"
+         + (f"acc[{i % block_m}]" if i < M and j < N else f"masked\n({masked(i, j)})")
+         for j in range(8)]
+        for i in range(6)
+    ]  # fmt: skip
     cells(
         axes[0], colour, labels,
-        f"simple_column_sum_kernel, x ({M} x {N}): program p owns BLOCK_N = {block_n} columns; "
-        f"pass i of\nits loop loads rows 2i, 2i + 1. NaN past x's edges, and out is finite: "
-        f"{bool(out.isfinite().all())}",
+        f"simple_column_sum_kernel on the docstring's x ({M} x {N}): program p owns BLOCK_N = "
+        f"{block_n} columns;\nits pass i adds rows 2i, 2i + 1 into acc rows 0, 1; masked lanes "
+        f"load nothing (NaN after x: out finite: {bool(out.isfinite().all())})",
     )  # fmt: skip
     M, rows_per_split, splits, column_blocks = 12, 4, 3, 2
     x = powers_of_two(M, N)
@@ -167,35 +190,39 @@ def draw_03(lesson, axes):
     labels = [[""] * N for _ in range(M + 1 + splits)]
     for s in range(splits):
         for j in range(N):
-            program = (int(block_of[s, j]), s)
+            c = int(block_of[s, j])
             for r in [*rows_in(partial[s, j]), M + 1 + s]:  # the rows it added, its partial row
-                colour[r, j], labels[r][j] = program[0] * splits + s, "{},{}".format(*program)
+                colour[r, j], labels[r][j] = 6 + 2 * (c * splits + s), f"c{c} s{s}"
     cells(
         axes[1], colour, labels,
-        f"column_sum_kernel, x ({M} x {N}) in {splits} chunks of {rows_per_split} rows: program "
-        f"(c, s) sums\ncolumn block c of chunk s into partial row s; a second pass adds them up",
-        [str(r) for r in range(M)] + [""] + [f"partial {s}" for s in range(splits)],
+        f"column_sum_kernel, x ({M} x {N}) split into {splits} chunks of {rows_per_split} rows: "
+        f"program (c, s)\nadds column block c of chunk s into partial row s; sum_partials then "
+        f"adds partial's rows into out",
+        [f"x row {r}" for r in range(M)] + [""] + [f"partial {s}" for s in range(splits)],
     )  # fmt: skip
 
 
 def draw_04(lesson, axes):
-    """forward_kernel's row tiles on the docstring's example; backward_kernel's (D tile, p) grid."""
+    """04: simple_forward_kernel's row tiles, and backward_kernel's (D tile, program) grid"""
     rows, D, rows_tile, d_tile = 5, 6, 2, 4
-    x, w = inside_nan(rows, D, 6, 8), torch.randn(D, device=common.DEVICE)
+    x, w = worked_example_x(rows, D), torch.randn(D, device=common.DEVICE)
     y = torch.empty(rows, device=common.DEVICE)
-    launch = lambda p: lesson.forward_kernel.fn[(p,)](  # noqa: E731
-        x, w, y, rows, D, *x.stride(), X_ROW_ALIGN=1, D_ALIGN=1, ROWS_TILE=rows_tile, D_TILE=d_tile
+    launch = lambda p: lesson.simple_forward_kernel[(p,)](  # noqa: E731
+        x, w, y, rows, D, *x.stride(), ROWS_TILE=rows_tile, D_TILE=d_tile
     )
     owner = programs_along_axis(launch, triton.cdiv(rows, rows_tile), y)
-    colour = torch.full((6, 8), -1, dtype=torch.int64)
-    colour[:rows, :D] = owner[:, None]
-    labels = [[f"p{int(owner[r])} step {d // d_tile}" for d in range(D)] for r in range(rows)]
-    labels = [row + ["masked"] * 2 for row in labels] + [["masked"] * 8]
+    colour = torch.tensor([[2 * int(owner[min(r, rows - 1)]) for _ in range(8)] for r in range(6)])
+    labels = [
+        [f"p{int(owner[min(r, rows - 1)])} step {d // d_tile}"
+         + ("" if r < rows and d < D else f"\nmasked\n({masked(r, d)})")
+         for d in range(8)]
+        for r in range(6)
+    ]  # fmt: skip
     cells(
         axes[0], colour, labels,
-        f"forward_kernel, x ({rows} x {D}): program p writes y for ROWS_TILE = {rows_tile} rows; "
-        f"step s loads\ncolumns 4s to 4s + 3. NaN past x's edges, and y is finite: "
-        f"{bool(y.isfinite().all())}",
+        f"simple_forward_kernel on the docstring's x ({rows} x {D}): program p computes y for "
+        f"ROWS_TILE = {rows_tile} rows;\nits step s loads columns 4s to 4s + 3; masked lanes "
+        f"load nothing (NaN after x: y finite: {bool(y.isfinite().all())})",
     )  # fmt: skip
     rows, D, programs = 10, 8, 2
     x, ones = powers_of_two(rows, D), torch.ones(max(rows, D), dtype=torch.float64)
@@ -212,14 +239,16 @@ def draw_04(lesson, axes):
     labels = [[""] * D for _ in range(rows + 1 + programs)]
     for p in range(programs):
         for d in range(D):
-            program = (int(tile_of[p, d]), p)
+            t = int(tile_of[p, d])
             for r in [*rows_in(partial[p, d]), rows + 1 + p]:  # the rows it read, its partial row
-                colour[r, d], labels[r][d] = program[0] * programs + p, "{},{}".format(*program)
+                colour[r, d], labels[r][d] = 6 + 2 * (t * programs + p), f"t{t} p{p}"
     cells(
         axes[1], colour, labels,
-        f"backward_kernel, x ({rows} x {D}): program (t, p) takes D tile t and row tiles p, "
-        f"p + {programs}, ...,\nwrites their grad_x, and sums x * grad_y into partial row p",
-        [str(r) for r in range(rows)] + [""] + [f"partial {p}" for p in range(programs)],
+        f"backward_kernel, x ({rows} x {D}): program (t, p) takes D tile t of row tiles p, "
+        f"p + {programs}, ... (their grad_x too)\nand adds x * grad_y into partial row p; "
+        f"sum_partials_kernel then adds partial's rows into grad_w",
+        [f"row {r} (tile {r // rows_tile})" for r in range(rows)] + [""]
+        + [f"partial {p}" for p in range(programs)],
     )  # fmt: skip
 
 
@@ -228,10 +257,15 @@ DRAWINGS = {"01": draw_01, "02": draw_02, "03": draw_03, "04": draw_04}
 
 def draw(lesson, path):
     """Draw the picture of `lesson` (a lesson's main module) into the PNG at path."""
+    import PIL.Image  # Pillow, which matplotlib needs and brings
     from matplotlib.figure import Figure  # not pyplot: no display needed
 
     figure = Figure(figsize=(12, 5), layout="constrained")
-    DRAWINGS[Path(lesson.__file__).parent.name[:2]](lesson, figure.subplots(1, 2))
-    figure.suptitle(f"{lesson.__doc__.splitlines()[0]}\n({common.describe_run()})", fontsize=9)
-    figure.savefig(path, dpi=90)
+    drawing = DRAWINGS[Path(lesson.__file__).parent.name[:2]]
+    drawing(lesson, figure.subplots(1, 2))
+    figure.suptitle(f"{drawing.__doc__}\n({common.describe_run()})", fontsize=9)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, dpi=90)
+    # 64 colours are plenty for flat cells and text, and make the PNG a few times smaller.
+    PIL.Image.open(buffer).quantize(colors=64).save(path, optimize=True)
     print(f"wrote {path}")

@@ -121,8 +121,9 @@ def check(variants, m, n, k, dtype=torch.float32, transpose_a=False, transpose_b
 # both before it adds; here each step loads BLOCK_K values of each at once, many loads in flight.
 # The tool is the block, a small tensor inside one program: tl.arange(0, BLOCK_K) is the block
 # 0, 1, ..., BLOCK_K - 1. Arithmetic on blocks is elementwise, as in torch; a block's elements
-# (lanes) are spread over the program's threads. Its size must be known when the kernel is
-# compiled, so BLOCK_K is a tl.constexpr, a compile-time constant (each value gets its own kernel).
+# (lanes) are spread over the program's threads: BLOCK_K = 128 lanes over num_warps = 2 warps (64
+# threads) gives each thread 2 neighbours, one 8-byte load (--asm shows it). A block's size must
+# be known at compile time, so BLOCK_K is a tl.constexpr (each value gets its own kernel).
 # Where stride_ak is 1 (or stride_bk, as in W.T), neighbouring lanes read neighbouring addresses,
 # which the GPU fetches together.
 @triton.jit

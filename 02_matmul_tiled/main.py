@@ -298,8 +298,8 @@ def matmul_persistent_kernel(
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     if pre_ptr is not None:  # P has C's strides
         pre_desc = tl.make_tensor_descriptor(pre_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # store_tile always equals `tile`, as a counter of its own: the pipeline moves `tile` on early,
-    # and a store that read it would delay the next tile's first loads.
+    # At the store, store_tile equals `tile` but is a counter of its own: the compiler issues the
+    # next tile's loads (which move `tile` on) before this store, and a store reading `tile` waits.
     store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):

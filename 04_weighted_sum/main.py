@@ -162,7 +162,8 @@ CHEAP_TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, 
 # each set of facts it sees in them (it "specializes"), such as a pointer 16-byte aligned, an int
 # equal to 1 or divisible by 16. D = 1000 is a multiple of 4, not of 16: the kernel learns nothing.
 # So alignment() passes D_ALIGN = 4 (a constexpr) and the kernel masks with D_aligned = (D //
-# D_ALIGN) * D_ALIGN: still 1000, but visibly a multiple of 4. X_ROW_ALIGN does so for the rows.
+# D_ALIGN) * D_ALIGN: still 1000, but visibly a multiple of 4. X_ROW_ALIGN does the same for the
+# row starts: (stride_row // X_ROW_ALIGN) * X_ROW_ALIGN is stride_row, visibly a multiple of 4.
 @triton.autotune(configs=CONFIGS, key=["D"], **CHEAP_TUNING)
 @triton.jit(do_not_specialize=["rows"])  # rows only bounds a mask: no versions for its facts
 def forward_kernel(

@@ -169,7 +169,8 @@ def show(lesson):
         else:
             compiled = compile_for_sm_90(probe.kernel, probe.args, probe.kwargs)
             config = getattr(probe.kernel, "configs", [None])[0]  # the autotuner's first
-        settings = (config.kwargs | {"num_warps": config.num_warps}) if config else probe.kwargs
+        launch = {"num_warps": config.num_warps, "num_stages": config.num_stages} if config else {}
+        settings = (config.kwargs | launch) if config else probe.kwargs
         tile = {k: v for k, v in settings.items() if k.startswith(("BLOCK", "ROWS", "D_T", "num_"))}
         lines = [line.strip() for line in compiled.asm["ptx"].splitlines()]
         print(f"\n{probe.title}\n  ({', '.join(f'{k} {v}' for k, v in tile.items())}):")

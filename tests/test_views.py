@@ -6,7 +6,7 @@ import torch
 
 import support
 from support import common
-from tools import example_paths, pictures
+from tools import bench, example_paths, pictures
 
 EXAMPLES = [path.parent.name for path in example_paths()]
 # An instruction each lesson's --asm names, and that its compiled kernel must hold.
@@ -85,3 +85,17 @@ def test_grouped_order_as_02_draws_it_in_its_docstring(group_m):
     row_major = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]
     grouped = [[0, 2, 4, 6], [1, 3, 5, 7], [8, 10, 12, 14], [9, 11, 13, 15]]
     assert order.tolist() == (row_major if group_m == 1 else grouped)
+
+
+def test_bench_plots_bars_per_case_and_a_panel_per_pass(tmp_path):
+    rows = [
+        dict(case=case, variant=variant + step, throughput=t, unit="GB/s")
+        for case in ("64x8 float32", "128x8 float32")
+        for step in (" fwd", " bwd")
+        for variant, t in (("simple", 1.0), ("weighted_sum", 2.0), ("torch", 3.0))
+    ]
+    figure = bench.plot(rows, "04_weighted_sum", tmp_path / "plot.png")
+    assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [ax.get_title() for ax in figure.axes] == ["04_weighted_sum fwd", "04_weighted_sum bwd"]
+    for ax in figure.axes:  # simple and weighted_sum for each of the two cases: four bars
+        assert sorted(bar.get_height() for bar in ax.patches) == [1.0, 1.0, 2.0, 2.0]

@@ -11,22 +11,52 @@ from tools import REPO_ROOT, example_paths, float32_matmul_precision, layouts, l
 from tools import train_step
 
 
-def plot(rows, title, path):  # throughput by case, a line per variant
+# What each lesson's plot shows, at most five bars a case: its first kernel, its entry function,
+# the entry's kernel launched bare, and PyTorch's op, drawn as a black line over each case.
+PLOTTED = {
+    "01_matmul_elementwise": ["scalar", "matmul_elementwise", "vector_k_kernel[grid]"],
+    "02_matmul_tiled": ["simple", "matmul"],
+    "03_blocked_sum": ["simple", "blocked_sum", "column_sum_kernel[grid] bare"],
+    "04_weighted_sum": ["simple", "pointer", "forward_kernel[grid] bare", "weighted_sum"],
+}
+
+
+def plot(rows, name, path):
+    """Grouped bars of throughput, one group per case, torch as a line over each group; the copy
+    ceiling where the unit is GB/s; 04's forward and backward in two panels (" fwd", " bwd")."""
     from matplotlib.figure import Figure  # not pyplot: no display needed, no figure to close
 
-    x_of = {case: x for x, case in enumerate(dict.fromkeys(row["case"] for row in rows))}
-    ax = Figure(figsize=(max(6, 1.6 * len(x_of)), 4.5)).subplots()
-    for v in dict.fromkeys(row["variant"] for row in rows):
-        xs, ys = zip(*[(x_of[r["case"]], r["throughput"]) for r in rows if r["variant"] == v])
-        ax.plot(xs, ys, "--" if v.startswith("torch") else "-", marker="o", label=v)
-    if rows[0]["unit"] == "GB/s":
-        ax.axhline(common.copy_ceiling_gbps(), color="black", linestyle=":", label="copy ceiling")
-    ax.set_xticks(range(len(x_of)), list(x_of), rotation=20, ha="right", fontsize=8)
-    ax.set_title(f"{title}\n{common.describe_run()}", fontsize=9)
-    ax.set(ylabel=rows[0]["unit"])
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.figure.savefig(path, dpi=110, bbox_inches="tight")
+    passes = [p for p in (" fwd", " bwd") if any(r["variant"].endswith(p) for r in rows)] or [""]
+    figure = Figure(figsize=(11, 4 * len(passes)), layout="constrained")
+    for ax, step in zip(figure.subplots(len(passes), 1, squeeze=False)[:, 0], passes):
+        mine = [r for r in rows if r["variant"].endswith(step)]
+        cases = list(dict.fromkeys(r["case"] for r in mine))
+        value = {(r["case"], r["variant"].removesuffix(step)): r["throughput"] for r in mine}
+        shown = [v for v in PLOTTED[name] if any((c, v) in value for c in cases)]
+        width = 0.8 / max(len(shown), 1)
+        for i, variant in enumerate(shown):
+            xs = [x for x, c in enumerate(cases) if (c, variant) in value]
+            heights = [value[(cases[x], variant)] for x in xs]
+            ax.bar([x - 0.4 + (i + 0.5) * width for x in xs], heights, width, label=variant)
+        for x, case in enumerate(cases):
+            label = "torch (PyTorch's op)" if x == 0 else None
+            ax.hlines(value[(case, "torch")], x - 0.45, x + 0.45, color="black", label=label)
+        ceiling = common.copy_ceiling_gbps() if mine[0]["unit"] == "GB/s" else 0
+        if ceiling:
+            ax.axhline(ceiling, color="grey", linestyle=":", label="copy ceiling")
+        top = max(*value.values(), ceiling)
+        if max(value.values()) / max(min(value.values()), 1e-9) > 50:  # 01: scalar is 100x off
+            ax.set_yscale("log")
+            ax.set_ylim(top=top * 8)  # room for the legend
+        else:
+            ax.set_ylim(0, top * 1.25)
+        ax.set_xticks(range(len(cases)), cases, rotation=15, ha="right", fontsize=8)
+        ax.set(ylabel=mine[0]["unit"], title=name + step)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8, ncol=len(shown) + 2)
+    figure.suptitle(common.describe_run(), fontsize=9)
+    figure.savefig(path, dpi=90)
+    return figure
 
 
 def write_csv(rows, path):

@@ -93,7 +93,10 @@ def probes_02(lesson, device):
     args = (a, w, c, None, None, 512, 512, 512, *a.stride(), *w.stride(), *c.stride())
     pointer_looks = [
         (r"wgmma\.mma_async|mma\.sync", "tl.dot on the tensor cores: wgmma on an H100"),
-        (r"cp\.async\.cg", "tl.load of A and B: copies to shared memory, num_stages steps ahead"),
+        (
+            r"cp\.async\.cg",
+            "tl.load of A, B: copied to shared memory num_stages - 1 steps ahead",
+        ),
         (r"cp\.async\.wait_group", "waiting for the copy of the K step about to be multiplied"),
     ]
     tiles = lambda meta: (triton.cdiv(512, meta["BLOCK_M"]) * triton.cdiv(512, meta["BLOCK_N"]),)  # noqa: E731
@@ -105,7 +108,7 @@ def probes_02(lesson, device):
         (r"cp\.async\.bulk\.tensor\.\dd\.global", "desc.store: one TMA copy stores C's tile"),
         (
             r"wgmma\.mma_async",
-            "last flag 0: W's tile (K contiguous) needs no transpose; row-major B: 1",
+            "last number: B's transpose flag, 0: W's tile needs none (row-major B: 1)",
         ),
     ]
     return [
@@ -119,9 +122,12 @@ def probes_02(lesson, device):
 def probes_03(lesson, device):
     x, out = torch.randn(1000, 96, device=device), torch.empty(96, device=device)
     looks = [
-        (r"add\.f32", "acc += tile: each thread adds its own 8 elements; then tl.sum's adds"),
-        (r"shfl\.sync\.bfly", "tl.sum(acc, axis=0): a warp's threads swap sums in registers"),
-        (r"st\.shared|bar\.sync|ld\.shared", "then across warps: st.shared, bar.sync, ld.shared"),
+        (r"add\.f32", "the loop holds only these adds (each thread its own 8 elements), no shfl"),
+        (
+            r"shfl\.sync\.bfly",
+            "after the loop, tl.sum(acc, axis=0): threads swap sums in registers",
+        ),
+        (r"st\.shared|bar\.sync|ld\.shared", "after the loop, across warps: through shared memory"),
     ]
     args, tile = (x, out, 1000, 96, *x.stride()), dict(BLOCK_M=16, BLOCK_N=64)
     return [Probe("simple_column_sum_kernel, float32", lesson.simple_column_sum_kernel, (2,),
@@ -169,8 +175,7 @@ def show(lesson):
         else:
             compiled = compile_for_sm_90(probe.kernel, probe.args, probe.kwargs)
             config = getattr(probe.kernel, "configs", [None])[0]  # the autotuner's first
-        launch = {"num_warps": config.num_warps, "num_stages": config.num_stages} if config else {}
-        settings = (config.kwargs | launch) if config else probe.kwargs
+        settings = (config.kwargs | {"num_warps": config.num_warps}) if config else probe.kwargs
         tile = {k: v for k, v in settings.items() if k.startswith(("BLOCK", "ROWS", "D_T", "num_"))}
         lines = [line.strip() for line in compiled.asm["ptx"].splitlines()]
         print(f"\n{probe.title}\n  ({', '.join(f'{k} {v}' for k, v in tile.items())}):")

@@ -13,6 +13,7 @@ How a run tells who wrote what, with public Triton only:
 Autotuned kernels are launched through .fn (the kernel under @triton.autotune) with small tiles."""
 
 import io
+import textwrap
 from pathlib import Path
 
 import torch
@@ -52,11 +53,11 @@ def inside_nan(rows, cols, padded_rows, padded_cols):
     return buffer[:rows, :cols]
 
 
-def cells(ax, colour, labels, title, row_names=None):
+def cells(ax, colour, labels, title, row_names=None, aspect="auto"):
     """A grid of cells: colour[i, j] an index into matplotlib's 20 "tab20" colours (-1: white),
     labels[i][j] its text; row_names: the rows' tick labels (default: indices; [] for none)."""
     shown = torch.where(colour < 0, torch.nan, colour.double())
-    ax.imshow(shown.numpy(), cmap="tab20", vmin=-0.5, vmax=19.5, alpha=0.45, aspect="auto")
+    ax.imshow(shown.numpy(), cmap="tab20", vmin=-0.5, vmax=19.5, alpha=0.45, aspect=aspect)
     rows, cols = colour.shape
     for i in range(rows):
         for j in range(cols):
@@ -69,7 +70,7 @@ def cells(ax, colour, labels, title, row_names=None):
     ax.set_yticks([i - 0.5 for i in range(rows + 1)], minor=True)
     ax.tick_params(which="both", length=0)
     ax.grid(which="minor", color="grey", linewidth=0.5)
-    ax.set_title(title, fontsize=8)
+    ax.set_title("\n".join(textwrap.fill(line, 92) for line in title.split("\n")), fontsize=8)
 
 
 def worked_example_x(rows=5, cols=6):
@@ -103,9 +104,9 @@ def draw_01(lesson, axes):
     cells(
         axes[1], step, labels,
         f"program 6 (C[1, 2]) walks A[1, :] in steps of BLOCK_K = {block_k} (for k0 in range(0, K, "
-        f"BLOCK_K));\nstep 2's lanes k = 10, 11 are past K = {k}, masked off. A[1, 10:12] hold "
-        f"NaN there, and C is finite: {bool(c.isfinite().all())}",
-        ["A[1, k]"],
+        f"BLOCK_K));\nstep 2's lanes k = 10, 11 are past K = {k}, masked off. (A is cut from a "
+        f"12-wide buffer with NaN there: C is finite, {bool(c.isfinite().all())})",
+        ["A[1, k]"], "equal",
     )  # fmt: skip
 
 
@@ -121,7 +122,8 @@ def tile_of_program_kernel(
 
 
 def draw_02(lesson, axes):
-    """02: the order of C's tiles, row-major and grouped (grouped_tile), and what one wave reads"""
+    """02: the order of C's tiles, row-major and grouped (grouped_tile, whose comment draws 4 x 4
+    tiles with GROUP_M = 2), and the strips of A and B that one wave of programs reads"""
     tiles, wave, block, red, grey = 9, 9, 16, 6, 15
     for ax, group_m in zip(axes, (1, 3)):
         where = torch.empty((tiles * tiles, 2), dtype=torch.int32, device=common.DEVICE)
@@ -150,9 +152,9 @@ def draw_02(lesson, axes):
         )  # fmt: skip
         cells(
             ax, colour, labels,
-            f"{name}. Each number: the program id\nthat computes that tile of C. Red: the first "
-            f"{wave} programs (one wave, if {wave} SMs) and the\n{strips} strips of A (rows A0 ..) "
-            f"and B (columns B0 ..) they read; grey: strips they do not read",
+            f"{name}.\nA number: the program id that computes that tile of C. Red: the "
+            f"first {wave} programs\n(one wave, if {wave} SMs) and the {strips} strips of A and B "
+            f"they read; grey: not read",
             [],
         )  # fmt: skip
 
@@ -175,8 +177,8 @@ def draw_03(lesson, axes):
     cells(
         axes[0], colour, labels,
         f"simple_column_sum_kernel on the docstring's x ({M} x {N}): program p owns BLOCK_N = "
-        f"{block_n} columns;\nits pass i adds rows 2i, 2i + 1 into acc rows 0, 1; masked lanes "
-        f"load nothing (NaN after x: out finite: {bool(out.isfinite().all())})",
+        f"{block_n} columns;\npass i adds rows 2i, 2i + 1 into acc's rows 0, 1. Cells past x's "
+        f"edge: the tile's masked lanes (NaN after x: out finite, {bool(out.isfinite().all())})",
     )  # fmt: skip
     M, rows_per_split, splits, column_blocks = 12, 4, 3, 2
     x = powers_of_two(M, N)
@@ -195,9 +197,9 @@ def draw_03(lesson, axes):
                 colour[r, j], labels[r][j] = 6 + 2 * (c * splits + s), f"c{c} s{s}"
     cells(
         axes[1], colour, labels,
-        f"column_sum_kernel, x ({M} x {N}) split into {splits} chunks of {rows_per_split} rows: "
-        f"program (c, s)\nadds column block c of chunk s into partial row s; sum_partials then "
-        f"adds partial's rows into out",
+        f"column_sum_kernel, x ({M} x {N}) in {splits} chunks of {rows_per_split} rows (chosen "
+        f"here; plan_splits picks\nlonger ones): program (c, s) adds column block c of chunk s "
+        f"into partial row s; sum_partials adds them up",
         [f"x row {r}" for r in range(M)] + [""] + [f"partial {s}" for s in range(splits)],
     )  # fmt: skip
 
@@ -221,8 +223,8 @@ def draw_04(lesson, axes):
     cells(
         axes[0], colour, labels,
         f"simple_forward_kernel on the docstring's x ({rows} x {D}): program p computes y for "
-        f"ROWS_TILE = {rows_tile} rows;\nits step s loads columns 4s to 4s + 3; masked lanes "
-        f"load nothing (NaN after x: y finite: {bool(y.isfinite().all())})",
+        f"ROWS_TILE = {rows_tile} rows;\nstep s loads columns 4s to 4s + 3. Cells past x's edge: "
+        f"the tile's masked lanes (NaN after x: y finite, {bool(y.isfinite().all())})",
     )  # fmt: skip
     rows, D, programs = 10, 8, 2
     x, ones = powers_of_two(rows, D), torch.ones(max(rows, D), dtype=torch.float64)

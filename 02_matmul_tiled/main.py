@@ -250,9 +250,9 @@ def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
 # (flatten=True), so the next tile's first loads start while this tile's last products run.
 @functools.cache  # triton.cdiv costs host time (results/NOTES.md item 59): each shape once
 def persistent_tile(element_size, m, n, programs):
-    """Tile and launch options: 128 x 256 (more work per load) unless 128 x 128 tiles keep the
-    programs busy a 10% larger share of their turns (3072^2, 132 SMs: 288 wide tiles fill 288 / 396
-    = 73% of 3 turns, 576 narrow 87% of 5); K steps of 128 bytes."""
+    """Tile and launch options: 128 x 256 tiles (more work per load) unless 128 x 128 ones keep the
+    programs 10% busier. A turn: every program takes one tile. 3072^2 on 132 SMs: 288 wide tiles
+    take 3 turns, 288 / 396 = 73% busy; 576 narrow ones take 5, 87%: narrow. K steps: 128 bytes."""
     tiles = {block_n: triton.cdiv(m, 128) * triton.cdiv(n, block_n) for block_n in (128, 256)}
     fill = {bn: t / (triton.cdiv(t, programs) * programs) for bn, t in tiles.items()}  # busy share
     wide = 1.1 * fill[256] >= fill[128]
@@ -263,8 +263,9 @@ def persistent_tile(element_size, m, n, programs):
 
 @triton.jit
 def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
-    """Stores tile at [row, col], whole or in halves (128 x 256 float32 overflows shared memory)."""
-    if HALVES:  # tl.split splits a last dim of 2: (rows, cols) > (rows, 2, half) > (rows, half, 2)
+    """Stores tile at [row, col], whole or, with HALVES, as its left and right halves: a 128 x 256
+    float32 tile is larger than the shared memory left for the store."""
+    if HALVES:  # tl.split takes apart a last dim of 2: reshape to (rows, 2, half), move the 2 last
         half: tl.constexpr = tile.shape[1] // 2
         left, right = tl.split(tl.permute(tl.reshape(tile, (tile.shape[0], 2, half)), (0, 2, 1)))
         desc.store([row, col], left.to(desc.dtype))
@@ -298,8 +299,8 @@ def matmul_persistent_kernel(
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     if pre_ptr is not None:  # P has C's strides
         pre_desc = tl.make_tensor_descriptor(pre_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # At the store, store_tile equals `tile` but is a counter of its own: the compiler issues the
-    # next tile's loads (which move `tile` on) before this store, and a store reading `tile` waits.
+    # With flatten=True the next tile's first loads (at tile + PROGRAMS) are issued before this
+    # tile's store, so the store finds its place from a counter of its own, store_tile.
     store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):

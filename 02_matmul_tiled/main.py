@@ -299,8 +299,8 @@ def matmul_persistent_kernel(
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     if pre_ptr is not None:  # P has C's strides
         pre_desc = tl.make_tensor_descriptor(pre_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # With flatten=True the next tile's first loads (at tile + PROGRAMS) are issued before this
-    # tile's store, so the store finds its place from a counter of its own, store_tile.
+    # With flatten=True the next tile's first loads are issued before this tile's store. A store
+    # that read `tile` would hold them back (right, but slower), so it counts tiles in store_tile.
     store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):

@@ -108,7 +108,7 @@ def probes_02(lesson, device):
         (r"cp\.async\.bulk\.tensor\.\dd\.global", "desc.store: one TMA copy stores C's tile"),
         (
             r"wgmma\.mma_async",
-            "last number: B's transpose flag, 0: W's tile needs none (row-major B: 1)",
+            "last number, B's transpose flag: 0, wgmma takes B K-contiguous, as W.T is",
         ),
     ]
     return [

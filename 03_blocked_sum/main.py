@@ -139,7 +139,7 @@ def plan_splits(M, N, device=common.DEVICE):
     on_gpu = device.type == "cuda"
     sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 1
     wanted = PROGRAMS_PER_SM * sms  # on the CPU 4, so that the tests split small matrices
-    column_blocks = triton.cdiv(max(N, 1), 128)  # BLOCK_N is not chosen yet: 128, a middle width
+    column_blocks = triton.cdiv(max(N, 1), 128)  # the autotuner picks BLOCK_N later: assume 128
     too_short = M <= ROW_ALIGN  # no more than one tile of rows
     enough_programs = 2 * column_blocks >= wanted  # column blocks alone give >= half of `wanted`
     if too_short or enough_programs:

@@ -53,9 +53,10 @@ def inside_nan(rows, cols, padded_rows, padded_cols):
     return buffer[:rows, :cols]
 
 
-def cells(ax, colour, labels, title, row_names=None, aspect="auto"):
+def cells(ax, colour, labels, title, row_names=None, aspect="auto", width=92):
     """A grid of cells: colour[i, j] an index into matplotlib's 20 "tab20" colours (-1: white),
-    labels[i][j] its text; row_names: the rows' tick labels (default: indices; [] for none)."""
+    labels[i][j] its text; row_names: the rows' tick labels (default: indices; [] for none);
+    width: the title's characters a line."""
     shown = torch.where(colour < 0, torch.nan, colour.double())
     ax.imshow(shown.numpy(), cmap="tab20", vmin=-0.5, vmax=19.5, alpha=0.45, aspect=aspect)
     rows, cols = colour.shape
@@ -70,7 +71,7 @@ def cells(ax, colour, labels, title, row_names=None, aspect="auto"):
     ax.set_yticks([i - 0.5 for i in range(rows + 1)], minor=True)
     ax.tick_params(which="both", length=0)
     ax.grid(which="minor", color="grey", linewidth=0.5)
-    ax.set_title("\n".join(textwrap.fill(line, 92) for line in title.split("\n")), fontsize=8)
+    ax.set_title("\n".join(textwrap.fill(line, width) for line in title.split("\n")), fontsize=8)
 
 
 def worked_example_x(rows=5, cols=6):
@@ -86,8 +87,10 @@ def masked(row, col, rows=5, cols=6):  # what a masked lane at (row, col) of x's
     return f"x[{offset // cols}, {offset % cols}]" if offset < rows * cols else "past x"
 
 
-def draw_01(lesson, axes):
-    """01: which program of vector_k_kernel computes each element of C, and its K loop"""
+def draw_01(lesson, figure):
+    """01: which program of vector_k_kernel computes each element of C, its K loop, and the memory
+    that strides send it to"""
+    axes = figure.subplot_mosaic([[0, 1], [2, 2]], height_ratios=[3, 1])
     m, n, k, block_k = 3, 4, 10, 4
     a, b = inside_nan(m, k, m, k + 2), torch.randn(k, n, device=common.DEVICE)
     c = torch.empty(m, n, device=common.DEVICE)
@@ -108,6 +111,23 @@ def draw_01(lesson, axes):
         f"12-wide buffer with NaN there: C is finite, {bool(c.isfinite().all())})",
         ["A[1, k]"], "equal",
     )  # fmt: skip
+    # Memory holds 2**offset (float64) and A ones: C[1, 2] sums what program 6 read of B[:, 2],
+    # and its bits name the offsets, for B = W.T and for a row-major B.
+    a, memory = torch.ones(m, k, dtype=torch.float64), 2.0 ** torch.arange(k * n).double()
+    read = torch.full((2, k * n), -1)
+    for layout, b in enumerate((memory.view(n, k).T, memory.view(k, n))):
+        a, b = a.to(common.DEVICE), b.to(common.DEVICE)
+        c = torch.empty(m, n, dtype=torch.float64, device=common.DEVICE)
+        args = (a, b, c, n, k, *a.stride(), *b.stride(), *c.stride())
+        lesson.vector_k_kernel[(m * n,)](*args, BLOCK_K=block_k)
+        read[layout, rows_in(c[1, 2])] = 6  # program 6's colour on the left
+    cells(
+        axes[2], read, [[str(o) if r >= 0 else "" for o, r in enumerate(row)] for row in read],
+        "The memory offsets program 6 read for B[:, 2], from its sum when memory holds 2**offset: "
+        "B = W.T (strides (1, 10)) reads W's row 2, 20 to 29, side by side; a row-major B "
+        "(strides (4, 1)) every 4th",
+        ["B = W.T: W's memory", "row-major B's memory"], width=190,
+    )  # fmt: skip
 
 
 @triton.jit
@@ -121,9 +141,10 @@ def tile_of_program_kernel(
     tl.store(where_ptr + 2 * pid + 1, col)
 
 
-def draw_02(lesson, axes):
+def draw_02(lesson, figure):
     """02: the order of C's tiles, row-major and grouped (grouped_tile, whose comment draws 4 x 4
     tiles with GROUP_M = 2), and the strips of A and B that one wave of programs reads"""
+    axes = figure.subplots(1, 2)
     tiles, wave, block, red, grey = 9, 9, 16, 6, 15
     for ax, group_m in zip(axes, (1, 3)):
         where = torch.empty((tiles * tiles, 2), dtype=torch.int32, device=common.DEVICE)
@@ -159,8 +180,9 @@ def draw_02(lesson, axes):
         )  # fmt: skip
 
 
-def draw_03(lesson, axes):
+def draw_03(lesson, figure):
     """03: who sums what, in simple_column_sum_kernel and in column_sum_kernel's row split"""
+    axes = figure.subplots(1, 2)
     M, N, block_m, block_n = 5, 6, 2, 4
     x, out = worked_example_x(M, N), torch.empty(N, device=common.DEVICE)
     launch = lambda p: lesson.simple_column_sum_kernel[(p,)](  # noqa: E731
@@ -204,8 +226,9 @@ def draw_03(lesson, axes):
     )  # fmt: skip
 
 
-def draw_04(lesson, axes):
+def draw_04(lesson, figure):
     """04: simple_forward_kernel's row tiles, and backward_kernel's (D tile, program) grid"""
+    axes = figure.subplots(1, 2)
     rows, D, rows_tile, d_tile = 5, 6, 2, 4
     x, w = worked_example_x(rows, D), torch.randn(D, device=common.DEVICE)
     y = torch.empty(rows, device=common.DEVICE)
@@ -264,7 +287,7 @@ def draw(lesson, path):
 
     figure = Figure(figsize=(12, 5), layout="constrained")
     drawing = DRAWINGS[Path(lesson.__file__).parent.name[:2]]
-    drawing(lesson, figure.subplots(1, 2))
+    drawing(lesson, figure)
     figure.suptitle(f"{drawing.__doc__}\n({common.describe_run()})", fontsize=9)
     buffer = io.BytesIO()
     figure.savefig(buffer, dpi=90)

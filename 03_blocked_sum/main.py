@@ -24,6 +24,7 @@ holds rows 0 + 2 + 4 and acc[1] rows 1 + 3; tl.sum(acc, axis=0) adds them into o
 Why a 2-D acc: Triton spreads each block (a program's small tensor, like a tile) over its threads. A
 1-D acc would need `acc += tl.sum(tile, axis=0)` every pass, and a sum across a block moves values
 between threads; a 2-D acc makes each pass an elementwise add, and values move once, at the end.
+`main.py --asm` shows it compiled: the loop only adds; threads swap values (shfl) after it.
 """
 
 import functools

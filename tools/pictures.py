@@ -53,6 +53,24 @@ def inside_nan(rows, cols, padded_rows, padded_cols):
     return buffer[:rows, :cols]
 
 
+def who_summed_what(launch, column_blocks, partial, rows, name):
+    """Colours and labels for 03's and 04's split sums: x's rows, a blank row, then partial's. The
+    kernel's program (b, p) adds up column block b (grid axis 0) of some of x's rows, x[r, :] =
+    2**r, into partial row p (axis 1). launch(n): the kernel with n column blocks, into partial.
+    name: a label format for (b, p)."""
+    block_of = programs_along_axis(launch, column_blocks, partial)
+    launch(column_blocks)  # partial again, all of it: each sum names the rows it added
+    programs, cols = partial.shape
+    colour = torch.full((rows + 1 + programs, cols), -1, dtype=torch.int64)
+    labels = [[""] * cols for _ in range(rows + 1 + programs)]
+    for p in range(programs):
+        for j in range(cols):
+            b = int(block_of[p, j])
+            for r in [*rows_in(partial[p, j]), rows + 1 + p]:  # the rows it added, its partial row
+                colour[r, j], labels[r][j] = 6 + 2 * (b * programs + p), name.format(b, p)
+    return colour, labels
+
+
 def cells(ax, colour, labels, title, row_names=None, aspect="auto", width=92):
     """A grid of cells: colour[i, j] an index into matplotlib's 20 "tab20" colours (-1: white),
     labels[i][j] its text; row_names: the rows' tick labels (default: indices; [] for none);
@@ -208,15 +226,7 @@ def draw_03(lesson, figure):
     launch = lambda c: lesson.column_sum_kernel.fn[(c, splits)](  # noqa: E731
         x, partial, M, N, *x.stride(), rows_per_split, BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1
     )
-    block_of = programs_along_axis(launch, column_blocks, partial)
-    launch(column_blocks)  # partial again, all of it: each sum names the rows it added
-    colour = torch.full((M + 1 + splits, N), -1, dtype=torch.int64)
-    labels = [[""] * N for _ in range(M + 1 + splits)]
-    for s in range(splits):
-        for j in range(N):
-            c = int(block_of[s, j])
-            for r in [*rows_in(partial[s, j]), M + 1 + s]:  # the rows it added, its partial row
-                colour[r, j], labels[r][j] = 6 + 2 * (c * splits + s), f"c{c} s{s}"
+    colour, labels = who_summed_what(launch, column_blocks, partial, M, "c{} s{}")
     cells(
         axes[1], colour, labels,
         f"column_sum_kernel, x ({M} x {N}) in {splits} chunks of {rows_per_split} rows (chosen "
@@ -258,15 +268,7 @@ def draw_04(lesson, figure):
         x, w, grad_y, grad_x, partial, rows, D, *x.stride(), grad_y.stride(0), X_ROW_ALIGN=1,
         D_ALIGN=1, NEED_GRAD_X=True, NEED_GRAD_W=True, ROWS_TILE=rows_tile, D_TILE=d_tile,
     )  # fmt: skip
-    tile_of = programs_along_axis(launch, triton.cdiv(D, d_tile), partial)
-    launch(triton.cdiv(D, d_tile))  # partial again, all of it: each sum names the rows it added
-    colour = torch.full((rows + 1 + programs, D), -1, dtype=torch.int64)
-    labels = [[""] * D for _ in range(rows + 1 + programs)]
-    for p in range(programs):
-        for d in range(D):
-            t = int(tile_of[p, d])
-            for r in [*rows_in(partial[p, d]), rows + 1 + p]:  # the rows it read, its partial row
-                colour[r, d], labels[r][d] = 6 + 2 * (t * programs + p), f"t{t} p{p}"
+    colour, labels = who_summed_what(launch, triton.cdiv(D, d_tile), partial, rows, "t{} p{}")
     cells(
         axes[1], colour, labels,
         f"backward_kernel, x ({rows} x {D}): program (t, p) takes D tile t of row tiles p, "

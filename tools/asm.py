@@ -31,8 +31,8 @@ TYPES |= {torch.float64: "fp64", torch.int32: "i32", torch.int64: "i64"}
 
 
 def compile_for_sm_90(kernel, args, kwargs):
-    """triton.compile of kernel for these arguments, specialized as a launch would; an autotuned
-    kernel with its first config."""
+    """(triton.compile of kernel for these arguments, specialized as a launch would; the config it
+    used): an autotuned kernel compiles with its first config, a plain one with None."""
     config = kernel.configs[0] if isinstance(kernel, triton.runtime.Autotuner) else None
     fn = kernel.fn if config else kernel
     values = dict(zip(fn.arg_names, args)) | kwargs | (config.kwargs if config else {})
@@ -56,7 +56,7 @@ def compile_for_sm_90(kernel, args, kwargs):
     options = {"num_warps": config.num_warps, "num_stages": config.num_stages} if config else {}
     options.update((name, values[name]) for name in ("num_warps", "num_stages") if name in values)
     source = triton.compiler.ASTSource(fn, signature, constexprs, attrs)
-    return triton.compile(source, target=SM_90, options=options)
+    return triton.compile(source, target=SM_90, options=options), config
 
 
 class Probe(NamedTuple):  # a kernel to compile, its launch, and what to look for in its PTX
@@ -173,8 +173,7 @@ def show(lesson):
             compiled = probe.kernel[probe.grid](*probe.args, **probe.kwargs)
             config = getattr(probe.kernel, "best_config", None)  # the autotuner's choice
         else:
-            compiled = compile_for_sm_90(probe.kernel, probe.args, probe.kwargs)
-            config = getattr(probe.kernel, "configs", [None])[0]  # the autotuner's first
+            compiled, config = compile_for_sm_90(probe.kernel, probe.args, probe.kwargs)
         settings = (config.kwargs | {"num_warps": config.num_warps}) if config else probe.kwargs
         tile = {k: v for k, v in settings.items() if k.startswith(("BLOCK", "ROWS", "D_T", "num_"))}
         lines = [line.strip() for line in compiled.asm["ptx"].splitlines()]

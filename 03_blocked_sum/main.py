@@ -1,30 +1,39 @@
 """Column sums, out = x.sum(0): a blocked reduction in Triton, fast on every matrix shape.
 
-You learn the pattern behind Triton reductions: keep acc, a 2-D accumulator shaped like a tile (the
-piece of x a program loads at once), add whole tiles into it, and reduce it once, after the loop:
+You learn the pattern behind Triton's reductions. A program adds whole tiles (the pieces of x it
+loads at once) into acc, a 2-D accumulator of a tile's shape, and reduces acc once, after the loop.
+Then you make it fast on every shape: tune the tile, split a tall x, and load tiles ahead.
 
     out[j]       = sum_i x[i, j]        one sum per column of x (M, N)
     grad_x[i, j] = grad_out[j]          d out[j] / d x[i, j] = 1: grad_out on every row
 
-A worked example: x of shape (5, 6), stored row after row, so x[i, j] lies i * 6 + j elements
-after x[0, 0]: stride_m = 6 (x[i, j] to x[i + 1, j]), stride_n = 1 (to x[i, j + 1]). A kernel runs
-as many copies, called programs, as its grid asks for; one per BLOCK_N = 4 columns, cdiv(6, 4) = 2
-programs (cdiv: division rounded up). Program 1 owns columns 4 to 7; each pass of its loop loads
-BLOCK_M = 2 rows of them, a 2 x 4 tile, and adds it into acc (2 x 4). Its first pass reads offsets
+- A kernel runs as many copies at once as its grid asks for. Each copy is a program, and
+  tl.program_id(0) tells a program which one it is.
+- A block is a small tensor inside a program, like tl.arange(0, 4) = [0, 1, 2, 3]. Its shape is a
+  power of two, fixed when Triton compiles the kernel. A tile is a block loaded from x.
+- Strides: x[i, j] lies i * stride_m + j * stride_n elements after x[0, 0].
 
-    rows[:, None] * stride_m + cols[None, :] * stride_n
-        = [[0], [1]] * 6 + [[4, 5, 6, 7]] * 1 = [[ 4,  5,  6,  7],
-                                                 [10, 11, 12, 13]]
+A worked example: x of shape (5, 6), stored row after row, so stride_m = 6 and stride_n = 1.
+- Each program owns BLOCK_N = 4 columns: cdiv(6, 4) = 2 programs (cdiv: division rounded up).
+- Program 1 owns columns 4 to 7. Each pass of its loop loads a tile of BLOCK_M = 2 rows of them.
+  The first pass reads the elements at these offsets from x[0, 0]:
 
-Columns 6 and 7 are not in x (offsets 6, 7 hold x[1, 0], x[1, 1]): the mask cols < N switches
-those loads off: [[4, 5, -, -], [10, 11, -, -]]. The second pass reads rows 2 and 3, the third rows
-4 and 5; row 5 is past M (past the end of x), and the mask rows < M switches it off. So acc[0]
-holds rows 0 + 2 + 4 and acc[1] rows 1 + 3; tl.sum(acc, axis=0) adds them into out[4] and out[5].
+      rows[:, None] * stride_m + cols[None, :] * stride_n
+          = [[0], [1]] * 6 + [[4, 5, 6, 7]] * 1 = [[ 4,  5,  6,  7],
+                                                   [10, 11, 12, 13]]
 
-Why a 2-D acc: Triton spreads each block (a program's small tensor, like a tile) over its threads. A
-1-D acc would need `acc += tl.sum(tile, axis=0)` every pass, and a sum across a block moves values
-between threads; a 2-D acc makes each pass an elementwise add, and values move once, at the end.
-`main.py --asm` shows it compiled: the loop only adds; threads swap values (shfl) after it.
+- Columns 6 and 7 are not in x: offsets 6 and 7 hold x[1, 0] and x[1, 1]. The mask cols < N
+  switches those loads off: [[4, 5, -, -], [10, 11, -, -]].
+- The second pass reads rows 2 and 3, the third rows 4 and 5. Row 5 is past the end of x, and
+  the mask rows < M switches it off. Masked-off elements read as 0.
+- After the loop, acc[0, :] = x[0, 4:8] + x[2, 4:8] + x[4, 4:8] and acc[1, :] = x[1, 4:8] +
+  x[3, 4:8]. tl.sum(acc, axis=0) adds its two rows into out[4] and out[5].
+`python 03_blocked_sum/main.py --draw picture.png` draws this, recorded from the kernel itself.
+
+Why acc is 2-D. A program runs on num_warps x 32 GPU threads, and Triton spreads each block over
+them, a few elements each. Adding two blocks elementwise needs no thread to talk to another. A sum
+across a block does: threads swap values in registers (shfl), then through shared memory. So a 1-D
+acc += tl.sum(tile, axis=0) would pay that on every pass; `main.py --asm` shows the loop only adds.
 """
 
 import functools
@@ -45,34 +54,33 @@ import triton.language as tl  # noqa: E402
 DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32", "float64")}
 
 
-# ## The simplest kernel: one program per block of columns, a loop down the rows
+# ## Part 1. The simplest kernel: one program per block of columns, a loop down the rows
 # @triton.jit compiles the function for the GPU. A tensor argument arrives as a pointer to its
 # first element (ptr.dtype.element_ty is its dtype); tl.load and tl.store read and write there.
 @triton.jit
 def simple_column_sum_kernel(
     x_ptr, out_ptr,  # pointers to x[0, 0] (x: (M, N), any strides) and out[0] (contiguous)
-    M, N, stride_m, stride_n,  # x's sizes; stride_m: x[i, j] to x[i + 1, j]; stride_n: x[i, j + 1]
+    M, N, stride_m, stride_n,  # x's sizes and strides
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # rows per pass, columns per program
 ):  # fmt: skip
-    # tl.constexpr: a compile-time constant. A choice on a constexpr or a dtype (an `if`, or the
-    # next line's `a if c else b`) is made at compile time; a `for` up to a runtime M stays a loop.
-    # Add in float32 (float64 for float64 x): a 16-bit running sum drops small terms as it grows.
+    # A tl.constexpr is a constant compiled into the kernel; block shapes must be. An `if` on a
+    # constexpr or a dtype, like the next line's `a if c else b`, is decided at compile time. Add
+    # in float32 (float64 for float64 x): a 16-bit running sum would drop small terms as it grows.
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
-    # tl.arange(0, BLOCK_N) is a block, a small tensor inside the program: 0, 1, ..., BLOCK_N - 1.
-    # Arithmetic on blocks is elementwise and broadcasts as in torch. A block's shape is a power of
-    # two fixed at compile time, hence the constexpr. tl.program_id(0): its index on grid axis 0.
+    # Arithmetic on blocks is elementwise and broadcasts as in torch.
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
-    col_offsets = cols.to(tl.int64) * stride_n  # int64: i * stride_m, j * stride_n can pass 2^31
+    # Offsets in int64 (rows' too, below): row * stride_m can pass 2^31, where int32 wraps around.
+    col_offsets = cols.to(tl.int64) * stride_n
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
-    for i0 in range(0, M, BLOCK_M):
+    for i0 in range(0, M, BLOCK_M):  # a loop up to a value known only at run time
         rows = i0 + tl.arange(0, BLOCK_M)
-        # pointer + block of offsets = a block of pointers; tl.load of it = a block of values.
+        # A pointer plus a block of offsets is a block of pointers; tl.load gives a block of values.
         offsets = rows.to(tl.int64)[:, None] * stride_m + col_offsets[None, :]
         mask = (rows < M)[:, None] & col_mask[None, :]
         # Masked-off elements load nothing and take `other`: 0 adds nothing to the sum.
         acc += tl.load(x_ptr + offsets, mask=mask, other=0.0).to(acc_dtype)
-    sums = tl.sum(acc, axis=0)  # the one reduction across threads: BLOCK_M rows to one
+    sums = tl.sum(acc, axis=0)  # the one sum across threads: BLOCK_M rows into one
     tl.store(out_ptr + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
@@ -88,8 +96,8 @@ def reference(x):  # the plain PyTorch expression
 
 
 def check(x, variants):
-    """Run each of `variants` (name -> function(x, out=)) on x against x.sum(0) in float64, within
-    rounding that grows with M and sum |x|, into an out of NaN, so that a gap fails; their names."""
+    """Checks each of `variants` (name -> function(x, out=)) against reference() in float64, within
+    a rounding bound that grows with M and |x|; returns their names. out starts as NaN."""
     expected, magnitude = reference(x.double()), reference(x.double().abs())
     for name in variants:
         out = torch.full((x.shape[1],), float("nan"), dtype=x.dtype, device=x.device)
@@ -100,43 +108,43 @@ def check(x, variants):
     return list(variants)
 
 
-# ## A faster kernel: column_sum_kernel (below) is the simple kernel with three changes, marked
-# (1) to (3) at their lines; the sections below set up one change each: (1) tuning the tile;
-# (2) splitting a tall x's rows over more programs; (3) pipelining the loads.
-#
+# ## Part 2. A faster kernel: column_sum_kernel (below) is the simple kernel with three changes,
+# marked (1) to (3) at their lines. The sections before it set up one change each:
+# (1) tuning the tile; (2) splitting a tall x's rows over more programs; (3) loading ahead.
 # ## Change (1): tuning the tile (the simple kernel's is fixed at 16 x 64)
-# The best tile depends on x: a narrow x wants narrow tiles (a wide tile would load mostly
-# padding), and a program with few rows to add wants short ones. A program runs on num_warps
-# warps: groups of 32 threads that run in step and share the program's tile. A triton.Config
-# names a tile and a warp count; @triton.autotune, written on the kernel, times every config on
-# the first call with new values of its `key` arguments, then reuses the fastest. A TILES row:
-# (BLOCK_M, BLOCK_N, num_warps, STAGES), STAGES for change (3). These seven came within 1% of the
-# best of 32 configs on each of 12 timed shapes (results/NOTES.md item 41).
+# The best tile depends on x. A narrow x wants narrow tiles, since a tile wider than x loads
+# mostly masked-off columns. A program with few rows to add wants short tiles.
+# - A triton.Config names a tile and num_warps: how many warps (groups of 32 threads that run in
+#   step) run the program.
+# - @triton.autotune, written on the kernel, times every config on the first call with new values
+#   of its `key` arguments, then reuses the fastest.
+# A TILES row is (BLOCK_M, BLOCK_N, num_warps, STAGES); STAGES is for change (3). These seven came
+# within 1% of the best of 32 configs on each of 12 timed shapes (results/NOTES.md item 41).
 TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2), (32, 128, 4, 2)]
 TILES += [(128, 128, 8, 1), (1, 1024, 8, 1)]
 if common.INTERPRETED:
-    TILES = [(32, 32, 4, 1)]  # the interpreter cannot time configs: it gets one
+    TILES = [(32, 32, 4, 1)]  # the interpreter's timings say nothing about a GPU: one config
 CONFIGS = [
     triton.Config({"BLOCK_M": m, "BLOCK_N": n, "STAGES": s}, num_warps=w) for m, n, w, s in TILES
 ]
 
 # ## Change (2): splitting the rows of a tall, narrow x
 # A program runs on one SM (streaming multiprocessor: one of the GPU's cores; an H100 has 132).
-# x of 1048576 x 64 has one block of columns, so the simple kernel runs one program: one SM works,
-# and one SM cannot issue loads fast enough to keep memory busy. So:
+# x of 1048576 x 64 has one block of columns, so the simple kernel runs one program. One SM works,
+# and it cannot issue loads fast enough to keep memory busy. So:
 # - the grid gets a second axis: program (c, s) adds up chunk s of the rows of column block c;
 # - it writes its sums into row s of a float32 (splits, N) buffer of partial sums;
 # - a second pass adds up each column of that buffer into out.
-# The second pass adds in a fixed order: every call gives the same bits. Atomic adds into out would
-# land in any order, round differently each call, and add again each time the autotuner times it.
+# The second pass adds in a fixed order: the same bits on every call. Atomic adds into out would
+# land in any order, round differently, and add again whenever the autotuner times the kernel.
 PROGRAMS_PER_SM = 4  # more made the chunks shorter and the second pass larger: slower
 ROW_ALIGN = max(config.kwargs["BLOCK_M"] for config in CONFIGS)  # the tallest tile
 
 
 @functools.lru_cache(maxsize=1024)  # asked on every call; the answer never changes
 def plan_splits(M, N, device=common.DEVICE):
-    """(splits, rows_per_split): how many chunks of rows, and the rows in each. E.g. 1048576 x 64
-    on an H100: 528 programs wanted, 1986 rows each, rounded up to 2048: 512 splits."""
+    """(splits, rows_per_split): how many chunks of rows, and how many rows a chunk may hold. E.g.
+    1048576 x 64 on an H100: 528 programs wanted, 1986 rows each, rounded up to 2048: 512 splits."""
     on_gpu = device.type == "cuda"
     sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 1
     wanted = PROGRAMS_PER_SM * sms  # on the CPU 4, so that the tests split small matrices
@@ -148,21 +156,19 @@ def plan_splits(M, N, device=common.DEVICE):
         # power of two: then an M of 1000 and one of 1001 share one tuning.
         return 1, triton.next_power_of_2(max(M, 1))
     rows = triton.cdiv(M, triton.cdiv(wanted, column_blocks))
-    # A chunk is a whole number of tiles, so that no tile reaches into the next chunk (the
-    # block-pointer kernel below cannot stop a tile at the end of a chunk, only at M).
+    # Whole tiles, so that no tile reaches into the next chunk (a block pointer stops only at M).
     rows_per_split = triton.cdiv(rows, ROW_ALIGN) * ROW_ALIGN
     return triton.cdiv(M, rows_per_split), rows_per_split
 
 
-# ## Change (3): pipelining
+# ## Change (3): loading ahead (pipelining)
 # A load from memory takes hundreds of cycles. With STAGES > 1 the loop asks for the next
 # STAGES - 1 tiles before it adds the current one, so that memory is always busy. Triton does
 # this by itself only in loops that feed tl.dot; tl.range(..., num_stages=STAGES) asks for it.
-#
 # ## The three changes together: the autotuner's settings, then column_sum_kernel
 def prune_configs(configs, named_args, **kwargs):
-    """Drops tiles wider than N or taller than a chunk (they load only padding); if none is left,
-    keeps the smallest."""
+    """The configs worth timing: tiles no wider than N and no taller than a chunk, where they would
+    load mostly masked-off elements. If none is left, the smallest tile."""
     width = triton.next_power_of_2(named_args["N"])
     height = triton.next_power_of_2(named_args["rows_per_split"])
     fit = [c for c in configs if c.kwargs["BLOCK_N"] <= width and c.kwargs["BLOCK_M"] <= height]
@@ -174,7 +180,7 @@ def prune_configs(configs, named_args, **kwargs):
 #   dtypes). A new N or chunk length tunes again; a new M alone does not.
 # - prune_configs_by: prune_configs drops the configs not worth timing before they are timed;
 # - cache_results=True: the winner is saved on disk, so the next run of the script skips timing;
-# - do_bench: the timer, with shorter windows than its default, so that a new shape tunes fast.
+# - do_bench: the timer, with 5 ms of warm-up and 20 of timing (its defaults: 25 and 100 ms).
 TUNING = dict(prune_configs_by={"early_config_prune": prune_configs}, cache_results=True)
 TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20)
 
@@ -213,80 +219,21 @@ def column_sums(x, out, kernel=column_sum_kernel):
     # Triton calls it with the chosen config's values (meta, a dict) before it launches.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
     if splits == 1:  # one chunk writes its sums straight into out, in x's dtype
-        return kernel[grid](x, out, M, N, *x.stride(), rows_per_split)
+        kernel[grid](x, out, M, N, *x.stride(), rows_per_split)
+        return
     partial = x.new_empty((splits, N), dtype=torch.promote_types(x.dtype, torch.float32))
     kernel[grid](x, partial, M, N, *x.stride(), rows_per_split)  # float32 (float64) partial sums
     sum_partials(partial, out)
 
 
 def sum_partials(partial, out):
-    """The second pass, out[j] = the sum of partial[:, j] in a fixed order: the simple kernel, with
+    """The second pass, out[j] = sum of partial[:, j] in a fixed order: the simple kernel, with
     tiles of up to 256 rows and 4096 elements (it waits on memory: few, large loads)."""
     block_m = min(triton.next_power_of_2(partial.shape[0]), 256)
     column_sums_simple(partial, out, block_m, max(16, min(256, 4096 // block_m)))
 
 
-# ## Block pointers (skip on a first read): column_sum_kernel loading its tiles another way
-# Block pointers, Triton's first API for loading tiles, are what older tutorials use. Triton 3.7
-# deprecated and 3.9 removed them (for tensor descriptors, lesson 02), so this style runs only
-# where block_ptr_problem() finds they work. They replace column_sum_kernel's pointer arithmetic:
-# - tl.make_block_ptr describes x once: its shape, its strides, where the first tile starts and
-#   the tile's shape. Triton then computes every element's address itself, in int64;
-# - tl.load(tile, boundary_check=(0, 1)) loads the tile, with zeros for rows past M and columns
-#   past N (the dims 0 and 1 it checks);
-# - tl.advance(tile, (BLOCK_M, 0)) moves the tile BLOCK_M rows down.
-@triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"], **TUNING)
-@triton.jit(do_not_specialize=["M"])
-def column_sum_block_ptr_kernel(
-    x_ptr, out_ptr, M, N, stride_m, stride_n, rows_per_split,  # all as in column_sum_kernel
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,
-):  # fmt: skip
-    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
-    chunk, col_start = tl.program_id(1), tl.program_id(0) * BLOCK_N
-    row_start = chunk * rows_per_split
-    row_stop = tl.minimum(row_start + rows_per_split, M)
-    tile = tl.make_block_ptr(
-        x_ptr, (M, N), (stride_m, stride_n), (row_start, col_start), (BLOCK_M, BLOCK_N), (1, 0)
-    )  # shape, strides, offsets of the first tile, its shape; (1, 0): columns vary fastest
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
-    for _ in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):
-        acc += tl.load(tile, boundary_check=(0, 1), padding_option="zero").to(acc_dtype)
-        tile = tl.advance(tile, (BLOCK_M, 0))
-    cols = col_start + tl.arange(0, BLOCK_N)
-    sums = tl.sum(acc, axis=0)
-    tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=cols < N)
-
-
-def column_sums_block_ptr(x, out):
-    with warnings.catch_warnings():  # Triton 3.7 and 3.8 warn that block pointers are deprecated
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.filterwarnings("ignore", ".*make_block_ptr is deprecated")
-        column_sums(x, out, column_sum_block_ptr_kernel)
-
-
-def block_ptr_problem():
-    """Why block pointers do not run here, or None; found by trying, since versions mislead."""
-    try:
-        x = torch.arange(60.0, device=common.DEVICE).reshape(20, 3)  # not randn: RNG untouched
-        check(x, {"block_ptr": column_sums_block_ptr})
-    except Exception as exc:  # any failure, wrong sums included, means "do not use them here"
-        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return f"tl.make_block_ptr does not run on triton {triton.__version__}: {first_line[:120]}"
-    return None
-
-
-# ## From here on: PyTorch around the kernels, not Triton (skip on a first read)
-# The call path: blocked_sum(x) -> checks -> BlockedSum (autograd) or FORWARDS[style] directly;
-# under torch.compile, blocked_sum -> the registered op -> blocked_sum with gradients off.
-BLOCK_PTR_PROBLEM = block_ptr_problem()  # None where block pointers work
-UNAVAILABLE = {"block_ptr": BLOCK_PTR_PROBLEM} if BLOCK_PTR_PROBLEM else {}  # style -> why not
-FORWARDS = {"simple": column_sums_simple, "pointer": column_sums}  # style -> its launcher
-if not UNAVAILABLE:
-    FORWARDS["block_ptr"] = column_sums_block_ptr
-VARIANTS = {style: lambda x, out=None, s=style: blocked_sum(x, out, s) for style in FORWARDS}
-
-
-# ## Autograd: a torch.autograd.Function
+# ## From here on PyTorch around the kernels, not Triton (skip on a first read). Autograd first:
 # grad_x[i, j] = grad_out[j] needs no kernel: grad_out.expand(M, N) repeats it on every row, a view,
 # no copy. With create_graph=True (second derivatives) autograd records expand like any torch op.
 class BlockedSum(torch.autograd.Function):
@@ -305,7 +252,7 @@ class BlockedSum(torch.autograd.Function):
 
 def blocked_sum(x, out=None, style="pointer"):
     """x.sum(0) for a 2-D float x of any strides, in x's dtype (16-bit x adds in float32):
-    differentiable and compilable, or written into out. `style` picks the kernels."""
+    differentiable and compilable, or written into out. `style` picks the kernels (FORWARDS)."""
     N = validate(x, style)
     if torch.compiler.is_compiling():  # torch.compile records the op and never sees the launch
         return common.write_out(blocked_sum_op(x, style), out)
@@ -350,6 +297,60 @@ blocked_sum_op.register_fake(lambda x, style="pointer": x.new_empty(validate(x, 
 blocked_sum_op.register_autograd(BlockedSum.backward, setup_context=BlockedSum.setup_context)
 
 
+# ## Appendix: block pointers, the older way to load a tile (skip on a first read)
+# Older tutorials load tiles through block pointers. Triton 3.7 deprecated them and
+# 3.9 removed them (tensor descriptors replace them: lesson 02), so this style runs only where
+# block_ptr_problem() finds that they work. A block pointer describes x once (shape, strides, the
+# tile's place and shape), and Triton computes every element's address itself, in int64.
+@triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"], **TUNING)
+@triton.jit(do_not_specialize=["M"])
+def column_sum_block_ptr_kernel(
+    x_ptr, out_ptr, M, N, stride_m, stride_n, rows_per_split,  # all as in column_sum_kernel
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,
+):  # fmt: skip
+    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
+    chunk, col_start = tl.program_id(1), tl.program_id(0) * BLOCK_N
+    row_start = chunk * rows_per_split
+    row_stop = tl.minimum(row_start + rows_per_split, M)
+    tile = tl.make_block_ptr(
+        x_ptr, (M, N), (stride_m, stride_n), (row_start, col_start), (BLOCK_M, BLOCK_N), (1, 0)
+    )  # shape, strides, offsets of the first tile, its shape; (1, 0): columns vary fastest
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
+    for _ in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):
+        # boundary_check: rows past M (dim 0) and columns past N (dim 1) read as 0
+        acc += tl.load(tile, boundary_check=(0, 1), padding_option="zero").to(acc_dtype)
+        tile = tl.advance(tile, (BLOCK_M, 0))  # the next tile: BLOCK_M rows down
+    cols = col_start + tl.arange(0, BLOCK_N)
+    sums = tl.sum(acc, axis=0)
+    tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=cols < N)
+
+
+def column_sums_block_ptr(x, out):
+    with warnings.catch_warnings():  # Triton 3.7 and 3.8 warn that block pointers are deprecated
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", ".*make_block_ptr is deprecated")
+        column_sums(x, out, column_sum_block_ptr_kernel)
+
+
+def block_ptr_problem():
+    """Why block pointers do not run here, or None; found by trying, since versions mislead."""
+    try:
+        x = torch.arange(60.0, device=common.DEVICE).reshape(20, 3)  # not randn: RNG untouched
+        check(x, {"block_ptr": column_sums_block_ptr})
+    except Exception as exc:  # any failure, wrong sums included, means "do not use them here"
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return f"tl.make_block_ptr does not run on triton {triton.__version__}: {first_line[:120]}"
+    return None
+
+
+BLOCK_PTR_PROBLEM = block_ptr_problem()  # None where block pointers work
+UNAVAILABLE = {"block_ptr": BLOCK_PTR_PROBLEM} if BLOCK_PTR_PROBLEM else {}  # style -> why not
+FORWARDS = {"simple": column_sums_simple, "pointer": column_sums}  # style -> its launcher
+if not UNAVAILABLE:
+    FORWARDS["block_ptr"] = column_sums_block_ptr
+VARIANTS = {style: lambda x, out=None, s=style: blocked_sum(x, out, s) for style in FORWARDS}
+
+
 # ## Benchmark and command line
 SHAPES = ((16384, 8192), (2048, 65536), (1048576, 64), (64, 1048576))  # (rows, cols)
 SWEEP = [dict(rows=m, cols=n, dtype=dtype) for dtype in ("float32", "bfloat16") for m, n in SHAPES]
@@ -369,13 +370,12 @@ def benchmark(rows, cols, dtype="float32"):
     args = (x, out, rows, cols, *x.stride(), rows_per_split)
     calls["column_sum_kernel[grid] bare"] = lambda: column_sum_kernel[grid](*args)
     case = f"{rows}x{cols} {str(x.dtype).removeprefix('torch.')}"
-    nbytes, results = (rows * cols + cols) * x.element_size(), []
-    torch_times = common.measure(calls["torch"])
-    for name, call in calls.items():
-        times = torch_times if name == "torch" else common.measure(call)
-        row = (case, name, times, torch_times, common.gbps(nbytes, times[0]), "GB/s")
-        results.append(common.timing_row(*row, common.copy_ceiling_gbps()))
-    return results
+    nbytes, ceiling = (rows * cols + cols) * x.element_size(), common.copy_ceiling_gbps()
+    times = {name: common.measure(call) for name, call in calls.items()}  # torch's first
+    return [
+        common.timing_row(case, name, t, times["torch"], common.gbps(nbytes, t[0]), "GB/s", ceiling)
+        for name, t in times.items()
+    ]
 
 
 def main(argv=None):

@@ -8,22 +8,22 @@ torch.compile. x has shape (..., D), w (D,); with the leading dims of x flattene
     grad_x[r, d] = grad_y[r] * w[d]              an outer product: nothing to add up
     grad_w[d]    = sum_r x[r, d] * grad_y[r]     a sum over every row of x
 
-A worked example. A Triton kernel runs many times in parallel, as many as its launch grid says;
-each run is a program (like a CUDA thread block: Triton spreads its work over num_warps x 32
-threads) and knows its number, tl.program_id(0). Take x of shape (5, 6), stored row after row, so
-x[r, d] lies r * 6 + d elements after x[0, 0], and give each program 2 rows, walked 4 columns at a
-time: cdiv(5, 2) = 3 programs (cdiv: division rounded up). Program 1 owns rows 2 and 3; its first
-step reads the elements at offsets row * 6 + column, broadcast as in torch:
+A worked example. A Triton kernel runs many times in parallel, as many times as its launch grid
+says. Each run is a program, and tl.program_id(0) tells it its number. A program is run by a group
+of GPU threads together, but you write it for whole blocks of values and never index a thread. Take
+x of shape (5, 6), stored row after row, so x[r, d] lies r * 6 + d elements after x[0, 0]. Give each
+program 2 rows, walked 4 columns at a time: cdiv(5, 2) = 3 programs (cdiv: division rounded up).
+Program 1 owns rows 2 and 3. Its first step reads offsets row * 6 + column (broadcast as in torch):
 
     [[2], [3]] * 6 + [[0, 1, 2, 3]] = [[12, 13, 14, 15],
                                        [18, 19, 20, 21]]
 
-Its second step takes columns 4 to 7, offsets [[16, 17, 18, 19], [22, 23, 24, 25]], but columns
-6 and 7 are not in the row: 18, 19 and 24, 25 are the first elements of rows 3 and 4, and in
-program 2 (rows 4, 5: [[28, 29, 30, 31], [34, ...]]) the step reaches 30 and 31, past the end of
-x. A mask, column < 6, switches those loads off ([[16, 17, -, -], [22, 23, -, -]]), as row < 5
-switches off row 5 in program 2. Each program adds its products into a 2 x 4 accumulator and sums
-its rows into y[r] once, at the end: a sum across a block moves values between threads.
+Its second step takes columns 4 to 7, offsets [[16, 17, 18, 19], [22, 23, 24, 25]]. Columns 6 and 7
+are not in the row: offsets 18, 19 and 24, 25 hold x[3, 0:2] and x[4, 0:2]. A mask, column < 6,
+switches those loads off: [[16, 17, -, -], [22, 23, -, -]]. In program 2, rows 4 and 5, the mask
+row < 5 switches off row 5, past the end of x. Each program adds its products into a 2 x 4
+accumulator and sums each of its rows into y[r] only after the loop: a sum across a block makes
+threads swap values. `main.py --draw picture.png` draws this example.
 """
 
 import functools
@@ -59,20 +59,21 @@ def simple_forward_kernel(
     ROWS_TILE: tl.constexpr,  # rows per program
     D_TILE: tl.constexpr,  # columns per step
 ):  # fmt: skip
-    # tl.arange(0, ROWS_TILE) is a block, a small tensor inside the program, like
-    # torch.arange(ROWS_TILE). Arithmetic on blocks is elementwise and broadcasts as in torch. A
-    # block's shape is a power of two fixed at compile time, so ROWS_TILE is a tl.constexpr.
+    # tl.arange(0, ROWS_TILE) is a block, a small tensor inside the program, like torch.arange.
+    # Arithmetic on blocks is elementwise and broadcasts as in torch. A block's shape is a power of
+    # two fixed at compile time (ROWS_TILE is a tl.constexpr); a tile is a block loaded from x.
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
     row_starts = row_ids.to(tl.int64) * stride_row  # int64: row * stride can pass 2^31
     # A choice on a dtype or constexpr (`a if c else b` below) is made at compile time, once.
-    # Multiply and add in float32 (float64 for float64 x): 16 bits would lose the low bits.
+    # Multiply and add in float32 (float64 for float64 x): float16 or bfloat16 sums lose low bits.
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
         col_mask = cols < D
-        # A (ROWS_TILE, D_TILE) grid of offsets, int64 like row_starts (x.T has a large stride_col).
+        # A (ROWS_TILE, D_TILE) block of offsets, in int64 as row_starts: in x.T (second derivatives
+        # use it) stride_col is x's row count, so d * stride_col can pass 2^31 too.
         offsets = row_starts[:, None] + cols[None, :].to(tl.int64) * stride_col
         # Masked-off elements load nothing and take `other`: 0 adds nothing to the sum.
         x = tl.load(x_ptr + offsets, mask=row_mask[:, None] & col_mask[None, :], other=0.0)
@@ -86,9 +87,7 @@ def forward_simple(x2d, weight, y):
     rows, D = x2d.shape
     grid = (triton.cdiv(rows, 16),)  # how many programs: one per 16 rows
     # kernel[grid](...) launches grid[0] programs; constexprs (ROWS_TILE, D_TILE) go by keyword.
-    simple_forward_kernel[grid](
-        x2d, weight, y, rows, D, x2d.stride(0), x2d.stride(1), ROWS_TILE=16, D_TILE=64
-    )
+    simple_forward_kernel[grid](x2d, weight, y, rows, D, *x2d.stride(), ROWS_TILE=16, D_TILE=64)
 
 
 def reference(x, weight):  # the plain PyTorch expression
@@ -96,15 +95,15 @@ def reference(x, weight):  # the plain PyTorch expression
 
 
 def check(x, variants):
-    """For each of `variants` (name -> differentiable fn(x, w), as VARIANTS at the end), y, grad_x
-    and grad_w on this x, a random w and grad_y, against float64 within rounding; their names."""
+    """Checks y, grad_x and grad_w of each of `variants` (name -> differentiable fn(x, w), such as
+    VARIANTS below) on x, a random w and grad_y, against float64; returns their names."""
     weight = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
     x64, w64, g64 = x.double(), weight.double(), grad_y.double()[..., None]
     leading = tuple(range(x.dim() - 1))
     exact_grad_x = g64 * w64  # one product, rounded once as the kernel rounds it
     expected = {  # name: (float64 truth; for the tolerance: sum of |products|, number of terms)
-        "y": ((x64 * w64).sum(-1), (x64.abs() * w64.abs()).sum(-1), x.shape[-1]),
+        "y": (reference(x64, w64), reference(x64.abs(), w64.abs()), x.shape[-1]),
         "grad_x": (exact_grad_x.to(x.dtype).double(), exact_grad_x.abs(), 1),
         "grad_w": ((x64 * g64).sum(leading), (x64.abs() * g64.abs()).sum(leading), g64.numel()),
     }
@@ -124,22 +123,21 @@ def check(x, variants):
 # ## Faster, step 1: let the autotuner choose the tile
 # forward_simple fixes the tile at 16 rows x 64 columns. The fastest tile depends on D: wide rows
 # want wide tiles (long reads), narrow rows want many rows per tile. So:
-# - TILES lists candidates (ROWS_TILE, D_TILE, num_warps), measured (NOTES item 41); num_warps:
-#   how many warps (groups of 32 threads in step) share a tile;
-# - a triton.Config holds one candidate: values for the constexprs, and num_warps;
+# - a triton.Config holds one candidate from TILES (ROWS_TILE, D_TILE, num_warps), chosen by
+#   measuring (results/NOTES.md item 41); num_warps: how many warps (groups of 32 threads that
+#   run in step) run a program;
 # - @triton.autotune(configs=CONFIGS, key=["D"]), on forward_kernel below (the simple kernel plus
 #   step 2's three lines), times the configs at the first call with a new D: the fastest stays.
 TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4), (128, 128, 8), (16, 256, 4)]
 TILES += [(8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
 if common.INTERPRETED:
-    TILES = [(16, 64, 4)]  # the interpreter cannot time configs: it gets one
+    TILES = [(16, 64, 4)]  # the interpreter's timings say nothing about a GPU: one config
 CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w in TILES]
 
 
-# Three more settings keep the tuning cheap (CHEAP_TUNING, below):
-# - prune_configs_by: tiles_for_d drops tiles far from D's width before any timing;
-# - do_bench: each config is timed briefly, warmup=5 and rep=20 ms (Triton's defaults: 25, 100);
-# - cache_results=True: the choice is saved on disk, for the next run of the script.
+# CHEAP_TUNING keeps the tuning cheap (skip on a first read): tiles_for_d drops the tiles far from
+# D's width before any timing; do_bench times each config briefly (5 ms of warm-up, 20 of timing;
+# Triton's defaults: 25, 100); cache_results=True saves the choice on disk for the next run.
 def tiles_for_d(configs, named_args, **kwargs):
     """Configs worth timing: D tiles from min(W, 128) to max(W, 32), W = next_power_of_2(D)."""
     width = triton.next_power_of_2(named_args["D"])
@@ -151,9 +149,10 @@ CHEAP_TUNING = dict(prune_configs_by={"early_config_prune": tiles_for_d}, cache_
 CHEAP_TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20)
 
 
-# ## Faster, step 2: wide loads, from a bound the compiler can see divides by 4
-# A thread can load 16 bytes (4 float32) with one instruction, a wide load, instead of four 4-byte
-# loads. The compiler emits one only where it can prove, for each group of 4 columns, that
+# ## Faster, step 2 (speed only): wide loads, from a bound the compiler can see divides by 4
+# A thread can load 16 bytes (4 float32, 8 float16) with one instruction, a wide load, instead of
+# one instruction per element. In float32 the compiler emits one only where it can prove, for each
+# group of 4 columns, that
 # - they are next to each other: stride_col is 1;
 # - the first starts on a 16-byte boundary: x's start, and every row start, row * stride_row;
 # - the mask cols < D is the same for all 4. With D = 1002, columns 1000 to 1003 would be half in,
@@ -161,9 +160,11 @@ CHEAP_TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, 
 # The compiler knows only what the arguments show: Triton compiles a version of the kernel for
 # each set of facts it sees in them (it "specializes"), such as a pointer 16-byte aligned, an int
 # equal to 1 or divisible by 16. D = 1000 is a multiple of 4, not of 16: the kernel learns nothing.
-# So alignment() passes D_ALIGN = 4 (a constexpr) and the kernel masks with D_aligned = (D //
-# D_ALIGN) * D_ALIGN: still 1000, but visibly a multiple of 4. X_ROW_ALIGN does the same for the
-# row starts: (stride_row // X_ROW_ALIGN) * X_ROW_ALIGN is stride_row, visibly a multiple of 4.
+# So alignment() passes D_ALIGN = 4 (8 for 16-bit x; a constexpr), and the kernel masks with
+# D_aligned = (D // D_ALIGN) * D_ALIGN: still 1000, but visibly a multiple of 4. X_ROW_ALIGN does
+# the same for the row starts. `main.py --asm` compiles forward_kernel at D = 1000 both ways:
+#     X_ROW_ALIGN = D_ALIGN = 1:  0 wide loads (ld.global.v4.b32), 33 scalar ones (ld.global.b32)
+#     X_ROW_ALIGN = D_ALIGN = 4:  9 wide loads, 0 scalar ones
 @triton.autotune(configs=CONFIGS, key=["D"], **CHEAP_TUNING)
 @triton.jit(do_not_specialize=["rows"])  # rows only bounds a mask: no versions for its facts
 def forward_kernel(
@@ -180,7 +181,7 @@ def forward_kernel(
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
-        col_mask = cols < D_aligned  # the one change in the loop: a mask alike on D_ALIGN columns
+        col_mask = cols < D_aligned  # the loop's one change: alike on each D_ALIGN columns
         offsets = row_starts[:, None] + cols[None, :].to(tl.int64) * stride_col
         x = tl.load(x_ptr + offsets, mask=row_mask[:, None] & col_mask[None, :], other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
@@ -269,12 +270,12 @@ def sum_partials_kernel(
     partial_ptr,  # partial[0, 0]; a contiguous (P, D) buffer of float32 (float64) sums
     grad_w_ptr,  # grad_w[0], in w's dtype
     P, D,  # rows and columns of partial
-    BLOCK_P: tl.constexpr, BLOCK_D: tl.constexpr,  # rows added per step, columns per program
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # rows added per step, columns per program
 ):  # fmt: skip
-    cols = tl.program_id(0) * BLOCK_D + tl.arange(0, BLOCK_D)
-    acc = tl.zeros((BLOCK_P, BLOCK_D), dtype=partial_ptr.dtype.element_ty)
-    for p0 in range(0, P, BLOCK_P):  # always the same order of additions
-        p = p0 + tl.arange(0, BLOCK_P)
+    cols = tl.program_id(0) * D_TILE + tl.arange(0, D_TILE)
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=partial_ptr.dtype.element_ty)
+    for p0 in range(0, P, ROWS_TILE):  # always the same order of additions
+        p = p0 + tl.arange(0, ROWS_TILE)
         mask = (p < P)[:, None] & (cols < D)[None, :]
         offsets = p.to(tl.int64)[:, None] * D + cols[None, :]
         acc += tl.load(partial_ptr + offsets, mask=mask, other=0.0)
@@ -307,10 +308,10 @@ def sum_partials(partial, grad_w):
     """grad_w[d] = the sum of partial[:, d], in the same order on every call. Tiles as tall as the
     buffer (up to 1024 rows) and about 4096 elements: few steps, each of which waits on memory."""
     P, D = partial.shape
-    block_p = min(triton.next_power_of_2(P), 1024)
-    block_d = max(16, 4096 // block_p)
-    grid = (triton.cdiv(D, block_d),)
-    sum_partials_kernel[grid](partial, grad_w, P, D, BLOCK_P=block_p, BLOCK_D=block_d)
+    rows_tile = min(triton.next_power_of_2(P), 1024)
+    d_tile = max(16, 4096 // rows_tile)
+    grid = (triton.cdiv(D, d_tile),)
+    sum_partials_kernel[grid](partial, grad_w, P, D, ROWS_TILE=rows_tile, D_TILE=d_tile)
 
 
 # ## Autograd, a torch.autograd.Function (from here on PyTorch, not Triton: skip on a first read)
@@ -374,10 +375,8 @@ def validate(x, weight, style="pointer"):
     if x.dtype != weight.dtype:
         raise TypeError(f"x is {x.dtype} but weight is {weight.dtype}; give both one dtype")
     if weight.dim() != 1 or x.dim() == 0 or x.shape[-1] != weight.shape[0]:
-        raise ValueError(
-            f"x has shape {tuple(x.shape)} and weight {tuple(weight.shape)}: expected x of shape "
-            "(..., D), at least 1-D, and weight of shape (D,), its length x's last dimension"
-        )
+        shapes = f"x has shape {tuple(x.shape)} and weight {tuple(weight.shape)}"
+        raise ValueError(f"{shapes}: expected x (..., D), at least 1-D, and weight of shape (D,)")
     if x.device != weight.device or x.device.type != common.DEVICE.type:
         where = f"x is on {x.device} and weight on {weight.device}"
         raise ValueError(f"{where}: both must be on {common.DEVICE.type}")
@@ -461,12 +460,12 @@ def benchmark(rows, dim, dtype="float32"):
     bwd["weighted_sum"] = (run_backward, forward_for(weighted_sum))
     # Elements a pass must move: x, w and y; then x, grad_y, w, grad_x and grad_w.
     elements = {"fwd": (rows + 1) * dim + rows, "bwd": 2 * (rows + 1) * dim + rows}
-    case, results = f"{rows}x{dim} {str(x.dtype).removeprefix('torch.')}", []
+    case = f"{rows}x{dim} {str(x.dtype).removeprefix('torch.')}"
+    ceiling, results = common.copy_ceiling_gbps(), []
 
     def add_row(name, times, torch_times, pass_name):
         gbps = common.gbps(elements[pass_name] * x.element_size(), times[0])
-        row = (case, name, times, torch_times, gbps, "GB/s", common.copy_ceiling_gbps())
-        results.append(common.timing_row(*row))
+        results.append(common.timing_row(case, name, times, torch_times, gbps, "GB/s", ceiling))
 
     for pass_name, calls in (("fwd", fwd), ("bwd", bwd)):
         torch_times = common.measure(*calls["torch"])

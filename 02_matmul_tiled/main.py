@@ -6,11 +6,11 @@ descriptors in a persistent kernel, and to join autograd. For A (M, K) and B (K,
 
     C[i, j] = sum over k of A[i, k] * B[k, j]        dA = dC @ B^T,  dB = A^T @ dC
 
-A program is one run of the kernel, like a CUDA thread block: you write it for whole blocks of
-values, and Triton spreads each operation over the program's threads. The grid says how many
-programs run, and tl.program_id(0) tells a program which one it is. Here C is cut into BLOCK_M x
-BLOCK_N tiles (BM x BN below), one per program. A loaded A tile serves BN columns of C at once, so
-A is read N / BN times, not N times. The program for rows m:m+BM, columns n:n+BN of C runs:
+A program is one run of the kernel. You write it for whole blocks of values, and Triton spreads each
+operation over the program's threads. The grid says how many programs run, and tl.program_id(0)
+tells a program which one it is. Here C is cut into BLOCK_M x BLOCK_N tiles (BM x BN below), one per
+program. A loaded A tile serves BN columns of C at once, so A is read N / BN times, not N times. The
+program for rows m:m+BM, columns n:n+BN of C runs:
 
     acc = zeros(BM, BN)
     for k in range(0, K, BK):  acc += A[m:m+BM, k:k+BK] @ B[k:k+BK, n:n+BN]  # BK: BLOCK_K
@@ -21,15 +21,16 @@ row-major, so their strides (elements to the next row, column) are (4, 1) and (5
 cdiv(3, 2) = 2 rows of tiles and cdiv(5, 2) = 3 columns (cdiv rounds the division up); program
 pid computes tile (pid // 3, pid % 3): program 4, tile (1, 1), has rows = 1 * 2 + [0, 1] = [2, 3]
 and cols = [2, 3]. Its K loop starts each step at k = 0, then 2; ks = [0, 1] counts within a step.
-The offsets it reads (x[:, None] makes a column of x, y[None, :] a row, and + broadcasts the two
-into a grid, as in torch; "-" is masked: row 3's offsets, 12 and up, pass A's last element, 11):
+In the table of the offsets it reads, x[:, None] makes a column of x and y[None, :] a row, and +
+broadcasts the two into a grid, as in torch. "-" marks an element switched off by a mask:
 
     k   k + ks   A: rows[:, None] * 4 + (k + ks)[None, :]   B: (k + ks)[:, None] * 5 + cols[None, :]
     0   [0, 1]   [[ 8,  9], [ -,  -]]                       [[ 2,  3], [ 7,  8]]
     2   [2, 3]   [[10, 11], [ -,  -]]                       [[12, 13], [17, 18]]
 
-Row 3 is past M = 3: the mask rows < M switches its loads off (they read 0, which adds nothing)
-and its store. The program stores C[2, 2] and C[2, 3] at offsets 2 * 5 + [2, 3] = [12, 13].
+Row 3 is past M = 3 (its offsets, 12 and up, pass A's last element, 11): the mask rows < M
+switches its loads off (they read 0, which adds nothing) and its store. So the program stores
+C[2, 2] and C[2, 3], at offsets 2 * 5 + [2, 3] = [12, 13].
 """
 
 import functools
@@ -48,7 +49,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32", "float64")}
-ACTIVATIONS = (None, "gelu_tanh")  # what the fused epilogue (below) applies after the bias
+ACTIVATIONS = (None, "gelu_tanh")  # what the fused epilogue (the code after the K loop) applies
 
 
 # ## The simplest tiled kernel: one program per C tile, tiles in row-major order
@@ -60,7 +61,7 @@ def simple_matmul_kernel(
     a_ptr, b_ptr, c_ptr,  # pointers to A[0, 0], B[0, 0] and C[0, 0]; any strides
     M, N, K,  # C is (M, N); K is the length of each dot product
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,  # to the next row, column
-    INPUT_PRECISION: tl.constexpr,  # float32 dots: "tf32" (fast, rounded) or "ieee" (exact)
+    INPUT_PRECISION: tl.constexpr,  # float32 dots: "tf32" (fast, 10-bit inputs) or "ieee" (full)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # the C tile, the K step
 ):  # fmt: skip
     # Add in float32 (float64 for float64): a 16-bit running sum would round small products away.
@@ -80,7 +81,7 @@ def simple_matmul_kernel(
         # Masks: rows past M, columns past N and k + ks past K load 0 instead.
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (k + ks < K)[None, :], other=0.0)
         b = tl.load(b_ptrs, mask=(k + ks < K)[:, None] & (cols[None, :] < N), other=0.0)
-        # tl.dot(a, b, acc) returns acc + a @ b, computed on the tensor cores.
+        # tl.dot(a, b, acc) returns acc + a @ b, on tensor cores for 16-bit and TF32 inputs only.
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
     c_ptrs = c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
@@ -126,7 +127,8 @@ def random_matrix(rows, cols, dtype=torch.float32, transposed=False):  # transpo
 # its SMs, streaming multiprocessors: 132 on an H100), and a tile that a wave reads twice comes from
 # the L2 cache the second time. A wave in row-major order computes whole rows of C tiles: few row
 # strips of A but all of B. Grouped order walks GROUP_M tile rows down, then right, so a wave covers
-# a squarer patch of C. Below, a wave of 4 reads 1 strip of A and 4 of B row-major, 2 and 2 grouped:
+# a squarer patch of C. Below, a wave of 4 reads 1 strip of A and 4 of B row-major, 2 and 2 grouped;
+# on a 9 x 9 grid (`main.py --draw picture.png`), a wave of 9 reads 10 strips against 6:
 #
 #     row-major:   0  1  2  3         grouped, GROUP_M = 2:   0  2  4  6
 #                  4  5  6  7                                 1  3  5  7
@@ -183,10 +185,10 @@ CONFIGS = [  # the interpreter cannot time configs: it gets one
 
 # ## The tuned kernel: simple_matmul_kernel, changed in four places marked (1) to (4)
 # It still reads A and B through tiles of pointers (hence its name; descriptors come next).
-# (1) On a call with new `key` values, @triton.autotune times each config (do_bench: 20 ms after 5
-# of warm-up) and keeps the fastest; the config supplies BLOCK_M, BLOCK_N, BLOCK_K and GROUP_M.
-# (2) Grouped order. (3) The epilogue. (4) Pointers made once, moved on by BLOCK_K each step (ks
-# stays, so the mask is ks < K - k): less integer work than new 2-D offsets each step (NOTES 65).
+# (1) On a call with new `key` values, @triton.autotune times each config (with do_bench: 5 ms of
+# warm-up, 20 of timing) and keeps the fastest. (2) Grouped order. (3) The epilogue. (4) Pointers
+# made once and moved on by BLOCK_K each step (the mask becomes ks < K - k): new 2-D offsets each
+# step ran 1.7 times slower at 1000 x 1001 x 999 (results/NOTES.md item 65).
 @triton.autotune(
     configs=CONFIGS,
     # What picks the tile: the sizes, the precision, and the layout (stride_ak and stride_bn are 1
@@ -197,7 +199,7 @@ CONFIGS = [  # the interpreter cannot time configs: it gets one
 )
 @triton.jit
 def matmul_pointer_kernel(
-    a_ptr, b_ptr, c_ptr, bias_ptr, pre_ptr,  # bias (N,) and P (C's strides), or None: none
+    a_ptr, b_ptr, c_ptr, bias_ptr, pre_ptr,  # bias (N,), P (C's strides): None where not used
     M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     INPUT_PRECISION: tl.constexpr, ACTIVATION: tl.constexpr,  # ACTIVATION: one of ACTIVATIONS
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
@@ -214,7 +216,7 @@ def matmul_pointer_kernel(
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
         b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
-        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # (4): on to the next K step
+        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # (4): next K step, int64 as rows
         b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
     c_offsets = rows[:, None] * stride_cm + cols[None, :] * stride_cn
     c_mask = (rows[:, None] < M) & (cols[None, :] < N)
@@ -236,18 +238,18 @@ def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
     )  # fmt: skip
 
 
-# ## Tensor descriptors and a persistent kernel: cuBLAS's speed
+# ## Part 2, after a first read: tensor descriptors and a persistent kernel, at cuBLAS's speed
+# The sections above make a complete tiled matmul. What follows is what it takes to match cuBLAS.
 # The pointer kernel computes a tile of addresses and masks every K step. A tensor descriptor,
 # tl.make_tensor_descriptor(base, shape, strides, block shape), describes the matrix once, and
 # desc.load([row, col]) reads the tile that starts there, 0 past the edge: no masks. On an H100 a
 # load is one TMA copy (the Tensor Memory Accelerator fills shared memory while the threads
 # compute). The rules: base 16-byte aligned, last stride 1, other strides multiples of 16 bytes.
-# Broken, an H200 returned wrong numbers with no error, so persistent_problem (below) checks them.
-#
+# When one was broken, an H200 returned wrong numbers with no error: persistent_problem checks them.
 # With one program per C tile, an SM idles between programs: while a tile is stored, and until the
 # next program's first loads arrive. A persistent kernel launches one program per SM; program p
-# walks tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in grouped order, as one loop with the K loop
-# (flatten=True), so the next tile's first loads start while this tile's last products run.
+# walks tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in grouped order. tl.range(flatten=True)
+# merges the tile loop and the K loop, so the next tile's loads start during this tile's products.
 @functools.cache  # triton.cdiv costs host time (results/NOTES.md item 59): each shape once
 def persistent_tile(element_size, m, n, programs):
     """Tile and launch options: 128 x 256 tiles (more work per load) unless 128 x 128 ones keep the
@@ -263,8 +265,9 @@ def persistent_tile(element_size, m, n, programs):
 
 @triton.jit
 def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
-    """Stores tile at [row, col], whole or, with HALVES, as its left and right halves: a 128 x 256
-    float32 tile is larger than the shared memory left for the store."""
+    """Stores tile at [row, col], whole or, with HALVES, in two halves: a 128 x 256 float32 tile
+    is larger than the shared memory left for the store (128 x 128 tiles fit, but ran 10% slower
+    in TF32: results/NOTES.md item 73)."""
     if HALVES:  # tl.split takes apart a last dim of 2: reshape to (rows, 2, half), move the 2 last
         half: tl.constexpr = tile.shape[1] // 2
         left, right = tl.split(tl.permute(tl.reshape(tile, (tile.shape[0], 2, half)), (0, 2, 1)))
@@ -299,8 +302,8 @@ def matmul_persistent_kernel(
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     if pre_ptr is not None:  # P has C's strides
         pre_desc = tl.make_tensor_descriptor(pre_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # With flatten=True the next tile's first loads are issued before this tile's store. A store
-    # that read `tile` would hold them back (right, but slower), so it counts tiles in store_tile.
+    # store_tile always equals tile at the store: a second counter, since with flatten=True the
+    # next tile's loads are already issued, and a store that read `tile` would hold them back.
     store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
@@ -423,14 +426,12 @@ def run(launch, a, b, out=None, name="matmul", bias=None, activation=None, keep_
     if common.INTERPRETED and a.dtype == torch.bfloat16:  # the interpreter's tl.dot multiplies
         a, b = a.float(), b.float()  # bfloat16 as 16-bit integers: give it float32 to multiply
     bias = None if bias is None else bias.contiguous()  # the kernels read bias_ptr + column
-    options = (
-        dict(bias=bias, pre=pre, activation=activation) if bias is not None or activation else {}
-    )
+    epilogue = dict(bias=bias, pre=pre, activation=activation)  # matmul_simple takes none
     if c.numel():  # (K = 0: the pointer kernel stores sums of no products, with the epilogue)
         launch = launch if k else launch_pointer
         if launch is launch_persistent and (problem := persistent_problem(a, b, c)):
             raise ValueError(problem)  # (matmul's launch_best asks pick, which checks)
-        launch(a, b, c, **options)
+        launch(a, b, c, **(epilogue if bias is not None or activation else {}))
     c = common.write_out(c, out)  # out, if given, with its version bumped
     return (c, c.new_empty(0) if pre is None else pre) if keep_pre else c
 
@@ -591,8 +592,7 @@ def main(argv=None):
     for name, fn in (variants := variants_for(a, b)).items():
         check(fn, a, b, f"{name} {shape} {args.dtype}")
     print(f"check {shape} {args.dtype}: {', '.join(variants)} match float64\n")
-    rows = benchmark(args.m, args.n, args.k, dtype)
-    common.print_table(rows, common.TIMING_COLUMNS)
+    common.print_table(benchmark(args.m, args.n, args.k, dtype), common.TIMING_COLUMNS)
     return 0
 
 

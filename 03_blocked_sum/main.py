@@ -26,14 +26,16 @@ A worked example: x of shape (5, 6), stored row after row, so stride_m = 6 and s
   switches those loads off: [[4, 5, -, -], [10, 11, -, -]].
 - The second pass reads rows 2 and 3, the third rows 4 and 5. Row 5 is past the end of x, and
   the mask rows < M switches it off. Masked-off elements read as 0.
-- After the loop, acc[0, :] = x[0, 4:8] + x[2, 4:8] + x[4, 4:8] and acc[1, :] = x[1, 4:8] +
-  x[3, 4:8]. tl.sum(acc, axis=0) adds its two rows into out[4] and out[5].
+- After the loop, acc[0] = [x[0, 4] + x[2, 4] + x[4, 4], x[0, 5] + x[2, 5] + x[4, 5], 0, 0] and
+  acc[1] = [x[1, 4] + x[3, 4], x[1, 5] + x[3, 5], 0, 0]. tl.sum(acc, axis=0) adds the two rows
+  into 4 sums, and the store's mask cols < N keeps two of them: out[4] and out[5].
 `python 03_blocked_sum/main.py --draw picture.png` draws this, recorded from the kernel itself.
 
-Why acc is 2-D. A program runs on num_warps x 32 GPU threads, and Triton spreads each block over
-them, a few elements each. Adding two blocks elementwise needs no thread to talk to another. A sum
-across a block does: threads swap values in registers (shfl), then through shared memory. So a 1-D
-acc += tl.sum(tile, axis=0) would pay that on every pass; `main.py --asm` shows the loop only adds.
+Why acc is 2-D. A program runs on num_warps warps, groups of 32 GPU threads that run in step, and
+Triton spreads each block over the threads, a few elements each. Adding two blocks elementwise needs
+no thread to talk to another. A sum across a block does: threads swap values between registers (shfl
+instructions), then through shared memory, which all of the program's threads reach. So a 1-D acc,
+acc += tl.sum(tile, axis=0), would pay that on every pass. `main.py --asm` shows both compiled.
 """
 
 import functools
@@ -46,7 +48,7 @@ import torch
 ROOT = str(Path(__file__).resolve().parent.parent)  # the repository, so that `import common` works
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
-import common  # noqa: E402  (first: without CUDA it turns on Triton's interpreter)
+import common  # noqa: E402  (before triton: without CUDA it turns on Triton's interpreter)
 import tools  # noqa: E402  (main's --draw and --asm)
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
@@ -73,7 +75,7 @@ def simple_column_sum_kernel(
     # Offsets in int64 (rows' too, below): row * stride_m can pass 2^31, where int32 wraps around.
     col_offsets = cols.to(tl.int64) * stride_n
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
-    for i0 in range(0, M, BLOCK_M):  # a loop up to a value known only at run time
+    for i0 in range(0, M, BLOCK_M):  # M is no constexpr: a loop on the GPU, not unrolled
         rows = i0 + tl.arange(0, BLOCK_M)
         # A pointer plus a block of offsets is a block of pointers; tl.load gives a block of values.
         offsets = rows.to(tl.int64)[:, None] * stride_m + col_offsets[None, :]
@@ -108,76 +110,35 @@ def check(x, variants):
     return list(variants)
 
 
-# ## Part 2. A faster kernel: column_sum_kernel (below) is the simple kernel with three changes,
-# marked (1) to (3) at their lines. The sections before it set up one change each:
-# (1) tuning the tile; (2) splitting a tall x's rows over more programs; (3) loading ahead.
+# ## Part 2. column_sum_kernel: the simple kernel with three changes, marked (1) to (3) at their
+# lines: (1) a tuned tile; (2) a tall x's rows split over more programs; (3) tiles loaded ahead.
 # ## Change (1): tuning the tile (the simple kernel's is fixed at 16 x 64)
 # The best tile depends on x. A narrow x wants narrow tiles, since a tile wider than x loads
 # mostly masked-off columns. A program with few rows to add wants short tiles.
 # - A triton.Config names a tile and num_warps: how many warps (groups of 32 threads that run in
 #   step) run the program.
 # - @triton.autotune, written on the kernel, times every config on the first call with new values
-#   of its `key` arguments, then reuses the fastest.
+#   of its `key` arguments, then reuses the fastest. The key here is N and rows_per_split, the
+#   rows of a chunk (change (2)); Triton adds the dtypes. A new M alone does not tune again.
 # A TILES row is (BLOCK_M, BLOCK_N, num_warps, STAGES); STAGES is for change (3). These seven came
 # within 1% of the best of 32 configs on each of 12 timed shapes (results/NOTES.md item 41).
 TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2), (32, 128, 4, 2)]
 TILES += [(128, 128, 8, 1), (1, 1024, 8, 1)]
 if common.INTERPRETED:
     TILES = [(32, 32, 4, 1)]  # the interpreter's timings say nothing about a GPU: one config
-CONFIGS = [
-    triton.Config({"BLOCK_M": m, "BLOCK_N": n, "STAGES": s}, num_warps=w) for m, n, w, s in TILES
-]
-
-# ## Change (2): splitting the rows of a tall, narrow x
-# A program runs on one SM (streaming multiprocessor: one of the GPU's cores; an H100 has 132).
-# x of 1048576 x 64 has one block of columns, so the simple kernel runs one program. One SM works,
-# and it cannot issue loads fast enough to keep memory busy. So:
-# - the grid gets a second axis: program (c, s) adds up chunk s of the rows of column block c;
-# - it writes its sums into row s of a float32 (splits, N) buffer of partial sums;
-# - a second pass adds up each column of that buffer into out.
-# The second pass adds in a fixed order: the same bits on every call. Atomic adds into out would
-# land in any order, round differently, and add again whenever the autotuner times the kernel.
-PROGRAMS_PER_SM = 4  # more made the chunks shorter and the second pass larger: slower
-ROW_ALIGN = max(config.kwargs["BLOCK_M"] for config in CONFIGS)  # the tallest tile
+CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, w, s in TILES]
 
 
-@functools.lru_cache(maxsize=1024)  # asked on every call; the answer never changes
-def plan_splits(M, N, device=common.DEVICE):
-    """(splits, rows_per_split): how many chunks of rows, and how many rows a chunk may hold. E.g.
-    1048576 x 64 on an H100: 528 programs wanted, 1986 rows each, rounded up to 2048: 512 splits."""
-    on_gpu = device.type == "cuda"
-    sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 1
-    wanted = PROGRAMS_PER_SM * sms  # on the CPU 4, so that the tests split small matrices
-    column_blocks = triton.cdiv(max(N, 1), 128)  # the autotuner picks BLOCK_N later: assume 128
-    too_short = M <= ROW_ALIGN  # no more than one tile of rows
-    enough_programs = 2 * column_blocks >= wanted  # column blocks alone give >= half of `wanted`
-    if too_short or enough_programs:
-        # One chunk of all M rows. rows_per_split is in the autotuner's key, so round it up to a
-        # power of two: then an M of 1000 and one of 1001 share one tuning.
-        return 1, triton.next_power_of_2(max(M, 1))
-    rows = triton.cdiv(M, triton.cdiv(wanted, column_blocks))
-    # Whole tiles, so that no tile reaches into the next chunk (a block pointer stops only at M).
-    rows_per_split = triton.cdiv(rows, ROW_ALIGN) * ROW_ALIGN
-    return triton.cdiv(M, rows_per_split), rows_per_split
-
-
-# ## Change (3): loading ahead (pipelining)
-# A load from memory takes hundreds of cycles. With STAGES > 1 the loop asks for the next
-# STAGES - 1 tiles before it adds the current one, so that memory is always busy. Triton does
-# this by itself only in loops that feed tl.dot; tl.range(..., num_stages=STAGES) asks for it.
-# ## The three changes together: the autotuner's settings, then column_sum_kernel
 def prune_configs(configs, named_args, **kwargs):
-    """The configs worth timing: tiles no wider than N and no taller than a chunk, where they would
-    load mostly masked-off elements. If none is left, the smallest tile."""
+    """The configs worth timing: tiles no wider than N and no taller than a chunk of rows (change
+    (2)), where they would load mostly masked-off elements. If none is left, the smallest tile."""
     width = triton.next_power_of_2(named_args["N"])
     height = triton.next_power_of_2(named_args["rows_per_split"])
     fit = [c for c in configs if c.kwargs["BLOCK_N"] <= width and c.kwargs["BLOCK_M"] <= height]
     return fit or [min(configs, key=lambda c: c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"])]
 
 
-# The autotuner's settings, the same for both tuned kernels of this lesson:
-# - key=["N", "rows_per_split"]: the arguments whose values pick the tile (Triton adds the
-#   dtypes). A new N or chunk length tunes again; a new M alone does not.
+# The autotuner's other settings, for both tuned kernels of this lesson:
 # - prune_configs_by: prune_configs drops the configs not worth timing before they are timed;
 # - cache_results=True: the winner is saved on disk, so the next run of the script skips timing;
 # - do_bench: the timer, with 5 ms of warm-up and 20 of timing (its defaults: 25 and 100 ms).
@@ -211,6 +172,39 @@ def column_sum_kernel(
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
+# ## Change (2): splitting the rows of a tall, narrow x
+# A program runs on one SM (streaming multiprocessor: one of the GPU's cores; an H100 has 132).
+# x of 1048576 x 64 has one block of columns, so the simple kernel runs one program. One SM works,
+# and it cannot issue loads fast enough to keep memory busy. So:
+# - the grid gets a second axis: program (c, s) adds up chunk s of the rows of column block c;
+# - it writes its sums into row s of a float32 (float64 for float64 x) buffer of partial sums;
+# - a second pass adds up each column of that buffer into out.
+# The second pass adds in a fixed order: the same bits on every call. Atomic adds into out would
+# land in any order, round differently, and add again whenever the autotuner times the kernel.
+PROGRAMS_PER_SM = 4  # more made the chunks shorter and the second pass larger: slower
+ROW_ALIGN = max(config.kwargs["BLOCK_M"] for config in CONFIGS)  # the tallest tile
+
+
+@functools.lru_cache(maxsize=1024)  # asked on every call; the answer never changes
+def plan_splits(M, N, device=common.DEVICE):
+    """(splits, rows_per_split): how many chunks of rows, and how many rows a chunk may hold. E.g.
+    1048576 x 64 on an H100: 528 programs wanted, 1986 rows each, rounded up to 2048: 512 splits."""
+    on_gpu = device.type == "cuda"
+    sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 1
+    wanted = PROGRAMS_PER_SM * sms  # on the CPU 4, so that the tests split small matrices
+    column_blocks = triton.cdiv(max(N, 1), 128)  # the autotuner picks BLOCK_N later: assume 128
+    too_short = M <= ROW_ALIGN  # no more than one tile of rows
+    enough_programs = 2 * column_blocks >= wanted  # column blocks alone give >= half of `wanted`
+    if too_short or enough_programs:
+        # One chunk of all M rows. rows_per_split is in the autotuner's key, so round it up to a
+        # power of two: then an M of 1000 and one of 1001 share one tuning.
+        return 1, triton.next_power_of_2(max(M, 1))
+    rows = triton.cdiv(M, triton.cdiv(wanted, column_blocks))
+    # Whole tiles: the block-pointer kernel (appendix) cannot stop a tile at a chunk's end.
+    rows_per_split = triton.cdiv(rows, ROW_ALIGN) * ROW_ALIGN
+    return triton.cdiv(M, rows_per_split), rows_per_split
+
+
 def column_sums(x, out, kernel=column_sum_kernel):
     """out = x.sum(0) through `kernel` (any strides), then the second pass where the rows split."""
     M, N = x.shape
@@ -231,6 +225,12 @@ def sum_partials(partial, out):
     tiles of up to 256 rows and 4096 elements (it waits on memory: few, large loads)."""
     block_m = min(triton.next_power_of_2(partial.shape[0]), 256)
     column_sums_simple(partial, out, block_m, max(16, min(256, 4096 // block_m)))
+
+
+# ## Change (3): loading ahead (pipelining)
+# A load from memory takes hundreds of cycles. With STAGES > 1 the loop asks for the next STAGES - 1
+# tiles before it adds the current one, so that memory is always busy. Triton does this by itself
+# only in loops that feed tl.dot, so the configs set STAGES and tl.range(num_stages=STAGES) asks.
 
 
 # ## From here on PyTorch around the kernels, not Triton (skip on a first read). Autograd first:

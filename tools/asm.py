@@ -122,7 +122,7 @@ def probes_02(lesson, device):
 def probes_03(lesson, device):
     x, out = torch.randn(1000, 96, device=device), torch.empty(96, device=device)
     looks = [
-        (r"add\.f32", "the loop holds only these adds (each thread its own 8 elements), no shfl"),
+        (r"add\.f32", "adds: the loop's (each thread its own elements), then tl.sum's after it"),
         (
             r"shfl\.sync\.bfly",
             "after the loop, tl.sum(acc, axis=0): threads swap sums in registers",

@@ -1,8 +1,8 @@
 """Weighted sum y = x @ w over the last dimension: forward and backward kernels in Triton.
 
-You learn how a program walks a 2-D tile with pointers and masks, how to tune the tile, a
-backward pass that sums over every row without atomics, and how kernels join autograd and
-torch.compile. x has shape (..., D), w (D,); with the leading dims of x flattened into rows r:
+You learn to walk x a tile at a time (a tile: the 2-D block of x a program loads) with pointers and
+masks, to tune the tile, to sum over all rows in a fixed order, and to join kernels to autograd and
+torch.compile. With x (..., D) flattened to rows r, and w (D,):
 
     y[r]         = sum_d x[r, d] * w[d]          one dot product per row
     grad_x[r, d] = grad_y[r] * w[d]              an outer product: nothing to add up
@@ -54,8 +54,7 @@ def simple_forward_kernel(
     x_ptr,  # pointer to x[0, 0]; x has shape (rows, D), any strides
     w_ptr,  # pointer to w[0]; w is contiguous
     y_ptr,  # pointer to y[0]; y is contiguous, one value per row
-    rows, D,  # rows and columns of x
-    stride_row, stride_col,  # elements from x[r, d] to x[r + 1, d], and to x[r, d + 1]
+    rows, D, stride_row, stride_col,  # x's shape; elements from x[r, d] to x[r + 1, d], x[r, d + 1]
     ROWS_TILE: tl.constexpr,  # rows per program
     D_TILE: tl.constexpr,  # columns per step
 ):  # fmt: skip
@@ -72,8 +71,8 @@ def simple_forward_kernel(
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
         col_mask = cols < D
-        # A (ROWS_TILE, D_TILE) block of offsets, in int64 as row_starts: in x.T (second derivatives
-        # use it) stride_col is x's row count, so d * stride_col can pass 2^31 too.
+        # A (ROWS_TILE, D_TILE) block of offsets, in int64 as row_starts: x may be a transposed
+        # view, whose stride_col is large, so d * stride_col can pass 2^31 too.
         offsets = row_starts[:, None] + cols[None, :].to(tl.int64) * stride_col
         # Masked-off elements load nothing and take `other`: 0 adds nothing to the sum.
         x = tl.load(x_ptr + offsets, mask=row_mask[:, None] & col_mask[None, :], other=0.0)
@@ -94,29 +93,30 @@ def reference(x, weight):  # the plain PyTorch expression
     return (x * weight).sum(-1)
 
 
+def exact(x, weight, grad_y):  # y, grad_x and grad_w of reference(), by autograd in float64
+    x, weight = x.detach().double().requires_grad_(), weight.detach().double().requires_grad_()
+    y = reference(x, weight)
+    return (y.detach(), *torch.autograd.grad(y, (x, weight), grad_y.double()))
+
+
 def check(x, variants):
-    """Checks y, grad_x and grad_w of each of `variants` (name -> differentiable fn(x, w), such as
-    VARIANTS below) on x, a random w and grad_y, against float64; returns their names."""
+    """Checks each of `variants` (name -> differentiable fn(x, w), such as VARIANTS below) on x, a
+    random w and grad_y: y, grad_x and grad_w against exact(); returns their names."""
     weight = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
-    x64, w64, g64 = x.double(), weight.double(), grad_y.double()[..., None]
-    leading = tuple(range(x.dim() - 1))
-    exact_grad_x = g64 * w64  # one product, rounded once as the kernel rounds it
-    expected = {  # name: (float64 truth; for the tolerance: sum of |products|, number of terms)
-        "y": (reference(x64, w64), reference(x64.abs(), w64.abs()), x.shape[-1]),
-        "grad_x": (exact_grad_x.to(x.dtype).double(), exact_grad_x.abs(), 1),
-        "grad_w": ((x64 * g64).sum(leading), (x64.abs() * g64.abs()).sum(leading), g64.numel()),
-    }
+    # The rounding allowed grows with the same sums over |x|, |w|, |grad_y| and with their lengths.
+    want, magnitude = exact(x, weight, grad_y), exact(x.abs(), weight.abs(), grad_y.abs())
+    lengths = (x.shape[-1], 1, grad_y.numel())
     for name, fn in variants.items():
         x_in, w_in = x.detach().requires_grad_(), weight.detach().requires_grad_()
         with common.uninitialized_memory_is_nan():  # so an element never written fails
             y = fn(x_in, w_in)
             got = (y, *torch.autograd.grad(y, (x_in, w_in), grad_y))
-        for (what, (want, magnitude, terms)), value in zip(expected.items(), got):
+        for what, value, *bounds in zip(("y", "grad_x", "grad_w"), got, want, magnitude, lengths):
             case = f"{name} {what} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
             if value.dtype != x.dtype:
                 raise AssertionError(f"{case}: dtype {value.dtype}, expected {x.dtype}")
-            common.assert_close(value, want, magnitude, terms, case)
+            common.assert_close(value, *bounds, case)
     return list(variants)
 
 
@@ -162,10 +162,11 @@ CHEAP_TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, 
 # equal to 1 or divisible by 16. D = 1000 is a multiple of 4, not of 16: the kernel learns nothing.
 # So alignment() passes D_ALIGN = 4 (8 for 16-bit x; a constexpr), and the kernel masks with
 # D_aligned = (D // D_ALIGN) * D_ALIGN: still 1000, but visibly a multiple of 4. X_ROW_ALIGN does
-# the same for the row starts. `main.py --asm` compiles forward_kernel at D = 1000 both ways:
+# the same for the row starts. `main.py --asm` compiles forward_kernel at D = 1000 both ways, for
+# the first config (128 x 32 tiles), and counts lines of PTX, the GPU's assembly:
 #     X_ROW_ALIGN = D_ALIGN = 1:  0 wide loads (ld.global.v4.b32), 33 scalar ones (ld.global.b32)
 #     X_ROW_ALIGN = D_ALIGN = 4:  9 wide loads, 0 scalar ones
-@triton.autotune(configs=CONFIGS, key=["D"], **CHEAP_TUNING)
+@triton.autotune(configs=CONFIGS, key=["D"], **CHEAP_TUNING)  # step 1
 @triton.jit(do_not_specialize=["rows"])  # rows only bounds a mask: no versions for its facts
 def forward_kernel(
     x_ptr, w_ptr, y_ptr, rows, D, stride_row, stride_col,  # as in simple_forward_kernel
@@ -175,13 +176,13 @@ def forward_kernel(
 ):  # fmt: skip
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
-    row_starts = row_ids.to(tl.int64) * ((stride_row // X_ROW_ALIGN) * X_ROW_ALIGN)
-    D_aligned = (D // D_ALIGN) * D_ALIGN  # equal to D; the compiler now sees D_ALIGN divide it
+    row_starts = row_ids.to(tl.int64) * ((stride_row // X_ROW_ALIGN) * X_ROW_ALIGN)  # step 2
+    D_aligned = (D // D_ALIGN) * D_ALIGN  # step 2: equal to D, visibly divided by D_ALIGN
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32  # as there
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
-        col_mask = cols < D_aligned  # the loop's one change: alike on each D_ALIGN columns
+        col_mask = cols < D_aligned  # step 2: the same for each D_ALIGN columns in a row
         offsets = row_starts[:, None] + cols[None, :].to(tl.int64) * stride_col
         x = tl.load(x_ptr + offsets, mask=row_mask[:, None] & col_mask[None, :], other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
@@ -229,7 +230,7 @@ PROGRAMS_PER_SM = 8
 def backward_kernel(
     x_ptr, w_ptr, grad_y_ptr,  # x (rows, D) of any strides; w and grad_y as w and y in forward
     grad_x_ptr,  # grad_x[0, 0]; grad_x is a contiguous (rows, D)
-    partial_ptr,  # partial[0, 0]; partial is a contiguous (P, D), P = tl.num_programs(1)
+    partial_ptr,  # partial[0, 0]; a contiguous (P, D), P = tl.num_programs(1): grid axis 1's size
     rows, D, stride_row, stride_col,  # as in forward_kernel
     stride_grad_y,  # grad_y[r] to grad_y[r + 1]; 0 for y.sum(), whose grad_y is one value expanded
     X_ROW_ALIGN: tl.constexpr, D_ALIGN: tl.constexpr,  # as in forward_kernel
@@ -248,7 +249,7 @@ def backward_kernel(
         row_mask = row_ids < rows
         mask = row_mask[:, None] & col_mask[None, :]
         # Both loads come before the store: the compiler cannot prove that grad_x and x do not
-        # overlap, so a load after the store would wait for it.
+        # overlap, so a load after the store would wait for it (18% slower: NOTES item 15).
         if NEED_GRAD_W:
             x_starts = row_ids * ((stride_row // X_ROW_ALIGN) * X_ROW_ALIGN)
             offsets = x_starts[:, None] + cols[None, :].to(tl.int64) * stride_col

@@ -20,7 +20,7 @@ A worked example with tiles of 2 (on a GPU tl.dot needs 16 or more): A (3, 4) an
 row-major, so their strides (elements to the next row, column) are (4, 1) and (5, 1). C has
 cdiv(3, 2) = 2 rows of tiles and cdiv(5, 2) = 3 columns (cdiv rounds the division up); program
 pid computes tile (pid // 3, pid % 3): program 4, tile (1, 1), has rows = 1 * 2 + [0, 1] = [2, 3]
-and cols = [2, 3]. Its K loop starts each step at k = 0, then 2; ks = [0, 1] counts within a step.
+and cols = [2, 3]. Its K loop takes k = 0, then 2; ks = [0, 1] indexes the columns of one step.
 In the table of the offsets it reads, x[:, None] makes a column of x and y[None, :] a row, and +
 broadcasts the two into a grid, as in torch. "-" marks an element switched off by a mask:
 
@@ -61,7 +61,7 @@ def simple_matmul_kernel(
     a_ptr, b_ptr, c_ptr,  # pointers to A[0, 0], B[0, 0] and C[0, 0]; any strides
     M, N, K,  # C is (M, N); K is the length of each dot product
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,  # to the next row, column
-    INPUT_PRECISION: tl.constexpr,  # float32 dots: "tf32" (fast, 10-bit inputs) or "ieee" (full)
+    INPUT_PRECISION: tl.constexpr,  # float32 dots: "tf32" (fast, 10-bit mantissas) or "ieee"
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # the C tile, the K step
 ):  # fmt: skip
     # Add in float32 (float64 for float64): a 16-bit running sum would round small products away.
@@ -123,12 +123,13 @@ def random_matrix(rows, cols, dtype=torch.float32, transposed=False):  # transpo
 
 
 # ## Grouped program order
-# The GPU starts programs roughly in the order of their ids, a wave at a time (as many as fit on
-# its SMs, streaming multiprocessors: 132 on an H100), and a tile that a wave reads twice comes from
-# the L2 cache the second time. A wave in row-major order computes whole rows of C tiles: few row
-# strips of A but all of B. Grouped order walks GROUP_M tile rows down, then right, so a wave covers
-# a squarer patch of C. Below, a wave of 4 reads 1 strip of A and 4 of B row-major, 2 and 2 grouped;
-# on a 9 x 9 grid (`main.py --draw picture.png`), a wave of 9 reads 10 strips against 6:
+# The GPU starts programs roughly in the order of their ids, a wave at a time (as many as fit on its
+# SMs, streaming multiprocessors: 132 on an H100). A tile that a wave reads twice comes from the L2
+# cache (on-chip memory that keeps recent reads) the second time. In row-major order a wave computes
+# whole rows of C tiles: few strips of A (BLOCK_M rows each) but all of B's (BLOCK_N columns each).
+# Grouped order walks GROUP_M tile rows down, then right: a squarer patch. Below, a wave of 4 reads
+# 1 strip of A and 4 of B row-major, 2 and 2 grouped. `main.py --draw` shows a 9 x 9 grid with
+# GROUP_M = 3, where a wave of 9 reads 10 strips against 6.
 #
 #     row-major:   0  1  2  3         grouped, GROUP_M = 2:   0  2  4  6
 #                  4  5  6  7                                 1  3  5  7
@@ -150,8 +151,8 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # reads P back and writes GELU(P). Here the kernel adds the bias and applies GELU to the float32
 # tile in registers, and writes C once. GELU(P) = P * Φ(P), Φ the normal distribution function, in
 # GPT-2's tanh form: (1 + tanh(y)) / 2 = sigmoid(2y), y = √(2/π) (P + 0.044715 P^3), a few
-# instructions where erf takes dozens. The backward needs P: the kernel stores it too when
-# gradients are wanted: one more write of C costs less than a second matmul to recompute it.
+# instructions where erf takes dozens. The backward needs P, the pre-activation, so when gradients
+# are wanted the kernel stores P too. One more write of C costs less than a second matmul.
 @triton.jit
 def add_bias(acc, bias_ptr, cols, N):  # acc + bias[cols] on every row; no bias: acc
     if bias_ptr is not None:  # None is known when Triton compiles: the `if` costs nothing
@@ -184,7 +185,6 @@ CONFIGS = [  # the interpreter cannot time configs: it gets one
 
 
 # ## The tuned kernel: simple_matmul_kernel, changed in four places marked (1) to (4)
-# It still reads A and B through tiles of pointers (hence its name; descriptors come next).
 # (1) On a call with new `key` values, @triton.autotune times each config (with do_bench: 5 ms of
 # warm-up, 20 of timing) and keeps the fastest. (2) Grouped order. (3) The epilogue. (4) Pointers
 # made once and moved on by BLOCK_K each step (the mask becomes ks < K - k): new 2-D offsets each
@@ -216,7 +216,7 @@ def matmul_pointer_kernel(
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
         b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
-        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # (4): next K step, int64 as rows
+        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # (4): int64, as A.T's stride_ak is M
         b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
     c_offsets = rows[:, None] * stride_cm + cols[None, :] * stride_cn
     c_mask = (rows[:, None] < M) & (cols[None, :] < N)
@@ -226,7 +226,8 @@ def matmul_pointer_kernel(
     tl.store(c_ptr + c_offsets, activate(acc, ACTIVATION).to(c_ptr.dtype.element_ty), mask=c_mask)
 
 
-def tile_grid(m, n):  # the grid, a function of the tile in the config the autotuner picks
+# A grid may be a function of the config the autotuner picked (a dict): the tile sets the count.
+def tile_grid(m, n):
     return lambda config: (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
 
 
@@ -238,8 +239,7 @@ def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
     )  # fmt: skip
 
 
-# ## Part 2, after a first read: tensor descriptors and a persistent kernel, at cuBLAS's speed
-# The sections above make a complete tiled matmul. What follows is what it takes to match cuBLAS.
+# ## Part 2, after a first read (Part 1, above, is a complete matmul): cuBLAS's speed
 # The pointer kernel computes a tile of addresses and masks every K step. A tensor descriptor,
 # tl.make_tensor_descriptor(base, shape, strides, block shape), describes the matrix once, and
 # desc.load([row, col]) reads the tile that starts there, 0 past the edge: no masks. On an H100 a
@@ -248,9 +248,10 @@ def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
 # When one was broken, an H200 returned wrong numbers with no error: persistent_problem checks them.
 # With one program per C tile, an SM idles between programs: while a tile is stored, and until the
 # next program's first loads arrive. A persistent kernel launches one program per SM; program p
-# walks tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in grouped order. tl.range(flatten=True)
-# merges the tile loop and the K loop, so the next tile's loads start during this tile's products.
-@functools.cache  # triton.cdiv costs host time (results/NOTES.md item 59): each shape once
+# walks tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in grouped order. tl.range is range with hints
+# for the compiler: flatten=True merges the tile loop and the K loop, so the next tile's loads start
+# during this tile's products.
+@functools.cache  # once per shape: matmul asks on every call (host time, NOTES item 59)
 def persistent_tile(element_size, m, n, programs):
     """Tile and launch options: 128 x 256 tiles (more work per load) unless 128 x 128 ones keep the
     programs 10% busier. A turn: every program takes one tile. 3072^2 on 132 SMs: 288 wide tiles
@@ -302,8 +303,8 @@ def matmul_persistent_kernel(
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     if pre_ptr is not None:  # P has C's strides
         pre_desc = tl.make_tensor_descriptor(pre_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # store_tile always equals tile at the store: a second counter, since with flatten=True the
-    # next tile's loads are already issued, and a store that read `tile` would hold them back.
+    # store_tile counts as `tile` does. A second counter, since with flatten=True the next tile's
+    # loads are issued before this store, and a store that used `tile` would make them wait.
     store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
@@ -398,10 +399,9 @@ def rows_contiguous(t, block=64):
 
 
 # ## Beyond the kernels: matmul as a drop-in op (dispatch, checks, out=, autograd, torch.compile)
-# Which kernel matmul runs (H100: NOTES items 43, 60): the persistent one for 16-bit and TF32 dots
-# that descriptors take, unless M <= 128 (one row of tiles), where smaller tiles win.
 def pick(a, b, c):
-    """ "persistent" or "pointer": the kernel matmul runs for c = a @ b."""
+    """The kernel matmul runs for c = a @ b: "persistent" for 16-bit and TF32 dots that descriptors
+    take, unless M <= 128 (one row of tiles: smaller tiles win, NOTES 43, 60); else "pointer"."""
     fast_dot = c.dtype in (torch.float16, torch.bfloat16) or input_precision(c.dtype) == "tf32"
     many_rows = a.shape[0] > 128
     return "persistent" if fast_dot and many_rows and not persistent_problem(a, b, c) else "pointer"

@@ -25,7 +25,7 @@ A worked example: x of shape (5, 6), stored row after row, so stride_m = 6 and s
 - Columns 6 and 7 are not in x: offsets 6 and 7 hold x[1, 0] and x[1, 1]. The mask cols < N
   switches those loads off: [[4, 5, -, -], [10, 11, -, -]].
 - The second pass reads rows 2 and 3, the third rows 4 and 5. Row 5 is past the end of x, and
-  the mask rows < M switches it off. Masked-off elements read as 0.
+  the mask rows < M switches it off. Masked-off loads take `other`, 0.
 - After the loop, acc[0] = [x[0, 4] + x[2, 4] + x[4, 4], x[0, 5] + x[2, 5] + x[4, 5], 0, 0] and
   acc[1] = [x[1, 4] + x[3, 4], x[1, 5] + x[3, 5], 0, 0]. tl.sum(acc, axis=0) adds the two rows
   into 4 sums, and the store's mask cols < N keeps two of them: out[4] and out[5].
@@ -35,7 +35,7 @@ Why acc is 2-D. A program runs on num_warps warps, groups of 32 GPU threads that
 Triton spreads each block over the threads, a few elements each. Adding two blocks elementwise needs
 no thread to talk to another. A sum across a block does: threads swap values between registers (shfl
 instructions), then through shared memory, which all of the program's threads reach. So a 1-D acc,
-acc += tl.sum(tile, axis=0), would pay that on every pass. `main.py --asm` shows both compiled.
+acc += tl.sum(tile, axis=0), would pay that on every pass. `main.py --asm` shows the 2-D one.
 """
 
 import functools
@@ -75,7 +75,7 @@ def simple_column_sum_kernel(
     # Offsets in int64 (rows' too, below): row * stride_m can pass 2^31, where int32 wraps around.
     col_offsets = cols.to(tl.int64) * stride_n
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
-    for i0 in range(0, M, BLOCK_M):  # M is no constexpr: a loop on the GPU, not unrolled
+    for i0 in range(0, M, BLOCK_M):  # a loop on the GPU (tl.static_range would unroll it)
         rows = i0 + tl.arange(0, BLOCK_M)
         # A pointer plus a block of offsets is a block of pointers; tl.load gives a block of values.
         offsets = rows.to(tl.int64)[:, None] * stride_m + col_offsets[None, :]
@@ -89,7 +89,7 @@ def simple_column_sum_kernel(
 def column_sums_simple(x, out, block_m=16, block_n=64):
     """out[j] = sum_i x[i, j] for x of shape (M, N), written into a contiguous out of shape (N,)."""
     M, N = x.shape
-    grid = (triton.cdiv(N, block_n),)  # how many programs: one per block_n columns
+    grid = (triton.cdiv(N, block_n),)  # kernel[grid]: grid[0] programs, one per block_n columns
     simple_column_sum_kernel[grid](x, out, M, N, *x.stride(), BLOCK_M=block_m, BLOCK_N=block_n)
 
 
@@ -110,8 +110,8 @@ def check(x, variants):
     return list(variants)
 
 
-# ## Part 2. column_sum_kernel: the simple kernel with three changes, marked (1) to (3) at their
-# lines: (1) a tuned tile; (2) a tall x's rows split over more programs; (3) tiles loaded ahead.
+# ## Part 2. column_sum_kernel: the simple kernel with three changes, explained below and marked at
+# their lines: (1) a tuned tile; (2) a tall x's rows split over more programs; (3) loading ahead.
 # ## Change (1): tuning the tile (the simple kernel's is fixed at 16 x 64)
 # The best tile depends on x. A narrow x wants narrow tiles, since a tile wider than x loads
 # mostly masked-off columns. A program with few rows to add wants short tiles.
@@ -123,15 +123,15 @@ def check(x, variants):
 # A TILES row is (BLOCK_M, BLOCK_N, num_warps, STAGES); STAGES is for change (3). These seven came
 # within 1% of the best of 32 configs on each of 12 timed shapes (results/NOTES.md item 41).
 TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2), (32, 128, 4, 2)]
-TILES += [(128, 128, 8, 1), (1, 1024, 8, 1)]
+TILES += [(128, 128, 8, 1), (1, 1024, 8, 1)]  # 1 row a pass: for a wide x of few rows
 if common.INTERPRETED:
     TILES = [(32, 32, 4, 1)]  # the interpreter's timings say nothing about a GPU: one config
 CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, w, s in TILES]
 
 
 def prune_configs(configs, named_args, **kwargs):
-    """The configs worth timing: tiles no wider than N and no taller than a chunk of rows (change
-    (2)), where they would load mostly masked-off elements. If none is left, the smallest tile."""
+    """The configs worth timing: tiles no wider or taller than N and a chunk's rows (change (2)),
+    each rounded up to a power of two. If none is left, the smallest tile."""
     width = triton.next_power_of_2(named_args["N"])
     height = triton.next_power_of_2(named_args["rows_per_split"])
     fit = [c for c in configs if c.kwargs["BLOCK_N"] <= width and c.kwargs["BLOCK_M"] <= height]
@@ -146,6 +146,20 @@ TUNING = dict(prune_configs_by={"early_config_prune": prune_configs}, cache_resu
 TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20)
 
 
+# ## Change (2): splitting the rows of a tall, narrow x
+# A program runs on one SM (streaming multiprocessor: one of the GPU's cores; an H100 has 132).
+# x of 1048576 x 64 has one block of columns, so the simple kernel runs one program. One SM works,
+# and it cannot issue loads fast enough to keep memory busy. So:
+# - the grid gets a second axis: program (c, s) adds up chunk s of the rows of column block c;
+# - it writes its sums into row s of a float32 (float64 for float64 x) buffer of partial sums;
+# - a second pass adds up each column of that buffer into out.
+# The second pass adds in a fixed order: the same bits on every call. Atomic adds into out would
+# land in any order, round differently, and add again whenever the autotuner times the kernel.
+# ## Change (3): loading ahead (pipelining)
+# A load from memory takes hundreds of cycles. With STAGES > 1 the loop asks for the next STAGES - 1
+# tiles before it adds the current one, so that memory is always busy. Triton does this by itself
+# only in loops that feed tl.dot, so the configs set STAGES and tl.range(num_stages=STAGES) asks.
+# ## column_sum_kernel: the three changes together
 @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"], **TUNING)  # (1)
 # do_not_specialize: Triton compiles a separate version when an int argument is 1 or a multiple
 # of 16 (it "specializes" on that fact); M only bounds the loop, so one version serves any M.
@@ -172,15 +186,7 @@ def column_sum_kernel(
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
-# ## Change (2): splitting the rows of a tall, narrow x
-# A program runs on one SM (streaming multiprocessor: one of the GPU's cores; an H100 has 132).
-# x of 1048576 x 64 has one block of columns, so the simple kernel runs one program. One SM works,
-# and it cannot issue loads fast enough to keep memory busy. So:
-# - the grid gets a second axis: program (c, s) adds up chunk s of the rows of column block c;
-# - it writes its sums into row s of a float32 (float64 for float64 x) buffer of partial sums;
-# - a second pass adds up each column of that buffer into out.
-# The second pass adds in a fixed order: the same bits on every call. Atomic adds into out would
-# land in any order, round differently, and add again whenever the autotuner times the kernel.
+# ## Change (2), its host side: how many chunks, and the launch
 PROGRAMS_PER_SM = 4  # more made the chunks shorter and the second pass larger: slower
 ROW_ALIGN = max(config.kwargs["BLOCK_M"] for config in CONFIGS)  # the tallest tile
 
@@ -225,12 +231,6 @@ def sum_partials(partial, out):
     tiles of up to 256 rows and 4096 elements (it waits on memory: few, large loads)."""
     block_m = min(triton.next_power_of_2(partial.shape[0]), 256)
     column_sums_simple(partial, out, block_m, max(16, min(256, 4096 // block_m)))
-
-
-# ## Change (3): loading ahead (pipelining)
-# A load from memory takes hundreds of cycles. With STAGES > 1 the loop asks for the next STAGES - 1
-# tiles before it adds the current one, so that memory is always busy. Triton does this by itself
-# only in loops that feed tl.dot, so the configs set STAGES and tl.range(num_stages=STAGES) asks.
 
 
 # ## From here on PyTorch around the kernels, not Triton (skip on a first read). Autograd first:

@@ -124,10 +124,10 @@ def check(x, variants):
 # forward_simple fixes the tile at 16 rows x 64 columns. The fastest tile depends on D: wide rows
 # want wide tiles (long reads), narrow rows want many rows per tile. So:
 # - a triton.Config holds one candidate from TILES (ROWS_TILE, D_TILE, num_warps), chosen by
-#   measuring (results/NOTES.md item 41); num_warps: how many warps (groups of 32 threads that
-#   run in step) run a program;
+#   measuring (results/NOTES.md, item 41); num_warps: the program's warps, groups of 32 threads;
 # - @triton.autotune(configs=CONFIGS, key=["D"]), on forward_kernel below (the simple kernel plus
-#   step 2's three lines), times the configs at the first call with a new D: the fastest stays.
+#   three lines marked "step 2"), times the configs at the first call with a new D: the fastest
+#   stays.
 TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4), (128, 128, 8), (16, 256, 4)]
 TILES += [(8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
 if common.INTERPRETED:

@@ -7,8 +7,8 @@ Then you make it fast on every shape: tune the tile, split a tall x, and load ti
     out[j]       = sum_i x[i, j]        one sum per column of x (M, N)
     grad_x[i, j] = grad_out[j]          d out[j] / d x[i, j] = 1: grad_out on every row
 
-- A kernel runs as many copies at once as its grid asks for. Each copy is a program, and
-  tl.program_id(0) tells a program which one it is.
+- A kernel runs as many copies as its grid asks for, as many at a time as the GPU has room for.
+  Each copy is a program, and tl.program_id(0) tells a program which one it is.
 - A block is a small tensor inside a program, like tl.arange(0, 4) = [0, 1, 2, 3]. Its shape is a
   power of two, fixed when Triton compiles the kernel. A tile is a block loaded from x.
 - Strides: x[i, j] lies i * stride_m + j * stride_n elements after x[0, 0].
@@ -35,7 +35,7 @@ Why acc is 2-D. A program runs on num_warps warps, groups of 32 GPU threads that
 Triton spreads each block over the threads, a few elements each. Adding two blocks elementwise needs
 no thread to talk to another. A sum across a block does: threads swap values between registers (shfl
 instructions), then through shared memory, which all of the program's threads reach. So a 1-D acc,
-acc += tl.sum(tile, axis=0), would pay that on every pass. `main.py --asm` shows the 2-D one.
+acc += tl.sum(tile, axis=0), would pay that on every pass. `main.py --asm` counts the 2-D one's.
 """
 
 import functools
@@ -113,15 +113,15 @@ def check(x, variants):
 # ## Part 2. column_sum_kernel: the simple kernel with three changes, explained below and marked at
 # their lines: (1) a tuned tile; (2) a tall x's rows split over more programs; (3) loading ahead.
 # ## Change (1): tuning the tile (the simple kernel's is fixed at 16 x 64)
-# The best tile depends on x. A narrow x wants narrow tiles, since a tile wider than x loads
-# mostly masked-off columns. A program with few rows to add wants short tiles.
-# - A triton.Config names a tile and num_warps: how many warps (groups of 32 threads that run in
-#   step) run the program.
+# The best tile depends on x. A narrow x wants narrow tiles, since in a tile wider than x most
+# lanes are masked off and idle. A program with few rows to add wants short tiles.
+# - A triton.Config names a tile and num_warps, the number of warps that run the program.
 # - @triton.autotune, written on the kernel, times every config on the first call with new values
 #   of its `key` arguments, then reuses the fastest. The key here is N and rows_per_split, the
-#   rows of a chunk (change (2)); Triton adds the dtypes. A new M alone does not tune again.
-# A TILES row is (BLOCK_M, BLOCK_N, num_warps, STAGES); STAGES is for change (3). These seven came
-# within 1% of the best of 32 configs on each of 12 timed shapes (results/NOTES.md item 41).
+#   rows of a chunk (change (2)); Triton adds the dtypes. A new M tunes again only where it
+#   changes rows_per_split.
+# A TILES row is (BLOCK_M, BLOCK_N, num_warps, STAGES), STAGES for change (3). Between them, these
+# seven hold a config within 1% of the best of 32 on each of 12 timed shapes (results/NOTES.md 41).
 TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2), (32, 128, 4, 2)]
 TILES += [(128, 128, 8, 1), (1, 1024, 8, 1)]  # 1 row a pass: for a wide x of few rows
 if common.INTERPRETED:
@@ -166,7 +166,7 @@ TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20
 @triton.jit(do_not_specialize=["M"])
 def column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,  # as in simple_column_sum_kernel; out (splits, N)
-    rows_per_split,  # rows in each chunk: a multiple of BLOCK_M, or at least M
+    rows_per_split,  # rows in each chunk (a multiple of BLOCK_M for the appendix), or >= M
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,
 ):  # fmt: skip
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32

@@ -81,7 +81,7 @@ def simple_matmul_kernel(
         # Masks: rows past M, columns past N and k + ks past K load 0 instead.
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (k + ks < K)[None, :], other=0.0)
         b = tl.load(b_ptrs, mask=(k + ks < K)[:, None] & (cols[None, :] < N), other=0.0)
-        # tl.dot(a, b, acc) returns acc + a @ b, on tensor cores for 16-bit and TF32 inputs only.
+        # tl.dot(a, b, acc) returns acc + a @ b: tensor cores, or multiply-adds for float32 "ieee".
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
     c_ptrs = c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
@@ -146,13 +146,13 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 
 
 # ## A fused epilogue: bias and GELU before the store
-# The epilogue is the code after the K loop, which writes C. cuBLAS runs only its own epilogues, so
-# PyTorch computes gelu(x @ w + bias) as a matmul that writes P = x @ w + bias, then a kernel that
-# reads P back and writes GELU(P). Here the kernel adds the bias and applies GELU to the float32
-# tile in registers, and writes C once. GELU(P) = P * Φ(P), Φ the normal distribution function, in
-# GPT-2's tanh form: (1 + tanh(y)) / 2 = sigmoid(2y), y = √(2/π) (P + 0.044715 P^3), a few
-# instructions where erf takes dozens. The backward needs P, the pre-activation, so when gradients
-# are wanted the kernel stores P too. One more write of C costs less than a second matmul.
+# The epilogue is the code after the K loop, which writes C. PyTorch's matmul applies no activation,
+# so PyTorch computes gelu(x @ w + bias) as a matmul that writes P = x @ w + bias, then a kernel
+# that reads P back and writes GELU(P). Here the kernel adds the bias and applies GELU to the
+# float32 tile in registers, and writes C once. GELU(P) = P * Φ(P), Φ the normal distribution
+# function, in GPT-2's tanh form: (1 + tanh(y)) / 2 = sigmoid(2y), y = √(2/π) (P + 0.044715 P^3), a
+# few instructions where erf takes dozens. The backward needs P, the pre-activation: storing it, one
+# more M x N write, costs less than computing A @ B + bias again.
 @triton.jit
 def add_bias(acc, bias_ptr, cols, N):  # acc + bias[cols] on every row; no bias: acc
     if bias_ptr is not None:  # None is known when Triton compiles: the `if` costs nothing
@@ -170,9 +170,9 @@ def activate(acc, ACTIVATION: tl.constexpr):  # one of ACTIVATIONS
 # ## Autotuning the tile
 # matmul_simple fixed the tile at 64 x 64 x 32, but the best tile depends on the sizes and dtype:
 # a large C wants 128 x 256 tiles (fewer loads per multiply-add), a small C smaller ones, so that
-# every SM gets a program. A triton.Config holds a tile, num_stages (K steps loaded ahead into
-# shared memory, the SM's small fast memory, while the tensor cores multiply) and num_warps (the
-# program's threads, in warps of 32).
+# every SM gets a program. A triton.Config holds a tile, num_stages (K steps in flight: loads for
+# the next ones fill shared memory, the SM's small fast memory, while the tensor cores multiply)
+# and num_warps (the program's threads, in warps of 32).
 TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps
     (128, 256, 64, 3, 8), (256, 128, 64, 3, 8), (128, 256, 32, 4, 8), (256, 128, 32, 3, 8),
     (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 256, 32, 4, 4),
@@ -189,10 +189,10 @@ CONFIGS = [  # the interpreter cannot time configs: it gets one
 # warm-up, 20 of timing) and keeps the fastest. (2) Grouped order. (3) The epilogue. (4) Pointers
 # made once and moved on by BLOCK_K each step (the mask becomes ks < K - k): new 2-D offsets each
 # step ran 1.7 times slower at 1000 x 1001 x 999 (results/NOTES.md item 65).
-@triton.autotune(
+@triton.autotune(  # (1)
     configs=CONFIGS,
     # What picks the tile: the sizes, the precision, and the layout (stride_ak and stride_bn are 1
-    # for row-major A and B, larger for a .T view or a slice). Triton adds the dtypes.
+    # for row-major A and B, larger for a .T view or a strided slice). Triton adds the dtypes.
     key=["M", "N", "K", "stride_ak", "stride_bn", "INPUT_PRECISION"],
     do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
     cache_results=True,  # keep each choice on disk, for the next run
@@ -216,7 +216,7 @@ def matmul_pointer_kernel(
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
         b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
-        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # (4): int64, as A.T's stride_ak is M
+        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # (4); int64: A.T's stride_ak is M
         b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
     c_offsets = rows[:, None] * stride_cm + cols[None, :] * stride_cn
     c_mask = (rows[:, None] < M) & (cols[None, :] < N)
@@ -468,7 +468,7 @@ def validate(a, b, name="matmul", bias=None, activation=None):
 # ## Autograd: a torch.autograd.Function
 # For a loss L, dL/dA = dC @ B^T and dL/dB = A^T @ dC: the same product on transposed views, which
 # matmul reads as stored. With the epilogue, C = GELU(P) for P = A @ B + bias: dP = dC * GELU'(P)
-# (PyTorch's gelu_backward) takes dC's place, and dbias sums dP's rows. backward() calls matmul, so
+# (PyTorch's gelu_backward) takes dC's place, and dbias = dP.sum(0). backward() calls matmul, so
 # that with create_graph=True (second derivatives) autograd records it too, and then recomputes P.
 class Matmul(torch.autograd.Function):
     @staticmethod

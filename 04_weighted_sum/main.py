@@ -162,8 +162,8 @@ CHEAP_TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, 
 # equal to 1 or divisible by 16. D = 1000 is a multiple of 4, not of 16: the kernel learns nothing.
 # So alignment() passes D_ALIGN = 4 (8 for 16-bit x; a constexpr), and the kernel masks with
 # D_aligned = (D // D_ALIGN) * D_ALIGN: still 1000, but visibly a multiple of 4. X_ROW_ALIGN does
-# the same for the row starts. `main.py --asm` compiles forward_kernel at D = 1000 both ways, for
-# the first config (128 x 32 tiles), and counts lines of PTX, the GPU's assembly:
+# the same for the row starts. `main.py --asm` on a CPU compiles forward_kernel at D = 1000 both
+# ways, for 128 x 32 tiles, and counts lines of PTX, the GPU's assembly:
 #     X_ROW_ALIGN = D_ALIGN = 1:  0 wide loads (ld.global.v4.b32), 33 scalar ones (ld.global.b32)
 #     X_ROW_ALIGN = D_ALIGN = 4:  9 wide loads, 0 scalar ones
 @triton.autotune(configs=CONFIGS, key=["D"], **CHEAP_TUNING)  # step 1
@@ -293,7 +293,7 @@ def launch_backward(x2d, weight, grad_y, need_grad_x, need_grad_w):
     grad_w = torch.empty_like(weight) if need_grad_w else None
     sms = torch.cuda.get_device_properties(x2d.device).multi_processor_count if x2d.is_cuda else 1
     P = max(sms, triton.cdiv(PROGRAMS_PER_SM * sms, triton.cdiv(D, 128)))
-    P = min(P, rows)  # at most one per row; a program left with no row tile writes zeros
+    P = min(P, rows)  # at most one per row (the tuner picks ROWS_TILE); one with no tile writes 0
     partial = x2d.new_empty((P, D), dtype=torch.promote_types(x2d.dtype, torch.float32))
     backward_kernel[lambda meta: (triton.cdiv(D, meta["D_TILE"]), P)](
         x2d, weight, grad_y, grad_x, partial, rows, D, x2d.stride(0), x2d.stride(1),

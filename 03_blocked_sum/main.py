@@ -15,8 +15,8 @@ Then you make it fast on every shape: tune the tile, split a tall x, and load ti
 
 A worked example: x of shape (5, 6), stored row after row, so stride_m = 6 and stride_n = 1.
 - Each program owns BLOCK_N = 4 columns: cdiv(6, 4) = 2 programs (cdiv: division rounded up).
-- Program 1 owns columns 4 to 7. Each pass of its loop loads a tile of BLOCK_M = 2 rows of them.
-  The first pass reads the elements at these offsets from x[0, 0]:
+- Program 1 owns columns 4 to 7. Each step of its loop loads a tile of BLOCK_M = 2 rows of them.
+  The first step reads the elements at these offsets from x[0, 0]:
 
       rows[:, None] * stride_m + cols[None, :] * stride_n
           = [[0], [1]] * 6 + [[4, 5, 6, 7]] * 1 = [[ 4,  5,  6,  7],
@@ -24,7 +24,7 @@ A worked example: x of shape (5, 6), stored row after row, so stride_m = 6 and s
 
 - Columns 6 and 7 are not in x: offsets 6 and 7 hold x[1, 0] and x[1, 1]. The mask cols < N
   switches those loads off: [[4, 5, -, -], [10, 11, -, -]].
-- The second pass reads rows 2 and 3, the third rows 4 and 5. Row 5 is past the end of x, and
+- The second step reads rows 2 and 3, the third rows 4 and 5. Row 5 is past the end of x, and
   the mask rows < M switches it off. Masked-off loads take `other`, 0.
 - After the loop, acc[0] = [x[0, 4] + x[2, 4] + x[4, 4], x[0, 5] + x[2, 5] + x[4, 5], 0, 0] and
   acc[1] = [x[1, 4] + x[3, 4], x[1, 5] + x[3, 5], 0, 0]. tl.sum(acc, axis=0) adds the two rows
@@ -32,10 +32,10 @@ A worked example: x of shape (5, 6), stored row after row, so stride_m = 6 and s
 `python 03_blocked_sum/main.py --draw picture.png` draws this, recorded from the kernel itself.
 
 Why acc is 2-D. A program runs on num_warps warps, groups of 32 GPU threads that run in step, and
-Triton spreads each block over the threads, a few elements each. Adding two blocks elementwise needs
-no thread to talk to another. A sum across a block does: threads swap values between registers (shfl
-instructions), then through shared memory, which all of the program's threads reach. So a 1-D acc,
-acc += tl.sum(tile, axis=0), would pay that on every pass. `main.py --asm` counts the 2-D one's.
+Triton spreads each block over the threads, a few elements each. Adding blocks elementwise needs no
+thread to talk to another; a sum across a block does: threads swap values in registers (shfl), then
+through shared memory. A 1-D acc, acc += tl.sum(tile, axis=0), would pay that every step; the 2-D
+acc pays once, after the loop, where `main.py --asm` finds all its shfl and shared-memory lines.
 """
 
 import functools
@@ -63,7 +63,7 @@ DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float3
 def simple_column_sum_kernel(
     x_ptr, out_ptr,  # pointers to x[0, 0] (x: (M, N), any strides) and out[0] (contiguous)
     M, N, stride_m, stride_n,  # x's sizes and strides
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # rows per pass, columns per program
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # rows per step, columns per program
 ):  # fmt: skip
     # A tl.constexpr is a constant compiled into the kernel; block shapes must be. An `if` on a
     # constexpr or a dtype, like the next line's `a if c else b`, is decided at compile time. Add
@@ -118,12 +118,12 @@ def check(x, variants):
 # - A triton.Config names a tile and num_warps, the number of warps that run the program.
 # - @triton.autotune, written on the kernel, times every config on the first call with new values
 #   of its `key` arguments, then reuses the fastest. The key here is N and rows_per_split, the
-#   rows of a chunk (change (2)); Triton adds the dtypes. A new M tunes again only where it
-#   changes rows_per_split.
+#   rows one program adds up: all M, or a chunk of them once change (2) below splits a tall x.
+#   Triton adds the dtypes to the key. A new M tunes again only where it changes rows_per_split.
 # A TILES row is (BLOCK_M, BLOCK_N, num_warps, STAGES), STAGES for change (3). Between them, these
 # seven hold a config within 1% of the best of 32 on each of 12 timed shapes (results/NOTES.md 41).
 TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2), (32, 128, 4, 2)]
-TILES += [(128, 128, 8, 1), (1, 1024, 8, 1)]  # 1 row a pass: for a wide x of few rows
+TILES += [(128, 128, 8, 1), (1, 1024, 8, 1)]  # 1 row a step: for a wide x of few rows
 if common.INTERPRETED:
     TILES = [(32, 32, 4, 1)]  # the interpreter's timings say nothing about a GPU: one config
 CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, w, s in TILES]

@@ -2,9 +2,9 @@
 
 What you learn: how strides turn an index into an address, why this plan is far slower than
 torch.matmul, and two words:
-- a program: one copy of the kernel function; as many run in parallel as the grid says, each told
-  its number by tl.program_id. In CUDA terms, a thread block: Triton spreads its work over
-  num_warps x 32 threads, and you never index a thread;
+- a program: one copy of the kernel function. The grid says how many are launched, the GPU runs
+  as many at once as fit, and tl.program_id tells each its number. Triton spreads a program's work
+  over its threads (num_warps warps, each 32 threads that run in step); you never index a thread;
 - a block: a small tensor inside one program, its size fixed at compile time (scalar_kernel works
   on single numbers, vector_k_kernel on blocks). In Triton "block" never means a thread block.
 
@@ -57,10 +57,10 @@ import triton.language as tl  # noqa: E402
 DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32", "float64")}
 
 
-# @triton.jit compiles the function for the GPU: Python syntax, but not run by Python; a `for`
-# over a value like K becomes a loop on the GPU. A tensor argument arrives as a pointer to its
-# first element (ptr.dtype.element_ty is its dtype); tl.load and tl.store read and write there.
-# Pointer + 1 is the next element, not the next byte.
+# @triton.jit makes the function a kernel, which Triton compiles for the GPU at its first launch:
+# Python syntax, not run by Python; a `for` over a value like K becomes a loop on the GPU. A tensor
+# argument arrives as a pointer to its first element (ptr.dtype.element_ty is its dtype); tl.load
+# and tl.store read and write there. Pointer + 1 is the next element, not the next byte.
 @triton.jit
 def scalar_kernel(
     a_ptr, b_ptr, c_ptr,  # addresses of A[0, 0], B[0, 0] and C[0, 0]
@@ -120,10 +120,10 @@ def check(variants, m, n, k, dtype=torch.float32, transpose_a=False, transpose_b
 # What changes is the loop over k. scalar_kernel loads one value of A and one of B, then waits for
 # both before it adds; here each step loads BLOCK_K values of each at once, many loads in flight.
 # The tool is the block, a small tensor inside one program: tl.arange(0, BLOCK_K) is the block
-# 0, 1, ..., BLOCK_K - 1. Arithmetic on blocks is elementwise, as in torch; a block's elements
-# (lanes) are spread over the program's threads: BLOCK_K = 128 lanes over num_warps = 2 warps (64
-# threads) gives each thread 2 neighbours, one 8-byte load (--asm shows it). A block's size must
-# be known at compile time, so BLOCK_K is a tl.constexpr (each value gets its own kernel).
+# 0, 1, ..., BLOCK_K - 1. Arithmetic on blocks is elementwise, as in torch; a block's lanes (its
+# elements) are spread over the program's threads: 128 lanes over num_warps = 2 warps (64 threads)
+# give each thread 2 neighbours, one 8-byte load in float32 if the row stride divides by 16 (--asm
+# shows it). A block's size is fixed when compiling: BLOCK_K is a tl.constexpr, a kernel per value.
 # Where stride_ak is 1 (or stride_bk, as in W.T), neighbouring lanes read neighbouring addresses,
 # which the GPU fetches together.
 @triton.jit

@@ -6,11 +6,11 @@ descriptors in a persistent kernel, and to join autograd. For A (M, K) and B (K,
 
     C[i, j] = sum over k of A[i, k] * B[k, j]        dA = dC @ B^T,  dB = A^T @ dC
 
-A program is one run of the kernel. You write it for whole blocks of values, and Triton spreads each
-operation over the program's threads. The grid says how many programs run, and tl.program_id(0)
-tells a program which one it is. Here C is cut into BLOCK_M x BLOCK_N tiles (BM x BN below), one per
-program. A loaded A tile serves BN columns of C at once, so A is read N / BN times, not N times. The
-program for rows m:m+BM, columns n:n+BN of C runs:
+A program is one instance of the kernel; a launch runs many. You write it for whole blocks of
+values, and Triton spreads each operation over the program's threads. The grid says how many
+programs run, tl.program_id(0) which one this is. Here C is cut into BLOCK_M x BLOCK_N tiles (BM x
+BN below), one per program. A loaded A tile serves BN columns of C, so A is read N / BN times, not
+N times. The program for rows m:m+BM, columns n:n+BN of C runs:
 
     acc = zeros(BM, BN)
     for k in range(0, K, BK):  acc += A[m:m+BM, k:k+BK] @ B[k:k+BK, n:n+BN]  # BK: BLOCK_K
@@ -20,7 +20,7 @@ A worked example with tiles of 2 (on a GPU tl.dot needs 16 or more): A (3, 4) an
 row-major, so their strides (elements to the next row, column) are (4, 1) and (5, 1). C has
 cdiv(3, 2) = 2 rows of tiles and cdiv(5, 2) = 3 columns (cdiv rounds the division up); program
 pid computes tile (pid // 3, pid % 3): program 4, tile (1, 1), has rows = 1 * 2 + [0, 1] = [2, 3]
-and cols = [2, 3]. Its K loop takes k = 0, then 2; ks = [0, 1] indexes the columns of one step.
+and cols = [2, 3]. Its K loop takes k = 0, then 2; ks = [0, 1] indexes one step's k (A's columns).
 In the table of the offsets it reads, x[:, None] makes a column of x and y[None, :] a row, and +
 broadcasts the two into a grid, as in torch. "-" marks an element switched off by a mask:
 
@@ -124,7 +124,7 @@ def random_matrix(rows, cols, dtype=torch.float32, transposed=False):  # transpo
 
 # ## Grouped program order
 # The GPU starts programs roughly in the order of their ids, a wave at a time (as many as fit on its
-# SMs, streaming multiprocessors: 132 on an H100). A tile that a wave reads twice comes from the L2
+# SMs, streaming multiprocessors: 132 on an H100 SXM). A tile a wave reads twice comes from the L2
 # cache (on-chip memory that keeps recent reads) the second time. In row-major order a wave computes
 # whole rows of C tiles: few strips of A (BLOCK_M rows each) but all of B's (BLOCK_N columns each).
 # Grouped order walks GROUP_M tile rows down, then right: a squarer patch. Below, a wave of 4 reads
@@ -216,7 +216,7 @@ def matmul_pointer_kernel(
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
         b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
-        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # (4); int64: A.T's stride_ak is M
+        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # (4); int64: for A.T, stride_ak = M
         b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
     c_offsets = rows[:, None] * stride_cm + cols[None, :] * stride_cn
     c_mask = (rows[:, None] < M) & (cols[None, :] < N)
@@ -251,7 +251,7 @@ def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
 # walks tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in grouped order. tl.range is range with hints
 # for the compiler: flatten=True merges the tile loop and the K loop, so the next tile's loads start
 # during this tile's products.
-@functools.cache  # once per shape: matmul asks on every call (host time, NOTES item 59)
+@functools.cache  # once per shape: matmul asks on every call (host time, NOTES item 57)
 def persistent_tile(element_size, m, n, programs):
     """Tile and launch options: 128 x 256 tiles (more work per load) unless 128 x 128 ones keep the
     programs 10% busier. A turn: every program takes one tile. 3072^2 on 132 SMs: 288 wide tiles
@@ -303,9 +303,9 @@ def matmul_persistent_kernel(
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     if pre_ptr is not None:  # P has C's strides
         pre_desc = tl.make_tensor_descriptor(pre_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # store_tile counts as `tile` does. A second counter, since with flatten=True the next tile's
-    # loads are issued before this store, and a store that used `tile` would make them wait.
-    store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store
+    # store_tile walks the same tiles as `tile`, one stride behind: with flatten=True the next
+    # tile's loads are issued before this store, and a store that used `tile` would make them wait.
+    store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store: then equal to tile
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)

@@ -54,13 +54,13 @@ def simple_forward_kernel(
     x_ptr,  # pointer to x[0, 0]; x has shape (rows, D), any strides
     w_ptr,  # pointer to w[0]; w is contiguous
     y_ptr,  # pointer to y[0]; y is contiguous, one value per row
-    rows, D, stride_row, stride_col,  # x's shape; elements from x[r, d] to x[r + 1, d], x[r, d + 1]
+    rows, D, stride_row, stride_col,  # x is (rows, D); elements to its next row, next column
     ROWS_TILE: tl.constexpr,  # rows per program
     D_TILE: tl.constexpr,  # columns per step
 ):  # fmt: skip
     # tl.arange(0, ROWS_TILE) is a block, a small tensor inside the program, like torch.arange.
-    # Arithmetic on blocks is elementwise and broadcasts as in torch. A block's shape is a power of
-    # two fixed at compile time (ROWS_TILE is a tl.constexpr); a tile is a block loaded from x.
+    # Arithmetic on blocks is elementwise and broadcasts as in torch. Each dim of a block is a power
+    # of two fixed at compile time (ROWS_TILE is a tl.constexpr); a tile is a block loaded from x.
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
     row_starts = row_ids.to(tl.int64) * stride_row  # int64: row * stride can pass 2^31
@@ -123,8 +123,8 @@ def check(x, variants):
 # ## Faster, step 1: let the autotuner choose the tile
 # forward_simple fixes the tile at 16 rows x 64 columns. The fastest tile depends on D: wide rows
 # want wide tiles (long reads), narrow rows want many rows per tile. So:
-# - a triton.Config holds one candidate from TILES (ROWS_TILE, D_TILE, num_warps), chosen by
-#   measuring (results/NOTES.md, item 41); num_warps: the program's warps, groups of 32 threads;
+# - a triton.Config holds one candidate from TILES (ROWS_TILE, D_TILE, num_warps), seven chosen by
+#   measuring, two for a narrow D (NOTES item 41); num_warps: the program's warps of 32 threads;
 # - @triton.autotune(configs=CONFIGS, key=["D"]), on forward_kernel below (the simple kernel plus
 #   three lines marked "step 2"), times the configs at the first call with a new D: the fastest
 #   stays.
@@ -307,7 +307,7 @@ def launch_backward(x2d, weight, grad_y, need_grad_x, need_grad_w):
 
 def sum_partials(partial, grad_w):
     """grad_w[d] = the sum of partial[:, d], in the same order on every call. Tiles as tall as the
-    buffer (up to 1024 rows) and about 4096 elements: few steps, each of which waits on memory."""
+    buffer (up to 1024 rows) and at least 16 wide: few steps, each of which waits on memory."""
     P, D = partial.shape
     rows_tile = min(triton.next_power_of_2(P), 1024)
     d_tile = max(16, 4096 // rows_tile)

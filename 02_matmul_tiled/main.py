@@ -8,9 +8,9 @@ descriptors in a persistent kernel, and to join autograd. For A (M, K) and B (K,
 
 A program is one instance of the kernel; a launch runs many. You write it for whole blocks of
 values, and Triton spreads each operation over the program's threads. The grid says how many
-programs run, tl.program_id(0) which one this is. Here C is cut into BLOCK_M x BLOCK_N tiles (BM x
-BN below), one per program. A loaded A tile serves BN columns of C, so A is read N / BN times, not
-N times. The program for rows m:m+BM, columns n:n+BN of C runs:
+programs launch, tl.program_id(0) which one this is. Here C is cut into BLOCK_M x BLOCK_N tiles
+(BM x BN below), one per program. A loaded A tile serves BN columns of C, so A is read N / BN
+times, not N times. The program for rows m:m+BM, columns n:n+BN of C runs:
 
     acc = zeros(BM, BN)
     for k in range(0, K, BK):  acc += A[m:m+BM, k:k+BK] @ B[k:k+BK, n:n+BN]  # BK: BLOCK_K
@@ -151,8 +151,8 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # that reads P back and writes GELU(P). Here the kernel adds the bias and applies GELU to the
 # float32 tile in registers, and writes C once. GELU(P) = P * Φ(P), Φ the normal distribution
 # function, in GPT-2's tanh form: (1 + tanh(y)) / 2 = sigmoid(2y), y = √(2/π) (P + 0.044715 P^3), a
-# few instructions where erf takes dozens. The backward needs P, the pre-activation: storing it, one
-# more M x N write, costs less than computing A @ B + bias again.
+# few instructions where erf takes dozens. The backward (Autograd, below) needs P, the
+# pre-activation: storing it, one more M x N write, costs less than computing A @ B + bias again.
 @triton.jit
 def add_bias(acc, bias_ptr, cols, N):  # acc + bias[cols] on every row; no bias: acc
     if bias_ptr is not None:  # None is known when Triton compiles: the `if` costs nothing
@@ -216,7 +216,7 @@ def matmul_pointer_kernel(
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
         b = tl.load(b_ptrs, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
-        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # (4); int64: for A.T, stride_ak = M
+        a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak  # (4); int64: M * BLOCK_K for a tall A.T
         b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
     c_offsets = rows[:, None] * stride_cm + cols[None, :] * stride_cn
     c_mask = (rows[:, None] < M) & (cols[None, :] < N)
@@ -226,8 +226,7 @@ def matmul_pointer_kernel(
     tl.store(c_ptr + c_offsets, activate(acc, ACTIVATION).to(c_ptr.dtype.element_ty), mask=c_mask)
 
 
-# A grid may be a function of the config the autotuner picked (a dict): the tile sets the count.
-def tile_grid(m, n):
+def tile_grid(m, n):  # a grid may be a function of the config the autotuner picked (a dict)
     return lambda config: (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
 
 
@@ -249,26 +248,22 @@ def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
 # With one program per C tile, an SM idles between programs: while a tile is stored, and until the
 # next program's first loads arrive. A persistent kernel launches one program per SM; program p
 # walks tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in grouped order. tl.range is range with hints
-# for the compiler: flatten=True merges the tile loop and the K loop, so the next tile's loads start
-# during this tile's products.
-@functools.cache  # once per shape: matmul asks on every call (host time, NOTES item 57)
-def persistent_tile(element_size, m, n, programs):
-    """Tile and launch options: 128 x 256 tiles (more work per load) unless 128 x 128 ones keep the
-    programs 10% busier. A turn: every program takes one tile. 3072^2 on 132 SMs: 288 wide tiles
-    take 3 turns, 288 / 396 = 73% busy; 576 narrow ones take 5, 87%: narrow. K steps: 128 bytes."""
+# for the compiler: flatten=True merges the tile loop and the K loop, so the next tile's loads are
+# in flight while this tile ends and is stored.
+@functools.cache  # once per shape: asked on every launch (host time, NOTES item 57)
+def wide_tiles(m, n, programs):
+    """Whether C's tiles are 128 x 256 (more work per load) or 128 x 128: wide, unless narrow ones
+    keep the programs 10% busier. A turn: every program takes one tile. 3072^2 on 132 SMs: 288 wide
+    tiles take 3 turns, 288 / 396 = 73% busy; 576 narrow ones take 5, 87%: narrow."""
     tiles = {block_n: triton.cdiv(m, 128) * triton.cdiv(n, block_n) for block_n in (128, 256)}
     fill = {bn: t / (triton.cdiv(t, programs) * programs) for bn, t in tiles.items()}  # busy share
-    wide = 1.1 * fill[256] >= fill[128]
-    tile = dict(BLOCK_M=128, BLOCK_N=256 if wide else 128, BLOCK_K=128 // element_size, GROUP_M=8)
-    tile |= dict(num_stages=3 if wide else 4, num_warps=8)
-    return tile | dict(EPILOGUE_SUBTILE=wide and element_size == 4)
+    return 1.1 * fill[256] >= fill[128]
 
 
 @triton.jit
 def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
-    """Stores tile at [row, col], whole or, with HALVES, in two halves: a 128 x 256 float32 tile
-    is larger than the shared memory left for the store (128 x 128 tiles fit, but ran 10% slower
-    in TF32: results/NOTES.md item 73)."""
+    """tile at [row, col], whole or in two halves (HALVES): a 128 x 256 float32 tile outgrows the
+    shared memory left for the store; 128 x 128 tiles fit, but ran 10% slower in TF32 (NOTES 73)."""
     if HALVES:  # tl.split takes apart a last dim of 2: reshape to (rows, 2, half), move the 2 last
         half: tl.constexpr = tile.shape[1] // 2
         left, right = tl.split(tl.permute(tl.reshape(tile, (tile.shape[0], 2, half)), (0, 2, 1)))
@@ -278,8 +273,17 @@ def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
         desc.store([row, col], tile.to(desc.dtype))
 
 
-# Triton compiles a version of a kernel for facts it sees in integer arguments, such as "divisible
-# by 16" (it "specializes"). Not here: each new fact about a size would compile a new version.
+# wide_tiles' rule picks the tile (timing configs picked worse tiles after other GPU work: NOTES
+# item 56). @triton.heuristics({name: f}) sets name = f(args) at each launch, args the arguments
+# by name (those set above included; num_stages, num_warps: launch options). A new fact about an
+# int, such as "divisible by 16", compiles a new version (Triton "specializes"): not for sizes.
+@triton.heuristics({
+    "BLOCK_N": lambda args: 256 if wide_tiles(args["M"], args["N"], args["PROGRAMS"]) else 128,
+    "BLOCK_K": lambda args: 128 // args["a_ptr"].element_size(),  # a K step: 128 bytes of a row
+    "STORE_HALVES": lambda args: args["BLOCK_N"] == 256 and args["a_ptr"].element_size() == 4,
+    "num_stages": lambda args: 3 if args["BLOCK_N"] == 256 else 4,
+    "num_warps": lambda args: 8,  # 256 threads share a 128-row tile
+})  # fmt: skip
 @triton.jit(do_not_specialize=["M", "N", "K", "stride_a", "stride_b", "stride_cm"])
 def matmul_persistent_kernel(
     a_ptr, b_ptr, c_ptr, bias_ptr, pre_ptr, M, N, K,  # as matmul_pointer_kernel's
@@ -287,11 +291,11 @@ def matmul_persistent_kernel(
     PROGRAMS: tl.constexpr,  # programs, one per SM
     A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,  # a_ptr holds A^T, b_ptr B^T: below
     INPUT_PRECISION: tl.constexpr, ACTIVATION: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    EPILOGUE_SUBTILE: tl.constexpr,  # store C in two halves (see store_c_tile)
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STORE_HALVES: tl.constexpr,  # the heuristics'
 ):  # fmt: skip
-    # No pointers, no masks: descriptors, each made once for the whole loop.
-    if A_TRANSPOSED:
+    BLOCK_M: tl.constexpr = 128  # the tile's rows, as wide_tiles counts them
+    GROUP_M: tl.constexpr = 8
+    if A_TRANSPOSED:  # descriptors, each made once for the whole loop: no pointers, no masks
         a_desc = tl.make_tensor_descriptor(a_ptr, [K, M], [stride_a, 1], [BLOCK_K, BLOCK_M])
     else:
         a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_a, 1], [BLOCK_M, BLOCK_K])
@@ -299,7 +303,7 @@ def matmul_persistent_kernel(
         b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_b, 1], [BLOCK_N, BLOCK_K])
     else:
         b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
-    C_COLUMNS: tl.constexpr = BLOCK_N // (1 + EPILOGUE_SUBTILE)  # columns of each store
+    C_COLUMNS: tl.constexpr = BLOCK_N // (1 + STORE_HALVES)  # columns of each store
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     if pre_ptr is not None:  # P has C's strides
         pre_desc = tl.make_tensor_descriptor(pre_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
@@ -319,8 +323,8 @@ def matmul_persistent_kernel(
         row, col = pid_m * BLOCK_M, pid_n * BLOCK_N
         acc = add_bias(acc, bias_ptr, col + tl.arange(0, BLOCK_N), N)
         if pre_ptr is not None:
-            store_c_tile(pre_desc, acc, row, col, EPILOGUE_SUBTILE)
-        store_c_tile(c_desc, activate(acc, ACTIVATION), row, col, EPILOGUE_SUBTILE)
+            store_c_tile(pre_desc, acc, row, col, STORE_HALVES)
+        store_c_tile(c_desc, activate(acc, ACTIVATION), row, col, STORE_HALVES)
 
 
 @functools.cache
@@ -331,14 +335,13 @@ def sm_count(device):  # SMs of a CUDA device; 3 under the interpreter, to walk 
 
 def launch_persistent(a, b, c, bias=None, pre=None, activation=None):
     """c = a @ b through the persistent kernel, for inputs that persistent_problem accepts."""
-    (m, k), n, precision = a.shape, b.shape[1], input_precision(a.dtype)
+    (m, k), n, programs = a.shape, b.shape[1], sm_count(a.device)
     a_arg, a_t, b_arg, b_t = persistent_operands(a, b)
-    programs = sm_count(a.device)
     common.set_descriptor_allocator()  # a descriptor made in a kernel needs scratch memory
     matmul_persistent_kernel[(programs,)](
         a_arg, b_arg, c, bias, pre, m, n, k, a_arg.stride(0), b_arg.stride(0), c.stride(0),
-        PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t, INPUT_PRECISION=precision,
-        ACTIVATION=activation, **persistent_tile(a.element_size(), m, n, programs),
+        PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t, ACTIVATION=activation,
+        INPUT_PRECISION=input_precision(a.dtype),  # BLOCK_N and the rest: the heuristics
     )  # fmt: skip
 
 
@@ -528,9 +531,8 @@ def variants_for(a, b):
 
 
 def benchmark(m, n, k, dtype="float16"):
-    """GPU and host time of a @ b through each variant that takes row-major inputs, matmul, a bare
-    launch of the kernel matmul picks (inputs and output ready), and torch.matmul; TFLOP/s. Float32
-    runs at torch's float32 matmul precision (make bench sets it from SWEEP's "precision")."""
+    """GPU and host time of a @ b: each variant that takes row-major inputs, matmul, a bare launch
+    of the kernel it picks, torch.matmul; TFLOP/s. Float32 at torch's matmul precision (SWEEP's)."""
     dtype = DTYPES.get(dtype, dtype)
     a, b = random_matrix(m, k, dtype), random_matrix(k, n, dtype)
     c, precision = a.new_empty((m, n)), input_precision(dtype)
@@ -540,10 +542,8 @@ def benchmark(m, n, k, dtype="float16"):
     if picked == "persistent":
         (a_arg, a_t, b_arg, b_t), programs = persistent_operands(a, b), sm_count(a.device)
         kernel, grid = matmul_persistent_kernel, (programs,)
-        strides = (a_arg.stride(0), b_arg.stride(0), c.stride(0))
-        args = (a_arg, b_arg, c, None, None, m, n, k, *strides)  # None, None: no bias, no P
+        args = (a_arg, b_arg, c, None, None, m, n, k, a_arg.stride(0), b_arg.stride(0), c.stride(0))
         named = dict(PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t, ACTIVATION=None)
-        named |= persistent_tile(a.element_size(), m, n, programs)
         common.set_descriptor_allocator()
     else:
         kernel, grid, named = matmul_pointer_kernel, tile_grid(m, n), dict(ACTIVATION=None)

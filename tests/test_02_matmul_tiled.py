@@ -99,8 +99,7 @@ def test_every_config_on_gpu(index):
 def test_every_persistent_tile_on_gpu(dtype, m, n, block_n, transpose_a, transpose_b):
     # persistent_tile's wide (128 x 256, float32's C stored in halves) and narrow tiles, each dtype
     # and layout; at N = 24 both widths give as many tiles, and the wide one wins the tie.
-    tile = ex.persistent_tile(dtype.itemsize, m, n, ex.sm_count(common.DEVICE))
-    assert tile["BLOCK_N"] == block_n
+    assert (256 if ex.wide_tiles(m, n, ex.sm_count(common.DEVICE)) else 128) == block_n
     a = ex.random_matrix(m, 72, dtype, transpose_a)
     b = ex.random_matrix(72, n, dtype, transpose_b)
     for precision in ("highest", "high") if dtype == torch.float32 else (None,):
@@ -109,14 +108,29 @@ def test_every_persistent_tile_on_gpu(dtype, m, n, block_n, transpose_a, transpo
 
 
 def test_persistent_tile_rule():
-    wide = ex.persistent_tile(2, 4096, 4096, 132)
-    assert (wide["BLOCK_M"], wide["BLOCK_N"], wide["BLOCK_K"]) == (128, 256, 64)
-    assert ex.persistent_tile(2, 1024, 4096, 132)["BLOCK_N"] == 256  # 8 x 16 tiles: 128 SMs
-    assert ex.persistent_tile(2, 512, 4096, 132)["BLOCK_N"] == 128  # 4 x 16 tiles: 64 SMs
+    assert ex.wide_tiles(4096, 4096, 132)
+    assert ex.wide_tiles(1024, 4096, 132)  # 8 x 16 tiles: 128 SMs
+    assert not ex.wide_tiles(512, 4096, 132)  # 4 x 16 tiles: 64 SMs
     # 3072^3: 288 wide tiles fill 73% of three turns of 132 programs, 576 narrow ones 87% of five
-    assert ex.persistent_tile(2, 3072, 3072, 132)["BLOCK_N"] == 128
-    assert ex.persistent_tile(4, 4096, 4096, 132)["EPILOGUE_SUBTILE"]  # float32: C in halves
-    assert not ex.persistent_tile(4, 512, 4096, 132)["EPILOGUE_SUBTILE"]
+    assert not ex.wide_tiles(3072, 3072, 132)
+
+
+@pytest.mark.parametrize("m, n, element_size, expected", [
+    (4096, 4096, 2, dict(BLOCK_N=256, BLOCK_K=64, STORE_HALVES=False, num_stages=3)),
+    (4096, 4096, 4, dict(BLOCK_N=256, BLOCK_K=32, STORE_HALVES=True, num_stages=3)),
+    (512, 4096, 4, dict(BLOCK_N=128, BLOCK_K=32, STORE_HALVES=False, num_stages=4)),
+])  # fmt: skip
+def test_persistent_heuristics(m, n, element_size, expected):
+    # What @triton.heuristics sets at a launch, each rule seeing those before it, as Triton does.
+    args = dict(
+        M=m,
+        N=n,
+        PROGRAMS=132,
+        a_ptr=torch.empty(0, dtype={2: torch.float16, 4: torch.float32}[element_size]),
+    )
+    for name, rule in ex.matmul_persistent_kernel.values.items():
+        args[name] = rule(args)
+    assert {name: args[name] for name in expected} == expected
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

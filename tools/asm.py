@@ -32,7 +32,10 @@ TYPES |= {torch.float64: "fp64", torch.int32: "i32", torch.int64: "i64"}
 
 def compile_for_sm_90(kernel, args, kwargs):
     """(triton.compile of kernel for these arguments, specialized as a launch would; the config it
-    used): an autotuned kernel compiles with its first config, a plain one with None."""
+    used): an autotuned kernel compiles with its first config, a plain one with None; a kernel
+    under @triton.heuristics gets the values they set, as at a launch."""
+    if isinstance(kernel, triton.runtime.Heuristics):
+        kernel, kwargs = kernel.fn, with_heuristics(kernel, args, kwargs)
     config = kernel.configs[0] if isinstance(kernel, triton.runtime.Autotuner) else None
     fn = kernel.fn if config else kernel
     values = dict(zip(fn.arg_names, args)) | kwargs | (config.kwargs if config else {})
@@ -57,6 +60,12 @@ def compile_for_sm_90(kernel, args, kwargs):
     options.update((name, values[name]) for name in ("num_warps", "num_stages") if name in values)
     source = triton.compiler.ASTSource(fn, signature, constexprs, attrs)
     return triton.compile(source, target=SM_90, options=options), config
+
+
+def with_heuristics(kernel, args, kwargs):  # kwargs and what kernel's @triton.heuristics set
+    for name, rule in getattr(kernel, "values", {}).items():
+        kwargs = kwargs | {name: rule(dict(zip(kernel.arg_names, args)) | kwargs)}
+    return kwargs
 
 
 class Probe(NamedTuple):  # a kernel to compile, its launch, and what to look for in its PTX
@@ -100,8 +109,7 @@ def probes_02(lesson, device):
         (r"cp\.async\.wait_group", "waiting for the copy of the K step about to be multiplied"),
     ]
     tiles = lambda meta: (triton.cdiv(512, meta["BLOCK_M"]) * triton.cdiv(512, meta["BLOCK_N"]),)  # noqa: E731
-    persistent = dict(PROGRAMS=132, A_TRANSPOSED=False, B_TRANSPOSED=True, **epilogue)
-    persistent |= lesson.persistent_tile(2, 512, 512, 132)
+    persistent = dict(PROGRAMS=132, A_TRANSPOSED=False, B_TRANSPOSED=True, num_warps=8, **epilogue)
     persistent_args = (a, w, c, None, None, 512, 512, 512, 512, 512, 512)
     persistent_looks = [
         (r"cp\.async\.bulk\.tensor\.\dd\.shared", "desc.load: one TMA copy loads a whole tile"),
@@ -174,7 +182,8 @@ def show(lesson):
             config = getattr(probe.kernel, "best_config", None)  # the autotuner's choice
         else:
             compiled, config = compile_for_sm_90(probe.kernel, probe.args, probe.kwargs)
-        settings = (config.kwargs | {"num_warps": config.num_warps}) if config else probe.kwargs
+        settings = with_heuristics(probe.kernel, probe.args, probe.kwargs)
+        settings = (config.kwargs | {"num_warps": config.num_warps}) if config else settings
         tile = {k: v for k, v in settings.items() if k.startswith(("BLOCK", "ROWS", "D_T", "num_"))}
         lines = [line.strip() for line in compiled.asm["ptx"].splitlines()]
         print(f"\n{probe.title}\n  ({', '.join(f'{k} {v}' for k, v in tile.items())}):")

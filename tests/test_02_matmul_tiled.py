@@ -97,7 +97,7 @@ def test_every_config_on_gpu(index):
 @pytest.mark.parametrize("m, n, block_n", [(4096, 4096, 256), (304, 512, 128), (1000, 24, 256)])
 @pytest.mark.parametrize("transpose_a, transpose_b", LAYOUTS)
 def test_every_persistent_tile_on_gpu(dtype, m, n, block_n, transpose_a, transpose_b):
-    # persistent_tile's wide (128 x 256, float32's C stored in halves) and narrow tiles, each dtype
+    # wide_tiles' wide (128 x 256, float32's C stored in halves) and narrow tiles, each dtype
     # and layout; at N = 24 both widths give as many tiles, and the wide one wins the tie.
     assert (256 if ex.wide_tiles(m, n, ex.sm_count(common.DEVICE)) else 128) == block_n
     a = ex.random_matrix(m, 72, dtype, transpose_a)

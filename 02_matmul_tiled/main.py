@@ -250,16 +250,6 @@ def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
 # walks tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in grouped order. tl.range is range with hints
 # for the compiler: flatten=True merges the tile loop and the K loop, so the next tile's loads are
 # in flight while this tile ends and is stored.
-@functools.cache  # once per shape: asked on every launch (host time, NOTES item 57)
-def wide_tiles(m, n, programs):
-    """Whether C's tiles are 128 x 256 (more work per load) or 128 x 128: wide, unless narrow ones
-    keep the programs 10% busier. A turn: every program takes one tile. 3072^2 on 132 SMs: 288 wide
-    tiles take 3 turns, 288 / 396 = 73% busy; 576 narrow ones take 5, 87%: narrow."""
-    tiles = {block_n: triton.cdiv(m, 128) * triton.cdiv(n, block_n) for block_n in (128, 256)}
-    fill = {bn: t / (triton.cdiv(t, programs) * programs) for bn, t in tiles.items()}  # busy share
-    return 1.1 * fill[256] >= fill[128]
-
-
 @triton.jit
 def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
     """tile at [row, col], whole or in two halves (HALVES): a 128 x 256 float32 tile outgrows the
@@ -271,6 +261,16 @@ def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
         desc.store([row, col + half], right.to(desc.dtype))
     else:
         desc.store([row, col], tile.to(desc.dtype))
+
+
+@functools.cache  # once per shape: asked on every launch (host time, NOTES item 57)
+def wide_tiles(m, n, programs):
+    """Whether C's tiles are 128 x 256 (more work per load) or 128 x 128: wide, unless narrow ones
+    keep the programs 10% busier. A turn: every program takes one tile. 3072^2 on 132 SMs: 288 wide
+    tiles take 3 turns, 288 / 396 = 73% busy; 576 narrow ones take 5, 87%: narrow."""
+    tiles = {block_n: triton.cdiv(m, 128) * triton.cdiv(n, block_n) for block_n in (128, 256)}
+    fill = {bn: t / (triton.cdiv(t, programs) * programs) for bn, t in tiles.items()}  # busy share
+    return 1.1 * fill[256] >= fill[128]
 
 
 # wide_tiles' rule picks the tile (timing configs picked worse tiles after other GPU work: NOTES

@@ -252,7 +252,7 @@ def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
 # in flight while this tile ends and is stored.
 @triton.jit
 def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
-    """tile at [row, col], whole or in two halves (HALVES): a 128 x 256 float32 tile outgrows the
+    """Stores tile at [row, col], whole or in halves (HALVES): a 128 x 256 float32 tile outgrows the
     shared memory left for the store; 128 x 128 tiles fit, but ran 10% slower in TF32 (NOTES 73)."""
     if HALVES:  # tl.split takes apart a last dim of 2: reshape to (rows, 2, half), move the 2 last
         half: tl.constexpr = tile.shape[1] // 2

@@ -5,6 +5,7 @@ import torch
 
 import support
 from support import common
+from tools import asm
 
 ex = support.load("02_matmul_tiled")
 
@@ -121,16 +122,11 @@ def test_persistent_tile_rule():
     (512, 4096, 4, dict(BLOCK_N=128, BLOCK_K=32, STORE_HALVES=False, num_stages=4)),
 ])  # fmt: skip
 def test_persistent_heuristics(m, n, element_size, expected):
-    # What @triton.heuristics sets at a launch, each rule seeing those before it, as Triton does.
-    args = dict(
-        M=m,
-        N=n,
-        PROGRAMS=132,
-        a_ptr=torch.empty(0, dtype={2: torch.float16, 4: torch.float32}[element_size]),
-    )
-    for name, rule in ex.matmul_persistent_kernel.values.items():
-        args[name] = rule(args)
-    assert {name: args[name] for name in expected} == expected
+    # What @triton.heuristics sets at a launch, as tools/asm.py evaluates it for --asm.
+    a = torch.empty(0, dtype={2: torch.float16, 4: torch.float32}[element_size])
+    named = dict(M=m, N=n, PROGRAMS=132, a_ptr=a)
+    values = asm.with_heuristics(ex.matmul_persistent_kernel, (), named)
+    assert {name: values[name] for name in expected} == expected
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

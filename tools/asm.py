@@ -62,8 +62,12 @@ def compile_for_sm_90(kernel, args, kwargs):
     return triton.compile(source, target=SM_90, options=options), config
 
 
-def with_heuristics(kernel, args, kwargs):  # kwargs and what kernel's @triton.heuristics set
-    for name, rule in getattr(kernel, "values", {}).items():
+def with_heuristics(kernel, args, kwargs):
+    """kwargs and what kernel's @triton.heuristics set, in order, each rule seeing those before it,
+    as a launch does; a kernel without heuristics: kwargs."""
+    if not isinstance(kernel, triton.runtime.Heuristics):
+        return kwargs
+    for name, rule in kernel.values.items():
         kwargs = kwargs | {name: rule(dict(zip(kernel.arg_names, args)) | kwargs)}
     return kwargs
 

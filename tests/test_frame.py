@@ -272,3 +272,29 @@ def test_training_step_on_the_lessons_ops_tracks_pytorch(monkeypatch):
     # float32 runs under TF32 on a GPU (10-bit mantissas), and bfloat16 rounds every op
     assert rows[0]["loss_gap"] < 5e-3 and rows[1]["loss_gap"] < 0.02
     assert all(row["ours_ms"] > 0 and row["torch_ms"] > 0 for row in rows)
+    gpu_times = [row[name] for row in rows for name in ("ours_gpu_ms", "torch_gpu_ms")]
+    if common.INTERPRETED:  # no CUDA: torch.profiler has no kernels to time
+        assert gpu_times == [None] * 4
+    else:
+        assert all(t > 0 for t in gpu_times)
+
+
+def test_training_step_models_take_turns():
+    """train() times the two step functions window by window, alternating which goes first, and
+    hands each its own losses in step order."""
+    calls = []
+
+    def stepper(name):
+        def step(x, target):
+            calls.append((name, int(x)))
+            return torch.tensor(float(x))
+
+        return step
+
+    data = [(torch.tensor(i), None) for i in range(4)]
+    count = 3 * train_step.WINDOW
+    (ours, _), (theirs, _) = train_step.train(stepper("a"), stepper("b"), data, count)
+    timed = calls[2 * train_step.WARMUP :]
+    windows = [timed[i][0] for i in range(0, len(timed), train_step.WINDOW)]
+    assert windows == ["a", "b", "b", "a", "a", "b"]
+    assert ours == theirs == [float(i % 4) for i in range(count)]

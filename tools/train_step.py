@@ -1,10 +1,14 @@
 """`make bench`'s training-step table: one MLP block with an attention-pooling head, trained on the
 lessons' ops (02's `matmul` with its fused bias and GELU, 04's `weighted_sum`) and on PyTorch's
-(`torch.addmm` then `gelu`, `y @ score`)
-from the same weights and batches. A step is the forward, the loss, the backward and an AdamW
-step; its time is the wall time of WINDOW steps in a row over WINDOW, the least of STEPS / WINDOW
-such windows after warm-up (so the host's Python counts where the GPU waits for it; the least, as
-timeit does, since other work on the host only ever adds time), eager or under torch.compile."""
+(`torch.addmm` then `gelu`, `y @ score`) from the same weights and batches. A step is the forward,
+the loss, the backward and an AdamW step, eager or under torch.compile. Two times a step:
+- wall: WINDOW steps in a row over WINDOW, the least of STEPS / WINDOW such windows (the least, as
+  timeit does: other work on the host only adds time). The two models take turns, a window each,
+  so that both meet the same host: where the GPU waits for the host's Python, that host's speed,
+  which varied by up to 2 times between processes on the lent machines (results/NOTES.md 66, 83),
+  sets the time;
+- GPU: the step's kernels' durations, summed, as torch.profiler records them over PROFILED steps:
+  what the step costs once the host keeps ahead (as under CUDA graphs), steady between runs."""
 
 import copy
 import time
@@ -15,6 +19,7 @@ import common
 from tools import REPO_ROOT, float32_matmul_precision, load_example
 
 SEQ, STEPS, WINDOW, WARMUP = 512, 40, 5, 5  # tokens a sequence; timed steps, in windows; untimed
+PROFILED = 5  # steps whose kernels torch.profiler times
 LR = 1e-4  # AdamW's rate: at 1e-3 the two models' losses drifted apart (results/NOTES.md 61)
 # (d, hidden, tokens, dtype, torch.compile mode or None for eager); float32 runs under TF32.
 CASES = [(768, 3072, 8192, "bfloat16", mode) for mode in (None, "default", "reduce-overhead")]
@@ -75,10 +80,8 @@ def batches(d, tokens, dtype, count=4, seed=0):  # (x, target) pairs, the same o
     ]
 
 
-def train(model, data, steps, mode=None):
-    """(losses, ms per step) of `steps` AdamW steps on the batches in turn, after WARMUP more."""
-    if mode:
-        torch.compiler.reset()  # a fresh compile: dynamo keeps only a few per function
+def trainer(model, mode=None):
+    """step(x, target) -> loss: one AdamW step of `model`, eager or compiled in `mode`."""
     forward = model if mode is None else torch.compile(model, mode=mode)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR, foreach=True)
 
@@ -89,16 +92,38 @@ def train(model, data, steps, mode=None):
         optimizer.step()
         return loss.detach()
 
-    for i in range(WARMUP):
-        step(*data[i % len(data)])
-    losses, windows = [], []
-    for first in range(0, steps, WINDOW):
+    return step
+
+
+def train(ours, theirs, data, count):
+    """(losses, least ms a step) of each step function: `count` steps after WARMUP more, timed in
+    windows of WINDOW steps; the two take turns, a window each, and go first in turn."""
+    steps, losses, windows = (ours, theirs), ([], []), ([], [])
+    for step in steps:
+        for i in range(WARMUP):
+            step(*data[i % len(data)])
+    for first in range(0, count, WINDOW):
+        window = range(first, min(first + WINDOW, count))
+        for s in (0, 1) if first // WINDOW % 2 == 0 else (1, 0):
+            synchronize()
+            start = time.perf_counter()
+            losses[s].extend(steps[s](*data[i % len(data)]) for i in window)
+            synchronize()
+            windows[s].append((time.perf_counter() - start) / len(window) * 1e3)
+    return [([loss.item() for loss in ls], min(ws)) for ls, ws in zip(losses, windows)]
+
+
+def gpu_ms(step, data):
+    """The GPU time of a step in ms: its kernels' durations (copies included), as torch.profiler
+    records them over PROFILED steps, summed, per step; None without CUDA."""
+    if common.INTERPRETED:
+        return None
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
+        for i in range(PROFILED):
+            step(*data[i % len(data)])
         synchronize()
-        start = time.perf_counter()
-        losses += [step(*data[i % len(data)]) for i in range(first, min(first + WINDOW, steps))]
-        synchronize()
-        windows.append((time.perf_counter() - start) / (len(losses) - first) * 1e3)
-    return [loss.item() for loss in losses], min(windows)
+    on_gpu = [e for e in profile.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return sum(e.time_range.elapsed_us() for e in on_gpu) / PROFILED / 1e3
 
 
 def synchronize():
@@ -107,21 +132,25 @@ def synchronize():
 
 
 def measure(cases=CASES, steps=STEPS):
-    """A row per case: ms per step of both models, torch's over ours, and the largest gap between
-    their losses, step by step, over PyTorch's first loss (both start from the same weights and
-    see the same batches; the loss falls as the model learns the few batches by heart)."""
+    """A row per case: ms per step of both models, wall and GPU, torch's over ours, and the
+    largest gap between their losses, step by step, over PyTorch's first loss (both start from the
+    same weights and see the same batches; the loss falls as the model learns the batches)."""
     rows = []
     for d, hidden, tokens, dtype_name, mode in cases:
         dtype = getattr(torch, dtype_name)
         precision = "high" if dtype == torch.float32 else None  # float32: TF32 on both sides
         with float32_matmul_precision(precision):
-            ours, theirs = models(d, hidden, dtype)
+            if mode:
+                torch.compiler.reset()  # fresh compiles: dynamo keeps only a few per function
             data = batches(d, tokens, dtype)
-            our_losses, our_ms = train(ours, data, steps, mode)
-            torch_losses, torch_ms = train(theirs, data, steps, mode)
+            ours, theirs = (trainer(model, mode) for model in models(d, hidden, dtype))
+            (our_losses, our_ms), (torch_losses, torch_ms) = train(ours, theirs, data, steps)
+            our_gpu, torch_gpu = gpu_ms(ours, data), gpu_ms(theirs, data)
         gap = max(abs(a - b) for a, b in zip(our_losses, torch_losses)) / torch_losses[0]
         rows.append(
             dict(model=f"{d}-{hidden}", tokens=tokens, dtype=dtype_name, mode=mode or "eager",
-                 torch_ms=torch_ms, ours_ms=our_ms, x_torch=torch_ms / our_ms, loss_gap=gap)
+                 torch_ms=torch_ms, ours_ms=our_ms, x_torch=torch_ms / our_ms,
+                 torch_gpu_ms=torch_gpu, ours_gpu_ms=our_gpu,
+                 x_torch_gpu=torch_gpu / our_gpu if our_gpu else None, loss_gap=gap)
         )  # fmt: skip
     return rows

@@ -264,7 +264,7 @@ def test_layouts_table_runs_every_layout_and_summarizes(monkeypatch):
 def test_training_step_on_the_lessons_ops_tracks_pytorch(monkeypatch):
     monkeypatch.setattr(train_step, "SEQ", 16)  # 4 sequences of 16 tokens
     cases = [(16, 32, 64, "float32", None), (16, 32, 64, "bfloat16", None)]
-    rows = train_step.measure(cases=cases, steps=3)
+    rows = train_step.measure(cases=cases, steps=train_step.WINDOW + 1)  # two turns each
     assert [(row["dtype"], row["mode"]) for row in rows] == [
         ("float32", "eager"),
         ("bfloat16", "eager"),
@@ -292,9 +292,12 @@ def test_training_step_models_take_turns():
         return step
 
     data = [(torch.tensor(i), None) for i in range(4)]
-    count = 3 * train_step.WINDOW
-    (ours, _), (theirs, _) = train_step.train(stepper("a"), stepper("b"), data, count)
+    window, count = train_step.WINDOW, 3 * train_step.WINDOW
+    (ours, our_ms), (theirs, their_ms) = train_step.train(stepper("a"), stepper("b"), data, count)
     timed = calls[2 * train_step.WARMUP :]
-    windows = [timed[i][0] for i in range(0, len(timed), train_step.WINDOW)]
-    assert windows == ["a", "b", "b", "a", "a", "b"]
+    windows = [timed[i : i + window] for i in range(0, len(timed), window)]
+    assert [{name for name, _ in w} for w in windows] == [{"a"}, {"b"}, {"b"}, {"a"}, {"a"}, {"b"}]
+    batches = [[i % 4 for i in range(first, first + window)] for first in range(0, count, window)]
+    assert [[i for _, i in w] for w in windows] == [b for b in batches for _ in "ab"]  # both alike
     assert ours == theirs == [float(i % 4) for i in range(count)]
+    assert our_ms > 0 and their_ms > 0

@@ -8,7 +8,7 @@ the loss, the backward and an AdamW step, eager or under torch.compile. Two time
   which varied by up to 2 times between processes on the lent machines (results/NOTES.md 66, 83),
   sets the time;
 - GPU: the step's kernels' durations, summed, as torch.profiler records them over PROFILED steps:
-  what the step costs once the host keeps ahead (as under CUDA graphs), steady between runs."""
+  the step with no gaps between kernels (one stream: none overlap), steady between runs."""
 
 import copy
 import time

@@ -241,20 +241,20 @@ def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
 # ## Part 2, after a first read (Part 1, above, is a complete matmul): cuBLAS's speed
 # The pointer kernel computes a tile of addresses and masks every K step. A tensor descriptor,
 # tl.make_tensor_descriptor(base, shape, strides, block shape), describes the matrix once, and
-# desc.load([row, col]) reads the tile that starts there, 0 past the edge: no masks. On an H100 a
-# load is one TMA copy (the Tensor Memory Accelerator fills shared memory while the threads
-# compute). The rules: base 16-byte aligned, last stride 1, other strides multiples of 16 bytes.
-# When one was broken, an H200 returned wrong numbers with no error: persistent_problem checks them.
-# With one program per C tile, an SM idles between programs: while a tile is stored, and until the
-# next program's first loads arrive. A persistent kernel launches one program per SM; program p
-# walks tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in grouped order. tl.range is range with hints
-# for the compiler: flatten=True merges the tile loop and the K loop, so the next tile's loads are
-# in flight while this tile ends and is stored.
+# desc.load([row, col]) reads the tile that starts there, 0 past the edge (desc.store drops what
+# lies past it): no masks. On an H100 a load is one TMA copy (the Tensor Memory Accelerator fills
+# shared memory while the threads compute). The rules: base 16-byte aligned, last stride 1, other
+# strides multiples of 16 bytes. When one was broken, an H200 returned wrong numbers with no error:
+# persistent_problem (below) checks them. With one program per C tile, an SM idles between programs:
+# while a tile is stored, and until the next program's first loads arrive. A persistent kernel
+# launches PROGRAMS = one program per SM; program p walks tiles p, p + PROGRAMS, ... in grouped
+# order. tl.range is range with hints for the compiler: flatten=True merges the tile loop and the K
+# loop, so the next tile's loads are in flight while this tile ends and is stored.
 @triton.jit
 def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
     """Stores tile at [row, col], whole or in halves (HALVES): a 128 x 256 float32 tile outgrows the
     shared memory left for the store; 128 x 128 tiles fit, but ran 10% slower in TF32 (NOTES 73)."""
-    if HALVES:  # tl.split takes apart a last dim of 2: reshape to (rows, 2, half), move the 2 last
+    if HALVES:  # tl.split splits a last dim of size 2: view as (rows, 2, half), make the 2 last
         half: tl.constexpr = tile.shape[1] // 2
         left, right = tl.split(tl.permute(tl.reshape(tile, (tile.shape[0], 2, half)), (0, 2, 1)))
         desc.store([row, col], left.to(desc.dtype))
@@ -275,8 +275,8 @@ def wide_tiles(m, n, programs):
 
 # wide_tiles' rule picks the tile (timing configs picked worse tiles after other GPU work: NOTES
 # item 56). @triton.heuristics({name: f}) sets name = f(args) at each launch, args the arguments
-# by name (those set above included; num_stages, num_warps: launch options). A new fact about an
-# int, such as "divisible by 16", compiles a new version (Triton "specializes"): not for sizes.
+# by name (earlier entries' values included; num_stages, num_warps: launch options). A new fact
+# about an int ("divisible by 16") compiles a new version: do_not_specialize lists ints that don't.
 @triton.heuristics({
     "BLOCK_N": lambda args: 256 if wide_tiles(args["M"], args["N"], args["PROGRAMS"]) else 128,
     "BLOCK_K": lambda args: 128 // args["a_ptr"].element_size(),  # a K step: 128 bytes of a row
@@ -307,9 +307,9 @@ def matmul_persistent_kernel(
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     if pre_ptr is not None:  # P has C's strides
         pre_desc = tl.make_tensor_descriptor(pre_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # store_tile walks the same tiles as `tile`, one stride behind: with flatten=True the next
-    # tile's loads are issued before this store, and a store that used `tile` would make them wait.
-    store_tile = tl.program_id(0) - PROGRAMS  # += PROGRAMS before each store: then equal to tile
+    # store_tile equals `tile` at each store, but is a counter of its own: with flatten=True the
+    # next tile's loads are issued before this store, and a store that used `tile` would wait.
+    store_tile = tl.program_id(0) - PROGRAMS  # starts a stride behind; += PROGRAMS at each store
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
@@ -349,7 +349,7 @@ def persistent_problem(a, b, c):
     """Why descriptors cannot take c = a @ b, or None: C row-major, A and B may be .T views."""
     if a.dtype == torch.float64:  # matmul runs float64 on the pointer kernel
         return "matmul_persistent: takes 16-bit and float32 only; matmul_pointer takes float64"
-    tf32 = input_precision(a.dtype) == "tf32"  # (TF32 copies A and B where K is not contiguous)
+    tf32 = input_precision(a.dtype) == "tf32"  # (TF32 copies what a descriptor cannot take)
     for name, t in ([] if tf32 else [("a", a), ("b", b)]) + [("the output", c)]:
         if reason := common.descriptor_problem(t.T if transposed(t) and t is not c else t):
             where = f"{name} {tuple(t.shape)} strides {t.stride()}"
@@ -358,7 +358,7 @@ def persistent_problem(a, b, c):
 
 # ## Transposed operands
 # Autograd hands matmul .T views (dA = dC @ B^T, dB = A^T @ dC), whose last stride is not 1. So the
-# kernel describes X = A^T, which has it, and takes each tile's .T (A_TRANSPOSED, B_TRANSPOSED):
+# kernel describes A^T, which has it, and takes each tile's .T (A_TRANSPOSED, B_TRANSPOSED):
 # 16-bit tensor cores read a tile in either order. TF32 ones need K contiguous in shared memory,
 # and rearranging each tile cost more than one copy first by transpose_kernel (NOTES item 60).
 def transposed(t):  # whether t is a transposed view (columns contiguous, rows not): read t.T
@@ -376,7 +376,7 @@ def transpose_kernel(
     cs = (tl.program_id(0) % tiles_c) * BLOCK + tl.arange(0, BLOCK)
     x_ptrs = x_ptr + rs.to(tl.int64)[:, None] * stride_xr + cs.to(tl.int64)[None, :] * stride_xc
     tile = tl.load(x_ptrs, mask=(rs[:, None] < rows) & (cs[None, :] < cols))
-    # tl.trans moves the tile between threads, so that loads and stores both run along rows.
+    # tl.trans moves the tile between threads: a row-major X is read, and X^T written, by rows.
     xt_ptrs = xt_ptr + cs.to(tl.int64)[:, None] * stride_xt + rs[None, :]
     tl.store(xt_ptrs, tl.trans(tile), mask=(cs[:, None] < cols) & (rs[None, :] < rows))
 

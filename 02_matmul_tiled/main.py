@@ -254,7 +254,7 @@ def launch_pointer(a, b, c, bias=None, pre=None, activation=None):
 def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
     """Stores tile at [row, col], whole or in halves (HALVES): a 128 x 256 float32 tile outgrows the
     shared memory left for the store; 128 x 128 tiles fit, but ran 10% slower in TF32 (NOTES 73)."""
-    if HALVES:  # tl.split splits a last dim of size 2: view as (rows, 2, half), make the 2 last
+    if HALVES:  # no tile[:, :half] in Triton: reshape to (rows, 2, half), move the 2 last, split
         half: tl.constexpr = tile.shape[1] // 2
         left, right = tl.split(tl.permute(tl.reshape(tile, (tile.shape[0], 2, half)), (0, 2, 1)))
         desc.store([row, col], left.to(desc.dtype))
@@ -275,7 +275,7 @@ def wide_tiles(m, n, programs):
 
 # wide_tiles' rule picks the tile (timing configs picked worse tiles after other GPU work: NOTES
 # item 56). @triton.heuristics({name: f}) sets name = f(args) at each launch, args the arguments
-# by name (earlier entries' values included; num_stages, num_warps: launch options). A new fact
+# by name (later entries see earlier ones' values; num_stages, num_warps may be set too). A new fact
 # about an int ("divisible by 16") compiles a new version: do_not_specialize lists ints that don't.
 @triton.heuristics({
     "BLOCK_N": lambda args: 256 if wide_tiles(args["M"], args["N"], args["PROGRAMS"]) else 128,
@@ -307,8 +307,8 @@ def matmul_persistent_kernel(
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     if pre_ptr is not None:  # P has C's strides
         pre_desc = tl.make_tensor_descriptor(pre_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # store_tile equals `tile` at each store, but is a counter of its own: with flatten=True the
-    # next tile's loads are issued before this store, and a store that used `tile` would wait.
+    # store_tile equals `tile` at each store but is a counter of its own, as in Triton's tutorial
+    # 09 (there: the pipeliner mishandled one value used by the next tile's loads and this store).
     store_tile = tl.program_id(0) - PROGRAMS  # starts a stride behind; += PROGRAMS at each store
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
@@ -358,9 +358,9 @@ def persistent_problem(a, b, c):
 
 # ## Transposed operands
 # Autograd hands matmul .T views (dA = dC @ B^T, dB = A^T @ dC), whose last stride is not 1. So the
-# kernel describes A^T, which has it, and takes each tile's .T (A_TRANSPOSED, B_TRANSPOSED):
-# 16-bit tensor cores read a tile in either order. TF32 ones need K contiguous in shared memory,
-# and rearranging each tile cost more than one copy first by transpose_kernel (NOTES item 60).
+# kernel describes A^T (last stride 1) and takes each tile's .T (A_TRANSPOSED, B_TRANSPOSED): 16-bit
+# tensor cores read a tile in either order. TF32 ones need K contiguous: transpose_kernel copies a
+# .T A and a row-major B (to B^T) first, cheaper than rearranging each tile (NOTES item 60).
 def transposed(t):  # whether t is a transposed view (columns contiguous, rows not): read t.T
     return t.stride(-1) != 1 and t.stride(0) == 1
 

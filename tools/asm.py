@@ -113,7 +113,7 @@ def probes_02(lesson, device):
         (r"cp\.async\.wait_group", "waiting for the copy of the K step about to be multiplied"),
     ]
     tiles = lambda meta: (triton.cdiv(512, meta["BLOCK_M"]) * triton.cdiv(512, meta["BLOCK_N"]),)  # noqa: E731
-    persistent = dict(PROGRAMS=132, A_TRANSPOSED=False, B_TRANSPOSED=True, num_warps=8, **epilogue)
+    persistent = dict(PROGRAMS=132, A_TRANSPOSED=False, B_TRANSPOSED=True, **epilogue)
     persistent_args = (a, w, c, None, None, 512, 512, 512, 512, 512, 512)
     persistent_looks = [
         (r"cp\.async\.bulk\.tensor\.\dd\.shared", "desc.load: one TMA copy loads a whole tile"),

@@ -98,8 +98,8 @@ def trainer(model, mode=None):
 def train(ours, theirs, data, count):
     """(losses, least ms a step) of each step function: `count` steps after WARMUP more, timed in
     windows of WINDOW steps; the two take turns, a window each, and go first in turn."""
-    steps, losses, windows = (ours, theirs), ([], []), ([], [])
-    for step in steps:
+    functions, losses, windows = (ours, theirs), ([], []), ([], [])
+    for step in functions:
         for i in range(WARMUP):
             step(*data[i % len(data)])
     for first in range(0, count, WINDOW):
@@ -107,7 +107,7 @@ def train(ours, theirs, data, count):
         for s in (0, 1) if first // WINDOW % 2 == 0 else (1, 0):
             synchronize()
             start = time.perf_counter()
-            losses[s].extend(steps[s](*data[i % len(data)]) for i in window)
+            losses[s].extend(functions[s](*data[i % len(data)]) for i in window)
             synchronize()
             windows[s].append((time.perf_counter() - start) / len(window) * 1e3)
     return [([loss.item() for loss in ls], min(ws)) for ls, ws in zip(losses, windows)]

@@ -112,7 +112,6 @@ def probes_02(lesson, device):
         ),
         (r"cp\.async\.wait_group", "waiting for the copy of the K step about to be multiplied"),
     ]
-    tiles = lambda meta: (triton.cdiv(512, meta["BLOCK_M"]) * triton.cdiv(512, meta["BLOCK_N"]),)  # noqa: E731
     persistent = dict(PROGRAMS=132, A_TRANSPOSED=False, B_TRANSPOSED=True, **epilogue)
     persistent_args = (a, w, c, None, None, 512, 512, 512, 512, 512, 512)
     persistent_looks = [
@@ -124,8 +123,8 @@ def probes_02(lesson, device):
         ),
     ]
     return [
-        Probe("matmul_pointer_kernel, float16", lesson.matmul_pointer_kernel, tiles, args,
-              epilogue, pointer_looks),
+        Probe("matmul_pointer_kernel, float16", lesson.matmul_pointer_kernel,
+              lesson.tile_grid(512, 512), args, epilogue, pointer_looks),
         Probe("matmul_persistent_kernel, float16, B = W.T", lesson.matmul_persistent_kernel,
               (132,), persistent_args, persistent, persistent_looks),
     ]  # fmt: skip

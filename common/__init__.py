@@ -93,17 +93,23 @@ def capture_graph(fn, setup=lambda: None):
     return graph
 
 
-def print_table(rows, columns):  # rows: dicts; floats to 4 significant digits, None as a dash
+def print_table(rows, columns):
+    """rows (dicts) under columns: floats to 4 significant digits, None as a dash. Interpreted,
+    the timing columns say "CPU", since the interpreter's time is the CPU's."""
     cells = [
         ["-" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v) for v in row]
         for row in ([row.get(col) for col in columns] for row in rows)
     ]
-    widths = [max(len(col), *(len(r[i]) for r in cells)) for i, col in enumerate(columns)]
-    for line in [columns, ["-" * w for w in widths], *cells]:
+    heads = [col.replace("GPU", "CPU") if INTERPRETED else col for col in columns]
+    widths = [max(len(head), *(len(r[i]) for r in cells)) for i, head in enumerate(heads)]
+    for line in [heads, ["-" * w for w in widths], *cells]:
         print("  ".join(c.ljust(w) for c, w in zip(line, widths)))
-    if columns == TIMING_COLUMNS:  # what the timing columns measure
-        print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed (interpreted: CPU")
-        print("time); host us: a call's CPU time; x torch: PyTorch's time over ours.")
+    if columns == TIMING_COLUMNS and INTERPRETED:
+        print("\nCPU ms: the interpreter's wall time of a call, which says nothing of a GPU's")
+        print("speed; x torch: PyTorch's time over ours. On a GPU this table times the kernels.")
+    elif columns == TIMING_COLUMNS:  # what the timing columns measure
+        print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed; host us: a call's")
+        print("CPU time; x torch: PyTorch's time over ours.")
 
 
 def assert_close(actual, expected, magnitude, reduction_length, what, product_roundoff=0.0):

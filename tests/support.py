@@ -33,6 +33,13 @@ def load(folder):
     return keep_two_configs(load_example(REPO_ROOT / folder / "main.py"))
 
 
+def load_op(folder):
+    """The op.py beside the lesson in `folder`, after support.load has loaded the lesson (so
+    that the op launches the lesson's kernels with the tests' configs)."""
+    load(folder)
+    return load_example(REPO_ROOT / folder / "op.py")
+
+
 def keep_two_configs(module):
     """module, each autotuned kernel among its names left with its first config and its smallest
     tile (see load)."""

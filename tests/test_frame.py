@@ -1,5 +1,9 @@
 """What every lesson promises (CONTRIBUTING.md), and the shared helpers in common/."""
 
+import os
+import subprocess
+import sys
+import textwrap
 import types
 
 import pytest
@@ -32,11 +36,24 @@ ENTRIES = {
 }
 
 
+# The folders whose op has moved out of the lesson into op.py beside it (issue 41).
+SPLIT = [f for f in EXAMPLES if (support.REPO_ROOT / f / "op.py").exists()]
+
+
+def entry_module(folder):  # where the entry function lives: op.py, or main.py before the split
+    return support.load_op(folder) if folder in SPLIT else support.load(folder)
+
+
+def test_the_split_has_begun():
+    assert "01_matmul_elementwise" in SPLIT
+
+
 @pytest.mark.parametrize("folder", EXAMPLES)
 def test_public_surface(folder):
     example = support.load(folder)
-    for name in ("VARIANTS", "reference", "check", "benchmark", "SWEEP", "main", ENTRIES[folder]):
+    for name in ("VARIANTS", "reference", "check", "benchmark", "SWEEP", "main"):
         assert hasattr(example, name), f"{folder}/main.py has no {name}"
+    assert hasattr(entry_module(folder), ENTRIES[folder]), f"{folder} has no {ENTRIES[folder]}"
     assert example.VARIANTS and all(callable(fn) for fn in example.VARIANTS.values())
     assert not set(example.VARIANTS) & set(getattr(example, "UNAVAILABLE", {}))
     assert example.SWEEP and all(isinstance(case, dict) for case in example.SWEEP)
@@ -44,10 +61,70 @@ def test_public_surface(folder):
 
 @pytest.mark.parametrize("folder", EXAMPLES)
 def test_entry_is_a_registered_op(folder):
-    support.load(folder)
+    entry_module(folder)
     assert hasattr(torch.ops.triton_lessons, ENTRIES[folder]), (
         f"torch.ops.triton_lessons.{ENTRIES[folder]} is missing"
     )
+
+
+def test_readme_snippet_loads_an_op_from_a_script_elsewhere(tmp_path):
+    """The README's snippet, run as a user's script in another directory that has modules of its
+    own named common and tools: the op works, and the user's modules stay the user's."""
+    readme = (support.REPO_ROOT / "README.md").read_text()
+    snippet = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "/path/to/this/repository/" in snippet
+    snippet = snippet.replace("/path/to/this/repository", str(support.REPO_ROOT))
+    (tmp_path / "common.py").write_text("MINE = 'common'\n")
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "__init__.py").write_text("MINE = 'tools'\n")
+    check = f"""
+        import sys
+        import torch
+        a = torch.randn(3, 4, device=op.common.DEVICE, requires_grad=True)
+        b = torch.randn(4, 2, device=op.common.DEVICE)
+        c = op.matmul_elementwise(a, b)
+        torch.testing.assert_close(c, a @ b)
+        c.sum().backward()
+        torch.testing.assert_close(a.grad, torch.ones_like(c) @ b.T)
+        torch.testing.assert_close(torch.ops.triton_lessons.matmul_elementwise(a, b), a @ b)
+        import common as common_now, tools as tools_now
+        assert common_now is common and common.MINE == "common" and tools_now.MINE == "tools"
+        assert {str(support.REPO_ROOT)!r} not in sys.path
+        print("the snippet works")
+    """
+    script = "import common, tools\n" + snippet + textwrap.dedent(check)
+    (tmp_path / "user.py").write_text(script)
+    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "user.py"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "the snippet works" in done.stdout
+
+
+# Each lesson's line budget (CONTRIBUTING.md).
+BUDGETS = {
+    "01_matmul_elementwise": 300,
+    "02_matmul_tiled": 600,
+    "03_blocked_sum": 400,
+    "04_weighted_sum": 500,
+}
+OP_MACHINERY = ["custom_op", "triton_op", "register_", "def validate", "out=", "kernel_out"]
+
+
+@pytest.mark.parametrize("folder", SPLIT)
+def test_a_split_lesson_reads_as_a_lesson(folder):
+    lines = (support.REPO_ROOT / folder / "main.py").read_text().splitlines()
+    assert len(lines) <= BUDGETS[folder]
+    widths = sorted(len(line) for line in lines if line.strip())
+    assert widths[len(widths) // 2] <= 60, "median line over 60 characters"
+    assert widths[-1] <= 100
+    text = "\n".join(lines)
+    assert not [word for word in OP_MACHINERY if word in text], "op machinery in the lesson"
+    start = next(i for i, line in enumerate(lines) if line.startswith("def check("))
+    after = next(i for i in range(start + 1, len(lines)) if lines[i][:1] not in ("", " ", ")"))
+    last = max(i for i in range(start, after) if lines[i].strip())  # check()'s last line
+    assert last + 1 <= 120, f"check() ends at line {last + 1}, after line 120"
 
 
 @pytest.mark.parametrize("folder", [f for f in EXAMPLES if VARIANT_STYLES[f]])
@@ -132,6 +209,17 @@ def test_print_table_aligns_columns(capsys):
     )
     b_column = lines[0].index("b")
     assert lines[2][b_column] == "-" and lines[3][b_column] == "2"
+
+
+@pytest.mark.parametrize("interpreted", [False, True])
+def test_timing_table_names_what_it_timed(interpreted, capsys, monkeypatch):
+    monkeypatch.setattr(common, "INTERPRETED", interpreted)
+    row = common.timing_row("c", "v", (1.0, None), (2.0, None), 1.0, "TFLOP/s")
+    common.print_table([row], common.TIMING_COLUMNS)
+    header, *_, note = capsys.readouterr().out.splitlines()
+    shown, hidden = ("CPU ms", "GPU ms") if interpreted else ("GPU ms", "CPU ms")
+    assert shown in header and hidden not in header
+    assert ("on a gpu this table times" in note.lower()) == interpreted
 
 
 def test_kernel_out_names_what_is_wrong_with_out():

@@ -12,10 +12,13 @@ import torch
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def load_example(path):  # a lesson's main.py, imported once, as the module example_<folder>
-    name = "example_" + Path(path).resolve().parent.name
+def load_example(path):
+    """A lesson's main.py or op.py, imported once, as the module example_<folder> or
+    op_<folder> (op.py loads its lesson by the same name)."""
+    path = Path(path).resolve()
+    name = ("example_" if path.stem == "main" else path.stem + "_") + path.parent.name
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(path).resolve())
+        spec = importlib.util.spec_from_file_location(name, path)
         sys.modules[name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(sys.modules[name])
     return sys.modules[name]

@@ -290,7 +290,9 @@ def draw(lesson, path):
     figure = Figure(figsize=(12, 5), layout="constrained")
     drawing = DRAWINGS[Path(lesson.__file__).parent.name[:2]]
     drawing(lesson, figure)
-    figure.suptitle(f"{drawing.__doc__}\n({common.describe_run()})", fontsize=9)
+    # No versions or device in the title: the picture is the same wherever it is drawn, so
+    # `make pictures` leaves the tracked PNGs unchanged.
+    figure.suptitle(drawing.__doc__, fontsize=9)
     buffer = io.BytesIO()
     figure.savefig(buffer, dpi=90)
     # 64 colours are plenty for flat cells and text, and make the PNG a few times smaller.

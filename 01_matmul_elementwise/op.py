@@ -1,0 +1,134 @@
+"""matmul_elementwise: lesson 01's vector_k_kernel as an op a model can call.
+
+main.py beside this file teaches the kernels; this file makes one of them safe to call from a
+model, and adds nothing to what the kernel computes:
+- `matmul_elementwise(a, b, out=None)` checks its inputs (TypeError or ValueError naming what is
+  wrong), writes into `out=` (which may overlap a or b), and records gradients, second ones too;
+- `torch.ops.triton_lessons.matmul_elementwise(a, b)` is the same op registered with PyTorch
+  (`torch.library.custom_op`), so that `torch.compile(fullgraph=True)` keeps it whole.
+
+From a script anywhere, load this file by its path (the README shows how). Without a GPU, loading
+it sets TRITON_INTERPRET=1 for the process, so that Triton runs the kernels on the CPU.
+"""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+
+
+def load_lesson():
+    """main.py beside this file, as the module example_<folder> (the name the tests and
+    `make bench` load it by, so that all share one copy). The lesson imports the repository's
+    `common` and `tools`; the caller's sys.path and its own modules of those names are put back
+    afterwards, so that neither hides the other."""
+    name = "example_" + HERE.name
+    if name in sys.modules:
+        return sys.modules[name]
+    path, shared = list(sys.path), {n: sys.modules.get(n) for n in ("common", "tools")}
+    for module_name, module in shared.items():
+        where = Path(getattr(module, "__file__", None) or "/").resolve()
+        if module is not None and HERE.parent not in where.parents:
+            del sys.modules[module_name]  # the caller's: the lesson imports ours instead
+    try:
+        spec = importlib.util.spec_from_file_location(name, HERE / "main.py")
+        lesson = sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(lesson)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    finally:
+        sys.path[:] = path
+        for module_name, module in shared.items():
+            if module is None:
+                sys.modules.pop(module_name, None)
+            else:
+                sys.modules[module_name] = module
+    return lesson
+
+
+lesson = load_lesson()
+common = lesson.common  # the device, and the checks of out= that every op shares
+
+# The dtypes the entry takes: the lesson's, and float64, which vector_k_kernel sums in float64.
+DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def validate(a, b):
+    """Raise TypeError or ValueError naming what is wrong unless a @ b can run; return M, N, K."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        raise TypeError(f"a and b must be tensors, got {type(a).__name__} and {type(b).__name__}")
+    if a.dim() != 2 or b.dim() != 2:
+        raise ValueError(f"a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"a is {tuple(a.shape)} and b {tuple(b.shape)}: their K must match")
+    if a.dtype != b.dtype or a.dtype not in DTYPES:
+        names = [str(dtype).removeprefix("torch.") for dtype in DTYPES]
+        raise TypeError(f"a and b must share a dtype of {names}, got {a.dtype}, {b.dtype}")
+    if a.device != b.device or a.device.type != common.DEVICE.type:
+        raise ValueError(f"a and b must be on one {common.DEVICE} device: {a.device}, {b.device}")
+    if a.shape[0] * b.shape[1] >= 2**31:  # a grid holds at most 2^31 - 1 programs along axis 0
+        raise ValueError(f"{a.shape[0] * b.shape[1]:,} outputs: past the 2^31 - 1 of a grid")
+    return a.shape[0], b.shape[1], a.shape[1]
+
+
+def product(a, b, out=None):
+    """a @ b by the lesson's vector_k_kernel, into out or a new tensor; records no gradient."""
+    m, n, k = validate(a, b)
+    c = common.kernel_out(out, (m, n), a.dtype, a.device, (a, b))  # out, or a new tensor
+    strides = (*a.stride(), *b.stride(), *c.stride())
+    lesson.vector_k_kernel[(m * n,)](a, b, c, n, k, *strides, **lesson.VECTOR_K_LAUNCH)
+    return common.write_out(c, out)  # c, or out holding c (out may overlap a or b)
+
+
+def gradients(ctx, grad_c, matmul):
+    """dA = dC @ B.T and dB = A.T @ dC through `matmul`, each None where it is not needed. With
+    a differentiable `matmul`, a backward run with create_graph=True records second derivatives."""
+    a, b = ctx.saved_tensors
+    grad_a = matmul(grad_c, b.T) if ctx.needs_input_grad[0] else None
+    grad_b = matmul(a.T, grad_c) if ctx.needs_input_grad[1] else None
+    return grad_a, grad_b
+
+
+class MatmulElementwise(torch.autograd.Function):
+    """The lesson's Function, with a backward that is itself differentiable."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return product(a, b)
+
+    @staticmethod
+    def backward(ctx, grad_c):
+        return gradients(ctx, grad_c, matmul_elementwise)
+
+
+def matmul_elementwise(a, b, out=None):
+    """a @ b for a (M, K) and b (K, N) of one float dtype, any strides: differentiable, or
+    written into out (refused while an input requires grad, as PyTorch's out= is)."""
+    if torch.compiler.is_compiling():  # torch.compile traces the registered op, one node
+        return common.write_out(matmul_elementwise_op(a, b), out)
+    validate(a, b)
+    wants_grad = a.requires_grad or b.requires_grad
+    if out is None and wants_grad and torch.is_grad_enabled():
+        return MatmulElementwise.apply(a, b)
+    return product(a, b, out)
+
+
+# The registered op, torch.ops.triton_lessons.matmul_elementwise. custom_op keeps it one opaque
+# node under torch.compile (triton_op would trace the kernel, which fails under the interpreter).
+# register_fake gives the output's shape and dtype without running the kernel, and raises the
+# entry's errors; the op's backward calls the op again, so it has second derivatives too.
+@torch.library.custom_op("triton_lessons::matmul_elementwise", mutates_args=())
+def matmul_elementwise_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return product(a, b)
+
+
+matmul_elementwise_op.register_fake(lambda a, b: a.new_empty(validate(a, b)[:2]))
+matmul_elementwise_op.register_autograd(
+    lambda ctx, grad_c: gradients(ctx, grad_c, matmul_elementwise_op),
+    setup_context=lambda ctx, inputs, output: ctx.save_for_backward(*inputs),
+)

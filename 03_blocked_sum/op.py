@@ -1,0 +1,127 @@
+"""blocked_sum: lesson 03's column sums as an op a model can call.
+
+main.py beside this file teaches the kernels; this file makes them safe to call from a model, and
+adds nothing to what they compute:
+- `blocked_sum(x, out=None, style="pointer")` checks its inputs (TypeError or ValueError naming
+  what is wrong), writes into `out=` (which may overlap x), and records gradients, second ones
+  too; `style` picks one of the lesson's VARIANTS;
+- `torch.ops.triton_lessons.blocked_sum(x, style)` is the same op registered with PyTorch
+  (`torch.library.custom_op`), so that `torch.compile(fullgraph=True)` keeps it whole.
+
+From a script anywhere, load this file by its path (the README shows how, for lesson 01's op).
+Without a GPU, loading it sets TRITON_INTERPRET=1 for the process, so that Triton runs the kernels
+on the CPU.
+"""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+
+
+def load_lesson():
+    """main.py beside this file, as the module example_<folder> (the name the tests and
+    `make bench` load it by, so that all share one copy). The lesson imports the repository's
+    `common` and `tools`; the caller's sys.path and its own modules of those names are put back
+    afterwards, so that neither hides the other."""
+    name = "example_" + HERE.name
+    if name in sys.modules:
+        return sys.modules[name]
+    path, shared = list(sys.path), {n: sys.modules.get(n) for n in ("common", "tools")}
+    for module_name, module in shared.items():
+        where = Path(getattr(module, "__file__", None) or "/").resolve()
+        if module is not None and HERE.parent not in where.parents:
+            del sys.modules[module_name]  # the caller's: the lesson imports ours instead
+    try:
+        spec = importlib.util.spec_from_file_location(name, HERE / "main.py")
+        lesson = sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(lesson)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    finally:
+        sys.path[:] = path
+        for module_name, module in shared.items():
+            if module is None:
+                sys.modules.pop(module_name, None)
+            else:
+                sys.modules[module_name] = module
+    return lesson
+
+
+lesson = load_lesson()
+common = lesson.common  # the device, and the checks of out= that every op shares
+
+# The dtypes the entry takes: the lesson's, and float64, which its tuned kernels sum in float64.
+DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def validate(x, style="pointer"):
+    """N, or TypeError or ValueError naming the problem where blocked_sum cannot run."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in DTYPES:
+        names = ", ".join(str(dtype).removeprefix("torch.") for dtype in DTYPES)
+        raise TypeError(f"x is {x.dtype}; expected one of {names}")
+    if x.dim() != 2:
+        raise ValueError(f"x has shape {tuple(x.shape)}: expected a 2-D (M, N) matrix")
+    if x.device.type != common.DEVICE.type:
+        raise ValueError(f"x is on {x.device}: it must be on {common.DEVICE.type}")
+    if style not in lesson.VARIANTS:
+        why = lesson.UNAVAILABLE.get(style, f"not one of {list(lesson.VARIANTS)}")
+        raise ValueError(f"style {style!r}: {why}")
+    if x.dtype == torch.float64 and style == "one_d":  # its 1-D sum is float32, for comparison
+        raise TypeError("style 'one_d' sums in float32 only: use another style for float64")
+    return x.shape[1]  # N, the length of the output
+
+
+def column_sums(x, style):
+    """x.sum(0) by the lesson's variant `style`, for a validated x; records no gradient."""
+    if x.numel() == 0:  # a sum of no rows is 0; no launch, nothing for an autotuner to time
+        return x.new_zeros(x.shape[1])
+    return lesson.VARIANTS[style](x)
+
+
+class BlockedSum(torch.autograd.Function):
+    """The lesson's Function, with a style: grad_x = grad_out.expand(M, N), a view, recorded by
+    autograd like any torch op, so second derivatives work."""
+
+    @staticmethod
+    def forward(x, style):
+        return column_sums(x, style)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.x_shape = inputs[0].shape
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return grad_out.expand(ctx.x_shape), None
+
+
+def blocked_sum(x, out=None, style="pointer"):
+    """x.sum(0) for a 2-D float x of any strides, in x's dtype (16-bit x adds in float32):
+    differentiable and compilable, or written into out. `style` picks the lesson's variant."""
+    N = validate(x, style)
+    if torch.compiler.is_compiling():  # torch.compile records the op and never sees the launch
+        return common.write_out(blocked_sum_op(x, style), out)
+    if out is None and torch.is_grad_enabled() and x.requires_grad:
+        return BlockedSum.apply(x, style)
+    common.kernel_out(out, (N,), x.dtype, x.device, (x,))  # checks out as PyTorch's out= does
+    return common.write_out(column_sums(x, style), out)  # out, if given, with its version bumped
+
+
+# The registered op, torch.ops.triton_lessons.blocked_sum. custom_op keeps it one opaque node
+# under torch.compile (triton_op would trace the launch, which fails under the interpreter). Its
+# fake gives the output's shape without a kernel, and validates.
+@torch.library.custom_op("triton_lessons::blocked_sum", mutates_args=())
+def blocked_sum_op(x: torch.Tensor, style: str = "pointer") -> torch.Tensor:
+    validate(x, style)
+    return column_sums(x, style)
+
+
+blocked_sum_op.register_fake(lambda x, style="pointer": x.new_empty(validate(x, style)))
+blocked_sum_op.register_autograd(BlockedSum.backward, setup_context=BlockedSum.setup_context)

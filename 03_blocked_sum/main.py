@@ -41,9 +41,9 @@ from pathlib import Path
 
 import torch
 
-# common (the lessons' helper, at the repo's root): no GPU, Triton runs on the CPU.
+# common (the lessons' helper): with no GPU, it runs Triton on the CPU.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402  (before triton, which it configures)
+import common  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
@@ -51,12 +51,15 @@ import triton.language as tl  # noqa: E402
 # ## Part 1. The simplest kernel: one program per block of columns
 # @triton.jit makes a Python function a kernel, compiled for the GPU
 # at its first launch. A tensor argument arrives as a pointer to its
-# first element; tl.load reads there, tl.store writes.
+# first element; tl.load reads there, tl.store writes. acc is 2-D
+# because each thread holds a few elements of a block: adding blocks
+# keeps threads on their own elements, and only tl.sum, once after
+# the loop, makes them pass values around.
 @triton.jit
 def simple_column_sum_kernel(
     x_ptr, out_ptr,  # pointers to x[0, 0] and out[0]
     M, N, stride_m, stride_n,  # x's sizes and strides
-    BLOCK_M: tl.constexpr,  # rows a step, a power of 2
+    BLOCK_M: tl.constexpr,  # rows a step; tl.arange needs a power of 2
     BLOCK_N: tl.constexpr,  # columns a program, power of 2
 ):  # fmt: skip
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -66,12 +69,11 @@ def simple_column_sum_kernel(
     # `... if ... else ...` is settled once, while Triton compiles.
     x_dtype = x_ptr.dtype.element_ty
     acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
-    col_offsets = cols.to(tl.int64) * stride_n
+    col_offsets = cols.to(tl.int64) * stride_n  # int64: past 2^31, int32 wraps
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
     for i0 in range(0, M, BLOCK_M):  # a loop on the GPU
         rows = i0 + tl.arange(0, BLOCK_M)
-        # A (BLOCK_M, BLOCK_N) block of offsets, broadcast as in torch,
-        # in int64: row * stride_m can pass 2^31, where int32 wraps.
+        # A (BLOCK_M, BLOCK_N) block of offsets, broadcast as in torch.
         offsets = rows.to(tl.int64)[:, None] * stride_m + col_offsets[None, :]
         mask = (rows < M)[:, None] & col_mask[None, :]
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
@@ -109,12 +111,10 @@ def check(x, variants):
 
 
 # ## Why acc is 2-D: the 1-D way, for comparison
-# Each of a program's threads (num_warps x 32) holds a few elements
-# of each block. Adding two blocks elementwise keeps every thread on
-# its own elements. A sum across a block makes threads pass values
-# to each other (--asm shows the instructions), and they wait. The
-# simple kernel pays that once, after its loop; this one every
-# step. On an H200, x 16384 x 8192 float32: 0.36 ms against 0.77.
+# one_d_column_sum_kernel sums every tile inside its loop, so its
+# threads pass values around, and wait, at every step. (`--asm`
+# shows the simple kernel's: shfl, threads swapping values.) On an
+# H200, for x 16384 x 8192 float32: simple 0.36 ms, one_d 0.77 ms.
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,

@@ -14,7 +14,6 @@ on the CPU.
 """
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import torch
@@ -22,37 +21,12 @@ import torch
 HERE = Path(__file__).resolve().parent
 
 
-def load_lesson():
-    """main.py beside this file, as the module example_<folder> (the name the tests and
-    `make bench` load it by, so that all share one copy). The lesson imports the repository's
-    `common` and `tools`; the caller's sys.path and its own modules of those names are put back
-    afterwards, so that neither hides the other."""
-    name = "example_" + HERE.name
-    if name in sys.modules:
-        return sys.modules[name]
-    path, shared = list(sys.path), {n: sys.modules.get(n) for n in ("common", "tools")}
-    for module_name, module in shared.items():
-        where = Path(getattr(module, "__file__", None) or "/").resolve()
-        if module is not None and HERE.parent not in where.parents:
-            del sys.modules[module_name]  # the caller's: the lesson imports ours instead
-    try:
-        spec = importlib.util.spec_from_file_location(name, HERE / "main.py")
-        lesson = sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(lesson)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    finally:
-        sys.path[:] = path
-        for module_name, module in shared.items():
-            if module is None:
-                sys.modules.pop(module_name, None)
-            else:
-                sys.modules[module_name] = module
-    return lesson
-
-
-lesson = load_lesson()
+# lesson_loader.py, at the repository's root, loads main.py beside this file (it says how, and
+# why); it is loaded by its path, so that no module of the caller's can hide it.
+LOADER = HERE.parent / "lesson_loader.py"
+spec = importlib.util.spec_from_file_location("_triton_lessons_loader", LOADER)
+spec.loader.exec_module(loader := importlib.util.module_from_spec(spec))
+lesson = loader.load_lesson(HERE)
 common = lesson.common  # the device, and the checks of out= that every op shares
 
 # The dtypes the entry takes: the lesson's, and float64, which its tuned kernels sum in float64.

@@ -1,0 +1,42 @@
+"""How each op.py loads the lesson beside it, main.py, without disturbing its caller.
+
+A lesson imports this repository's `common` and `tools`. A script that uses an op may have
+modules of those names too, and its own sys.path: load_lesson puts both back afterwards, so
+that neither hides the other. op.py loads this file by its path, for the same reason.
+"""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+SHARED = ("common", "tools")  # the repository's modules that a lesson imports
+
+
+def load_lesson(folder):
+    """main.py in `folder`, as the module example_<folder> (the name the tests and `make bench`
+    load it by, so that all share one copy)."""
+    folder = Path(folder).resolve()
+    name = "example_" + folder.name
+    if name in sys.modules:
+        return sys.modules[name]
+    path, saved = list(sys.path), {n: sys.modules.get(n) for n in SHARED}
+    for module_name, module in saved.items():
+        where = Path(getattr(module, "__file__", None) or "/").resolve()
+        if module is not None and ROOT not in where.parents:
+            del sys.modules[module_name]  # the caller's: the lesson imports ours instead
+    try:
+        spec = importlib.util.spec_from_file_location(name, folder / "main.py")
+        lesson = sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(lesson)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    finally:
+        sys.path[:] = path
+        for module_name, module in saved.items():
+            if module is None:
+                sys.modules.pop(module_name, None)
+            else:
+                sys.modules[module_name] = module
+    return lesson

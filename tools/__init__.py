@@ -7,16 +7,19 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import lesson_loader
 import torch
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_example(path):
-    """A lesson's main.py or op.py, imported once, as the module example_<folder> or
-    op_<folder> (op.py loads its lesson by the same name)."""
+    """A lesson's main.py, by lesson_loader as op.py loads it (the module example_<folder>,
+    one copy for all), or an op.py, as the module op_<folder>; each imported once."""
     path = Path(path).resolve()
-    name = ("example_" if path.stem == "main" else path.stem + "_") + path.parent.name
+    if path.stem == "main":
+        return lesson_loader.load_lesson(path.parent)
+    name = "op_" + path.parent.name
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, path)
         sys.modules[name] = importlib.util.module_from_spec(spec)

@@ -1,5 +1,8 @@
-"""Tests for 04_weighted_sum: forward and backward of every variant, second derivatives, the
-registered op (opcheck, torch.compile), the entry's paths, determinism and bad input."""
+"""Tests for 04_weighted_sum: the lesson (main.py: forward and backward of every variant on every
+size, dtype and layout, the Function, determinism, main) and the op (op.py: out=, second
+derivatives, the registered ops with opcheck and torch.compile, the entry's paths, bad input)."""
+
+import contextlib
 
 import pytest
 import torch
@@ -7,10 +10,16 @@ import torch
 import support
 
 ws = support.load("04_weighted_sum")
+op = support.load_op("04_weighted_sum")
 common = support.common
 DEVICE = common.DEVICE
 LAYOUTS = ("contiguous", "transposed", "sliced")
-ENTRY_AND_VARIANTS = {"weighted_sum": ws.weighted_sum, **ws.VARIANTS}
+ENTRY_AND_VARIANTS = {"weighted_sum": op.weighted_sum, **ws.VARIANTS}
+# The entry with each style: the lesson's kernels, with second derivatives.
+ENTRY_STYLES = {
+    f"weighted_sum {style}": lambda x, w, style=style: op.weighted_sum(x, w, style=style)
+    for style in ws.KERNELS
+}
 
 
 def layout(rows, d, dtype=torch.float32, how="contiguous", batch=()):
@@ -79,7 +88,10 @@ def test_leading_dims(batch, how):
 
 @pytest.mark.parametrize("rows, d", [(0, 8), (0, 1), (4, 0)])
 def test_empty(rows, d):
-    assert ws.check(layout(rows, d), ws.VARIANTS) == list(ws.VARIANTS)
+    # The entry launches nothing for an empty x: no autotuner times an empty launch. The lesson's
+    # simple kernels launch no program for no rows, and sum no columns for D = 0.
+    variants = {**ENTRY_STYLES, "simple": ws.VARIANTS["simple"]}
+    assert ws.check(layout(rows, d), variants) == list(variants)
 
 
 @pytest.mark.parametrize("name", list(ws.VARIANTS))
@@ -91,23 +103,146 @@ def test_strided_weight(name):
     assert_matches_float64(y, torch.autograd.grad(y, (x, w), g), x, w, g, f"{name}, strided w")
 
 
-@pytest.mark.parametrize("programs, d", [(1, 1), (17, 33), (1000, 17), (1001, 1), (1500, 40)])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_sum_partials(programs, d, dtype):
-    # The second pass alone, on buffers shorter and taller than one step of it (1024 rows).
-    partial = torch.randn(programs, d, device=DEVICE)
-    grad_w = torch.full((d,), float("nan"), dtype=dtype, device=DEVICE)
-    ws.sum_partials(partial, grad_w)
-    p64 = partial.double()
-    common.assert_close(
-        grad_w, p64.sum(0), p64.abs().sum(0), programs, f"sum_partials {programs}x{d} -> {dtype}"
+def assert_y(y, x, w, what):  # y = x @ w against float64
+    x64, w64 = x.detach().double(), w.detach().double()
+    common.assert_close(y, (x64 * w64).sum(-1), (x64.abs() * w64.abs()).sum(-1), x.shape[-1], what)
+
+
+@pytest.mark.parametrize("style", list(ws.KERNELS))
+@pytest.mark.parametrize("shape", [(33, 20), (2, 3, 7), (0, 5), (4, 0), (1, 1)])
+def test_out_gets_the_right_answer(style, shape):
+    x, w = torch.randn(shape, device=DEVICE), torch.randn(shape[-1], device=DEVICE)
+    out = torch.full(shape[:-1], float("nan"), device=DEVICE)
+    assert op.weighted_sum(x, w, out=out, style=style) is out
+    assert_y(out, x, w, f"{style} out= {shape}")
+
+
+@pytest.mark.parametrize("style", list(ws.KERNELS))
+@pytest.mark.parametrize("which", ["x's first row", "x's column", "weight"])
+def test_out_that_aliases_an_input_gets_the_right_answer(style, which):
+    # As torch.matmul(x, w, out=x[0]) does: y goes to a fresh buffer first, then into out.
+    x, w = torch.randn(12, 12, device=DEVICE), torch.randn(12, device=DEVICE)
+    x_before, w_before = x.clone(), w.clone()
+    out = {"x's first row": x[0], "x's column": x[:, 5], "weight": w}[which]
+    assert op.weighted_sum(x, w, out=out, style=style) is out
+    assert_y(out, x_before, w_before, f"{style} out= {which}")
+
+
+def test_strided_out_leaves_the_elements_between_alone():
+    x, w = torch.randn(30, 8, device=DEVICE), torch.randn(8, device=DEVICE)
+    buffer = torch.full((60,), float("nan"), device=DEVICE)
+    assert op.weighted_sum(x, w, out=buffer[::2]) is not None
+    assert_y(buffer[::2], x, w, "out with stride 2")
+    assert buffer[1::2].isnan().all()
+
+
+def test_out_version_is_bumped_as_by_pytorch():
+    # A backward that saved out must raise rather than run on the values written over it.
+    out = torch.zeros(6, device=DEVICE)
+    w = torch.ones(6, device=DEVICE, requires_grad=True)
+    z = (w * out).sum()
+    version = out._version
+    x, weight = torch.randn(6, 3, device=DEVICE), torch.randn(3, device=DEVICE)
+    assert op.weighted_sum(x, weight, out=out) is out and out._version > version
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()
+
+
+def test_out_is_refused_while_an_input_requires_grad():
+    x, out = torch.randn(5, 4, device=DEVICE), torch.empty(5, device=DEVICE)
+    for requires in [(True, False), (False, True)]:
+        w = torch.randn(4, device=DEVICE)
+        with pytest.raises(ValueError, match="not differentiable"):
+            op.weighted_sum(x.requires_grad_(requires[0]), w.requires_grad_(requires[1]), out=out)
+    with torch.no_grad():  # as PyTorch's out=: fine where no gradient is recorded
+        assert op.weighted_sum(x, w, out=out) is out
+    assert_y(out, x, w, "out= under no_grad")
+
+
+@pytest.mark.parametrize("style", list(ws.KERNELS))
+def test_out_problems(style):
+    x, w = torch.ones(3, 4, device=DEVICE), torch.ones(4, device=DEVICE)
+
+    def fn(out):
+        return op.weighted_sum(x, w, out=out, style=style)
+
+    with pytest.raises(ValueError, match=r"out .*\(4,\).*expected \(3,\)"):
+        fn(torch.empty(4, device=DEVICE))
+    with pytest.raises(ValueError, match=r"out .*torch.float64.*expected .*torch.float32"):
+        fn(torch.empty(3, dtype=torch.float64, device=DEVICE))
+    with pytest.raises(TypeError, match="out must be a torch.Tensor, got list"):
+        fn([0.0] * 3)
+    with pytest.raises(ValueError, match=r"strides \(0,\).*share one memory location"):
+        fn(torch.empty(1, device=DEVICE).expand(3))
+
+
+@pytest.mark.parametrize("style", list(ws.KERNELS))
+@pytest.mark.parametrize("needs", [(True, False), (False, True), (True, True)])
+def test_entry_computes_only_the_gradients_asked_for(style, needs, monkeypatch):
+    # The tuned backward skips a gradient autograd does not ask for (NEED_GRAD_X, NEED_GRAD_W).
+    calls = []
+    pointer = ws.backward_pointer
+    monkeypatch.setattr(
+        ws, "backward_pointer", lambda *args: calls.append(args[3:]) or pointer(*args)
     )
+    x = torch.randn(33, 20, device=DEVICE, requires_grad=needs[0])
+    w = torch.randn(20, device=DEVICE, requires_grad=needs[1])
+    g = torch.randn(33, device=DEVICE)
+    inputs = [t for t, need in zip((x, w), needs) if need]
+    grads = torch.autograd.grad(op.weighted_sum(x, w, style=style), inputs, g)
+    assert calls == ([needs] if style == "pointer" else [])
+    want = exact_gradients(x, w, g)
+    for grad, (expected, magnitude, terms) in zip(grads, [g for g, n in zip(want, needs) if n]):
+        common.assert_close(grad, expected, magnitude, terms, f"{style} needs {needs}")
+
+
+def exact_gradients(x, w, g):  # (grad_x, grad_w), each as (float64 value, magnitude, terms)
+    x64, w64, g64 = x.detach().double(), w.detach().double(), g.double()
+    grad_x = (g64[:, None] * w64, (g64[:, None] * w64).abs(), 1)
+    grad_w = ((x64 * g64[:, None]).sum(0), (x64.abs() * g64.abs()[:, None]).sum(0), x.shape[0])
+    return grad_x, grad_w
+
+
+BAD_BACKWARD_INPUT = {  # case: (x2d, weight, grad_y), error, message
+    "weight too short": (
+        lambda: (torch.randn(4, 5), torch.randn(6), torch.randn(4)),
+        ValueError,
+        r"x has shape \(4, 5\) and weight \(6,\)",
+    ),
+    "grad_y too short": (
+        lambda: (torch.randn(4, 5), torch.randn(5), torch.randn(3)),
+        ValueError,
+        r"grad_y has shape \(3,\) and x2d \(4, 5\): expected grad_y of shape \(rows,\)",
+    ),
+    "x 3-D": (
+        lambda: (torch.randn(2, 4, 5), torch.randn(5), torch.randn(8)),
+        ValueError,
+        r"x2d has shape \(2, 4, 5\): expected \(rows, D\)",
+    ),
+    "grad_y float64": (
+        lambda: (torch.randn(4, 5), torch.randn(5), torch.randn(4, dtype=torch.float64)),
+        TypeError,
+        "grad_y is torch.float64 on .*: expected x2d's torch.float32",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_BACKWARD_INPUT))
+@pytest.mark.parametrize("fake", [False, True], ids=["op", "fake"])
+def test_bad_input_to_the_backward_op(case, fake):
+    # torch.compile runs the fake on fake tensors: it must refuse what the op refuses.
+    make, error, message = BAD_BACKWARD_INPUT[case]
+    mode = torch._subclasses.fake_tensor.FakeTensorMode(allow_non_fake_inputs=True)
+    with mode if fake else contextlib.nullcontext():
+        args = cpu_or_gpu(make)()
+        with pytest.raises(error, match=message):
+            torch.ops.triton_lessons.weighted_sum_backward(*args)
 
 
 def test_one_dimensional_x_gives_a_scalar():
     x = torch.randn(40, device=DEVICE, requires_grad=True)
     w = torch.randn(40, device=DEVICE, requires_grad=True)
-    y = ws.weighted_sum(x, w)
+    y = op.weighted_sum(x, w)
     assert y.shape == ()
     y.backward()
     assert x.grad.shape == (40,) and torch.equal(x.grad, w.detach())
@@ -122,31 +257,45 @@ def test_one_dimensional_x_gives_a_scalar():
 
 
 @pytest.mark.parametrize("name", list(ENTRY_AND_VARIANTS))
-def test_gradcheck_and_gradgradcheck(name):
+def test_gradcheck(name):
     x = torch.randn(3, 5, 4, dtype=torch.float64, device=DEVICE, requires_grad=True)
     w = torch.randn(4, dtype=torch.float64, device=DEVICE, requires_grad=True)
     assert torch.autograd.gradcheck(
         ENTRY_AND_VARIANTS[name], (x, w), eps=1e-6, atol=1e-8, rtol=1e-6
     )
-    assert torch.autograd.gradgradcheck(
-        ENTRY_AND_VARIANTS[name], (x, w), eps=1e-6, atol=1e-8, rtol=1e-6
-    )
+
+
+@pytest.mark.parametrize("name", list(ENTRY_STYLES))
+def test_gradgradcheck(name):
+    x = torch.randn(3, 5, 4, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    w = torch.randn(4, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    assert torch.autograd.gradgradcheck(ENTRY_STYLES[name], (x, w), eps=1e-6, atol=1e-8, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", list(ws.VARIANTS))
+def test_the_lessons_function_refuses_a_second_derivative(name):
+    # Its backward launches kernels, which autograd cannot see into: it raises, never a wrong 0.
+    x = torch.randn(5, 3, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    w = torch.randn(3, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    (grad_x,) = torch.autograd.grad(ws.VARIANTS[name](x, w).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
+        torch.autograd.grad(grad_x.sum(), w)
 
 
 def test_gradgradcheck_on_a_batch_that_does_not_flatten_to_a_view():
     # Leading dims that do not merge: x is copied into (rows, D) in the forward and the backward.
     x = torch.randn(5, 3, 4, dtype=torch.float64, device=DEVICE).transpose(0, 1).requires_grad_()
     w = torch.randn(4, dtype=torch.float64, device=DEVICE, requires_grad=True)
-    assert torch.autograd.gradgradcheck(ws.weighted_sum, (x, w), eps=1e-6, atol=1e-8, rtol=1e-6)
+    assert torch.autograd.gradgradcheck(op.weighted_sum, (x, w), eps=1e-6, atol=1e-8, rtol=1e-6)
 
 
-@pytest.mark.parametrize("name", list(ENTRY_AND_VARIANTS))
+@pytest.mark.parametrize("name", list(ENTRY_STYLES))
 def test_hessian_matches_pytorch(name):
     # The case that used to return zeros: H_ww of (x @ w)^2 summed is 2 x^T x, nothing like 0.
     x = torch.randn(6, 4, dtype=torch.float64, device=DEVICE)
     w = torch.randn(4, dtype=torch.float64, device=DEVICE)
     got = torch.autograd.functional.hessian(
-        lambda a, b: (ENTRY_AND_VARIANTS[name](a, b) ** 2).sum(), (x, w)
+        lambda a, b: (ENTRY_STYLES[name](a, b) ** 2).sum(), (x, w)
     )
     want = torch.autograd.functional.hessian(lambda a, b: (ws.reference(a, b) ** 2).sum(), (x, w))
     for got_row, want_row in zip(got, want):
@@ -159,7 +308,7 @@ def test_second_derivative_with_respect_to_one_input():
     # Only x requires grad: d/dw is never asked for; grad_x = grad_y * w still depends on grad_y.
     x = torch.randn(5, 3, dtype=torch.float64, device=DEVICE, requires_grad=True)
     w = torch.randn(3, dtype=torch.float64, device=DEVICE)
-    (grad_x,) = torch.autograd.grad((ws.weighted_sum(x, w) ** 2).sum(), x, create_graph=True)
+    (grad_x,) = torch.autograd.grad((op.weighted_sum(x, w) ** 2).sum(), x, create_graph=True)
     (hvp,) = torch.autograd.grad(grad_x.sum(), x)
     torch.testing.assert_close(hvp, (2 * w.sum() * w).expand(5, 3))
 
@@ -168,8 +317,8 @@ def test_create_graph_gives_the_same_gradients_as_the_fused_kernel():
     x = torch.randn(300, 72, device=DEVICE, requires_grad=True)
     w = torch.randn(72, device=DEVICE, requires_grad=True)
     g = torch.randn(300, device=DEVICE)
-    fused = torch.autograd.grad(ws.weighted_sum(x, w), (x, w), g)
-    recorded = torch.autograd.grad(ws.weighted_sum(x, w), (x, w), g, create_graph=True)
+    fused = torch.autograd.grad(op.weighted_sum(x, w), (x, w), g)
+    recorded = torch.autograd.grad(op.weighted_sum(x, w), (x, w), g, create_graph=True)
     assert all(r.requires_grad for r in recorded)
     torch.testing.assert_close(recorded, fused)
 
@@ -180,7 +329,9 @@ def test_gradcheck_the_registered_ops_directly():
     assert torch.autograd.gradcheck(
         lambda a, b: torch.ops.triton_lessons.weighted_sum(a, b, "pointer"), (x, w)
     )
-    assert torch.autograd.gradcheck(lambda a, b: ws.WeightedSum.apply(a, b, "pointer"), (x, w))
+    for style in ws.KERNELS:  # the op's Function, and the lesson's
+        assert torch.autograd.gradcheck(lambda a, b: op.WeightedSum.apply(a, b, style), (x, w))
+        assert torch.autograd.gradcheck(lambda a, b: ws.WeightedSum.apply(a, b, style), (x, w))
 
 
 def opcheck_cases():
@@ -226,7 +377,7 @@ def test_opcheck_backward_op():
 def test_compile_forward():
     x = torch.randn(3, 50, 33, device=DEVICE)
     w = torch.randn(33, device=DEVICE)
-    y = torch.compile(ws.weighted_sum, fullgraph=True)(x, w)
+    y = torch.compile(op.weighted_sum, fullgraph=True)(x, w)
     x64, w64 = x.double(), w.double()
     common.assert_close(
         y, (x64 * w64).sum(-1), (x64.abs() * w64.abs()).sum(-1), 33, "compiled forward"
@@ -240,12 +391,12 @@ def test_compile_forward_and_backward(dtype):
     g = torch.randn(70, dtype=dtype, device=DEVICE)
 
     def loss(a, b):
-        return (ws.weighted_sum(a, b) * g).sum()
+        return (op.weighted_sum(a, b) * g).sum()
 
     compiled = torch.compile(loss, fullgraph=True)
     grads = torch.autograd.grad(compiled(x, w), (x, w))
     assert_matches_float64(
-        ws.weighted_sum(x, w).detach(), grads, x, w, g, f"compiled backward {dtype}"
+        op.weighted_sum(x, w).detach(), grads, x, w, g, f"compiled backward {dtype}"
     )
 
 
@@ -292,7 +443,7 @@ def test_broadcast_grad_output():
     # y.sum().backward() hands backward a grad_y of stride 0.
     x = torch.randn(20, 24, device=DEVICE, requires_grad=True)
     w = torch.randn(24, device=DEVICE, requires_grad=True)
-    ws.weighted_sum(x, w).sum().backward()
+    op.weighted_sum(x, w).sum().backward()
     assert torch.equal(x.grad, w.detach().expand(20, 24))
     expected = x.detach().double().sum(0)
     common.assert_close(
@@ -305,8 +456,8 @@ def test_entry_runs_the_pointer_kernels_on_every_layout(how):
     x = layout(33, 64, torch.float32, how).requires_grad_()
     w = torch.randn(64, device=DEVICE, requires_grad=True)
     grad_y = torch.randn(33, device=DEVICE)
-    got, want = ws.weighted_sum(x, w), ws.VARIANTS["pointer"](x, w)
-    assert torch.equal(got, want) and torch.equal(ws.weighted_sum(x.detach(), w.detach()), want)
+    got, want = op.weighted_sum(x, w), ws.VARIANTS["pointer"](x, w)
+    assert torch.equal(got, want) and torch.equal(op.weighted_sum(x.detach(), w.detach()), want)
     assert all(
         torch.equal(g, h)
         for g, h in zip(
@@ -317,10 +468,10 @@ def test_entry_runs_the_pointer_kernels_on_every_layout(how):
 
 def test_entry_without_gradients_skips_the_op():
     x, w = torch.randn(8, 16, device=DEVICE), torch.randn(16, device=DEVICE, requires_grad=True)
-    assert ws.weighted_sum(x, w.detach()).grad_fn is None
-    assert ws.weighted_sum(x, w).grad_fn is not None
+    assert op.weighted_sum(x, w.detach()).grad_fn is None
+    assert op.weighted_sum(x, w).grad_fn is not None
     with torch.no_grad():
-        assert ws.weighted_sum(x, w).grad_fn is None
+        assert op.weighted_sum(x, w).grad_fn is None
 
 
 def cpu_or_gpu(make):  # make(), built on the CPU, moved to DEVICE
@@ -380,50 +531,52 @@ BAD_INPUT = {  # case: (arguments, error, message), the same through the entry a
 @pytest.mark.parametrize("entry", ["weighted_sum", "torch.ops.triton_lessons.weighted_sum"])
 def test_bad_input_gives_the_same_error_through_the_entry_and_the_op(case, entry):
     make, error, message = BAD_INPUT[case]
-    fn = ws.weighted_sum if entry == "weighted_sum" else torch.ops.triton_lessons.weighted_sum
+    args = cpu_or_gpu(make)()
     with pytest.raises(error, match=message):
-        fn(*cpu_or_gpu(make)())
+        if entry == "weighted_sum":  # style is a keyword of the entry, after out
+            op.weighted_sum(*args[:2], style=args[2] if len(args) > 2 else "pointer")
+        else:
+            torch.ops.triton_lessons.weighted_sum(*args)
 
 
 @pytest.mark.parametrize("name", list(ws.VARIANTS))
-def test_d_mismatch(name):
-    with pytest.raises(
-        ValueError, match=r"x has shape \(4, 8\) and weight \(7,\): expected x \(\.\.\., D\)"
-    ):
+def test_the_lesson_asserts_that_d_matches(name):
+    # A shorter w would be read past its end: the lesson's one-line assert stops it.
+    with pytest.raises(AssertionError, match=r"x \(\.\.\., D\) needs w of shape \(D,\)"):
         ws.VARIANTS[name](torch.randn(4, 8, device=DEVICE), torch.randn(7, device=DEVICE))
 
 
 def test_not_a_tensor():
     with pytest.raises(TypeError, match="weight must be a torch.Tensor, got list"):
-        ws.weighted_sum(torch.randn(2, 3, device=DEVICE), [1.0, 2.0, 3.0])
+        op.weighted_sum(torch.randn(2, 3, device=DEVICE), [1.0, 2.0, 3.0])
 
 
 def test_check_catches_an_output_element_left_unwritten(monkeypatch):
     # check() makes every uninitialised output NaN: a kernel that forgets one row cannot pass.
-    def forgets_the_last_row(x2d, weight, y):
+    def forgets_the_last_row(x2d, weight):
+        y = torch.empty(x2d.shape[0], dtype=x2d.dtype, device=x2d.device)
         y[:-1] = (x2d[:-1] * weight).sum(-1)
+        return y
 
-    monkeypatch.setitem(ws.FORWARDS, "simple", forgets_the_last_row)
-    with pytest.raises(
-        AssertionError, match=r"simple y on x \(9, 8\).*1 of 9 elements off.*got nan"
-    ):
+    monkeypatch.setitem(ws.KERNELS, "simple", (forgets_the_last_row, ws.backward_simple))
+    with pytest.raises(AssertionError, match=r"simple y, x \(9, 8\).*1 of 9 elements off.*got nan"):
         ws.check(layout(9, 8), ws.VARIANTS)
 
 
 def test_wrong_device_type():
     with pytest.raises(ValueError, match="x is on meta and weight on meta: both must be on"):
-        ws.weighted_sum(torch.randn(4, 8, device="meta"), torch.randn(8, device="meta"))
+        op.weighted_sum(torch.randn(4, 8, device="meta"), torch.randn(8, device="meta"))
 
 
 def test_different_devices():
     with pytest.raises(ValueError, match="x is on .* and weight on meta"):
-        ws.weighted_sum(torch.randn(4, 8, device=DEVICE), torch.randn(8, device="meta"))
+        op.weighted_sum(torch.randn(4, 8, device=DEVICE), torch.randn(8, device="meta"))
 
 
 @support.gpu_only
 def test_cpu_tensors_on_a_gpu_machine():
     with pytest.raises(ValueError, match="x is on cpu and weight on cpu: both must be on cuda"):
-        ws.weighted_sum(torch.randn(4, 8), torch.randn(8))
+        op.weighted_sum(torch.randn(4, 8), torch.randn(8))
 
 
 def test_main_runs(capsys, recwarn):
@@ -437,9 +590,9 @@ def test_main_runs(capsys, recwarn):
         "simple fwd",
         "pointer fwd",
         "forward_kernel[grid] bare fwd",
-        "pointer, inputs need grad fwd",
         "torch bwd",
-        "weighted_sum bwd",
+        "simple bwd",
+        "pointer bwd",
     ):
         assert row in out
 
@@ -454,11 +607,12 @@ def test_help_shows_defaults(capsys):
     )
 
 
-@pytest.mark.parametrize("argv", [["--rows", "-1"], ["--dim", "-3"]])
-def test_negative_sizes_are_a_usage_error(argv, capsys):
+@pytest.mark.parametrize("argv", [["--rows", "-1"], ["--rows", "0"], ["--dim", "-3"]])
+def test_bad_sizes_are_a_usage_error(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         ws.main(argv)
-    assert exit_info.value.code == 2 and "must be >= 0" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "--rows must be >= 1 and --dim >= 0" in err
 
 
 @support.gpu_only
@@ -469,7 +623,7 @@ def test_capture_in_a_cuda_graph():
     results = {}
 
     def step():
-        y = ws.weighted_sum(x, w)
+        y = op.weighted_sum(x, w)
         results["y"], results["grads"] = y, torch.autograd.grad(y, (x, w), g)
 
     graph = common.capture_graph(step)
@@ -489,7 +643,7 @@ def test_side_stream():
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        y = ws.weighted_sum(x, w)
+        y = op.weighted_sum(x, w)
         grads = torch.autograd.grad(y, (x, w), g)
     torch.cuda.current_stream().wait_stream(stream)
     assert_matches_float64(y.detach(), grads, x, w, g, "side stream")
@@ -544,7 +698,7 @@ def test_eager_gradients_skip_the_dispatcher_and_the_op_records_its_backward():
         torch.randn(8, 16, device=DEVICE, requires_grad=True),
         torch.randn(16, device=DEVICE, requires_grad=True),
     )
-    assert support.dispatched_ops(lambda: ws.weighted_sum(x, w).sum().backward()) == []
+    assert support.dispatched_ops(lambda: op.weighted_sum(x, w).sum().backward()) == []
     assert support.dispatched_ops(
         lambda: torch.ops.triton_lessons.weighted_sum(x, w).sum().backward()
     ) == ["triton_lessons::weighted_sum", "triton_lessons::weighted_sum_backward"]

@@ -265,15 +265,15 @@ def draw_04(lesson, figure):
     grad_x = torch.empty((rows, D), dtype=torch.float64, device=common.DEVICE)
     partial = torch.empty((programs, D), dtype=torch.float64, device=common.DEVICE)
     launch = lambda t: lesson.backward_kernel.fn[(t, programs)](  # noqa: E731
-        x, w, grad_y, grad_x, partial, rows, D, *x.stride(), grad_y.stride(0), X_ROW_ALIGN=1,
-        D_ALIGN=1, NEED_GRAD_X=True, NEED_GRAD_W=True, ROWS_TILE=rows_tile, D_TILE=d_tile,
+        x, w, grad_y, grad_x, partial, rows, D, *x.stride(), X_ROW_ALIGN=1, D_ALIGN=1,
+        NEED_GRAD_X=True, NEED_GRAD_W=True, ROWS_TILE=rows_tile, D_TILE=d_tile,
     )  # fmt: skip
     colour, labels = who_summed_what(launch, triton.cdiv(D, d_tile), partial, rows, "t{} p{}")
     cells(
         axes[1], colour, labels,
         f"backward_kernel, x ({rows} x {D}): program (t, p) takes D tile t of row tiles p, "
         f"p + {programs}, ... (their grad_x too)\nand adds x * grad_y into partial row p; "
-        f"sum_partials_kernel then adds partial's rows into grad_w",
+        f"partial.sum(0) then adds partial's rows into grad_w",
         [f"row {r} (tile {r // rows_tile})" for r in range(rows)] + [""]
         + [f"partial {p}" for p in range(programs)],
     )  # fmt: skip

@@ -167,7 +167,6 @@ def main():
                     rows,
                     dim,
                     *x.stride(),
-                    1,
                     NEED_GRAD_X=True,
                     NEED_GRAD_W=True,
                     **layout,

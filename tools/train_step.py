@@ -53,14 +53,14 @@ class Block(torch.nn.Module):
 def models(d, hidden, dtype):
     """(ours, PyTorch's): two Blocks with the same weights, on the lessons' ops and on torch's."""
     lesson02 = load_example(REPO_ROOT / "02_matmul_tiled" / "main.py")
-    lesson04 = load_example(REPO_ROOT / "04_weighted_sum" / "main.py")
+    op04 = load_example(REPO_ROOT / "04_weighted_sum" / "op.py")
 
     def linear(a, w, bias, activation):  # 02's matmul, with its fused bias and activation
         return lesson02.matmul(a, w, bias=bias, activation=activation)
 
     with torch.random.fork_rng():  # the same weights on every run, the caller's RNG untouched
         torch.manual_seed(0)
-        ours = Block(d, hidden, linear, lesson04.weighted_sum)
+        ours = Block(d, hidden, linear, op04.weighted_sum)
     theirs = copy.deepcopy(ours)
     theirs.linear, theirs.weighted_sum = torch_linear, torch.matmul
     return [m.to(device=common.DEVICE, dtype=dtype) for m in (ours, theirs)]

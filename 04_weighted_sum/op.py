@@ -1,0 +1,173 @@
+"""weighted_sum: lesson 04's kernels as an op a model can call.
+
+main.py beside this file teaches the kernels; this file makes them safe to call from a model, and
+adds nothing to what they compute:
+- `weighted_sum(x, weight, out=None, style="pointer")` checks its inputs (TypeError or ValueError
+  naming what is wrong), writes into `out=` (which may overlap x), and records gradients, second
+  ones too; `style` picks the lesson's kernels, "simple" or "pointer" (the tuned ones);
+- `torch.ops.triton_lessons.weighted_sum(x, weight, style)` is the same op registered with
+  PyTorch (`torch.library.custom_op`), so that `torch.compile(fullgraph=True)` keeps it whole.
+  Its backward is a second op, `torch.ops.triton_lessons.weighted_sum_backward`.
+
+From a script anywhere, load this file by its path (the README shows how, for lesson 01's op).
+Without a GPU, loading it sets TRITON_INTERPRET=1 for the process, so that Triton runs the kernels
+on the CPU.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import torch
+from einops import rearrange
+
+HERE = Path(__file__).resolve().parent
+
+
+# lesson_loader.py, at the repository's root, loads main.py beside this file (it says how, and
+# why); it is loaded by its path, so that no module of the caller's can hide it.
+LOADER = HERE.parent / "lesson_loader.py"
+spec = importlib.util.spec_from_file_location("_triton_lessons_loader", LOADER)
+spec.loader.exec_module(loader := importlib.util.module_from_spec(spec))
+lesson = loader.load_lesson(HERE)
+common = lesson.common  # the device, and the checks of out= that every op shares
+
+# The dtypes the entry takes: those of the lesson, whose kernels sum float64 in float64.
+DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def validate(x, weight, style="pointer"):
+    """y's shape, x.shape[:-1], or TypeError or ValueError naming why weighted_sum cannot run."""
+    for name, t in (("x", x), ("weight", weight)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dtype not in DTYPES:
+            names = ", ".join(str(dtype).removeprefix("torch.") for dtype in DTYPES)
+            raise TypeError(f"{name} is {t.dtype}; expected one of {names}")
+    if x.dtype != weight.dtype:
+        raise TypeError(f"x is {x.dtype} but weight is {weight.dtype}; give both one dtype")
+    if weight.dim() != 1 or x.dim() == 0 or x.shape[-1] != weight.shape[0]:
+        shapes = f"x has shape {tuple(x.shape)} and weight {tuple(weight.shape)}"
+        raise ValueError(f"{shapes}: expected x (..., D), at least 1-D, and weight of shape (D,)")
+    if x.device != weight.device or x.device.type != common.DEVICE.type:
+        where = f"x is on {x.device} and weight on {weight.device}"
+        raise ValueError(f"{where}: both must be on {common.DEVICE.type}")
+    if style not in lesson.KERNELS:
+        raise ValueError(f"style {style!r} is not one of {list(lesson.KERNELS)}")
+    return x.shape[:-1]
+
+
+def validate_backward(x2d, weight, grad_y, style="pointer"):
+    """As validate, for the backward op's (rows, D) x2d and grad_y of shape (rows,)."""
+    validate(x2d, weight, style)
+    if x2d.dim() != 2:
+        raise ValueError(f"x2d has shape {tuple(x2d.shape)}: expected (rows, D)")
+    if (grad_y.dtype, grad_y.device) != (x2d.dtype, x2d.device):
+        where = f"grad_y is {grad_y.dtype} on {grad_y.device}"
+        raise TypeError(f"{where}: expected x2d's {x2d.dtype} on {x2d.device}")
+    if grad_y.shape != x2d.shape[:1]:
+        shapes = f"grad_y has shape {tuple(grad_y.shape)} and x2d {tuple(x2d.shape)}"
+        raise ValueError(f"{shapes}: expected grad_y of shape (rows,)")
+
+
+def forward(x, weight, style):
+    """y = x @ weight by the lesson's forward of `style`, for validated inputs; no autograd."""
+    x2d = rearrange(x, "... d -> (...) d")  # a view where the leading dims merge, else a copy
+    if x2d.numel() == 0:  # sums of no terms are 0: no launch, so no autotuner times an empty one
+        return x.new_zeros(x.shape[:-1])
+    return lesson.KERNELS[style][0](x2d, weight.contiguous()).reshape(x.shape[:-1])
+
+
+def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True):
+    """(grad_x, grad_w) of y = x2d @ weight by the lesson's backward of `style`, None where not
+    needed; x2d (rows, D), grad_y (rows,)."""
+    weight, grad_y = weight.contiguous(), grad_y.contiguous()  # y.sum()'s grad_y is expanded
+    if x2d.numel() == 0:  # grad_x has no elements or is 0; grad_w, a sum of no rows, is 0
+        grads = x2d.new_zeros(x2d.shape), weight.new_zeros(weight.shape)
+    elif style == "pointer":  # the tuned kernel skips what autograd does not ask for
+        return lesson.backward_pointer(x2d, weight, grad_y, need_grad_x, need_grad_w)
+    else:
+        grads = lesson.KERNELS[style][1](x2d, weight, grad_y)
+    return grads[0] if need_grad_x else None, grads[1] if need_grad_w else None
+
+
+def gradients(x, weight, grad_y, needs_input_grad, style, through_op=False):
+    """(grad_x, grad_w) of y = x @ weight, None where not needed. With create_graph=True, autograd
+    records them, as a torch product and weighted_sum on x.T, for second derivatives. through_op:
+    launch the kernels through the backward op, which torch.compile records."""
+    need_grad_x, need_grad_w = needs_input_grad[:2]
+    x2d, grad_y = rearrange(x, "... d -> (...) d"), grad_y.reshape(-1)
+    if torch.is_grad_enabled():  # autograd turns it on in backward only under create_graph=True
+        grad_x = grad_y[:, None] * weight if need_grad_x else None
+        grad_w = weighted_sum(x2d.T, grad_y, style=style) if need_grad_w else None
+    elif through_op:  # the op returns both gradients
+        grad_x, grad_w = weighted_sum_backward_op(x2d, weight, grad_y, style)
+    else:
+        grad_x, grad_w = backward(x2d, weight, grad_y, style, need_grad_x, need_grad_w)
+    return (None if grad_x is None else grad_x.reshape(x.shape)), grad_w
+
+
+class WeightedSum(torch.autograd.Function):
+    """The lesson's Function, with a backward that records second derivatives."""
+
+    @staticmethod
+    def forward(x, weight, style):
+        return forward(x, weight, style)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs[:2])
+        ctx.style = inputs[2]
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        return (*gradients(*ctx.saved_tensors, grad_y, ctx.needs_input_grad, ctx.style), None)
+
+
+def weighted_sum(x, weight, out=None, style="pointer"):
+    """x @ weight over the last dim of x (..., D), weight (D,): a tensor of shape x.shape[:-1], in
+    x's dtype; differentiable twice and compilable, or written into out (refused while an input
+    requires grad, as PyTorch's out= is). `style` picks the lesson's kernels."""
+    shape = validate(x, weight, style)
+    if torch.compiler.is_compiling():  # torch.compile records the op and never sees the launch
+        return common.write_out(weighted_sum_op(x, weight, style), out)
+    if out is None and torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+        return WeightedSum.apply(x, weight, style)
+    common.kernel_out(out, shape, x.dtype, x.device, (x, weight))  # checks out as PyTorch does
+    return common.write_out(forward(x, weight, style), out)  # out, if given, its version bumped
+
+
+# The registered op, torch.ops.triton_lessons.weighted_sum. custom_op keeps it one opaque node
+# under torch.compile (triton_op would trace the launch, which fails under the interpreter). Its
+# fake gives the output's shape without a kernel, and validates. Its backward is a second op,
+# weighted_sum_backward, which returns both gradients (an op returns tensors, never None).
+@torch.library.custom_op("triton_lessons::weighted_sum", mutates_args=())
+def weighted_sum_op(x: torch.Tensor, weight: torch.Tensor, style: str = "pointer") -> torch.Tensor:
+    validate(x, weight, style)
+    return forward(x, weight, style)
+
+
+weighted_sum_op.register_fake(
+    lambda x, weight, style="pointer": x.new_empty(validate(x, weight, style))
+)
+
+
+@torch.library.custom_op("triton_lessons::weighted_sum_backward", mutates_args=())
+def weighted_sum_backward_op(
+    x2d: torch.Tensor, weight: torch.Tensor, grad_y: torch.Tensor, style: str = "pointer"
+) -> list[torch.Tensor]:
+    validate_backward(x2d, weight, grad_y, style)
+    return list(backward(x2d, weight, grad_y, style))
+
+
+@weighted_sum_backward_op.register_fake
+def _(x2d, weight, grad_y, style="pointer"):
+    validate_backward(x2d, weight, grad_y, style)
+    return [x2d.new_empty(x2d.shape), weight.new_empty(weight.shape)]
+
+
+def op_backward(ctx, grad_y):  # the op's backward, through weighted_sum_backward
+    grads = gradients(*ctx.saved_tensors, grad_y, ctx.needs_input_grad, ctx.style, through_op=True)
+    return (*grads, None)
+
+
+weighted_sum_op.register_autograd(op_backward, setup_context=WeightedSum.setup_context)

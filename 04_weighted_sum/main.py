@@ -15,7 +15,8 @@ One program's work in PyTorch (rows: its ROWS_TILE rows):
         acc += x[rows, d0 : d0 + D_TILE] * w[d0 : d0 + D_TILE]
     y[rows] = acc.sum(1)  # the kernel pads with 0 past the end
 
-Lesson 01 defines a program, a block, a stride and num_warps.
+Lesson 01 defines a program, a block, a stride and num_warps: the
+GPU runs each program on num_warps x 32 threads, in step.
 op.py beside this file makes these kernels an op, weighted_sum.
 
 Worked example: x of shape (5, 6), stored row after row, so
@@ -27,9 +28,10 @@ owns rows 2 and 3; its first step loads x at these offsets:
     [[2], [3]] * 6 + [[0, 1, 2, 3]] = [[12, 13, 14, 15],
                                        [18, 19, 20, 21]]
 
-Its second step takes columns 4 to 7; 6 and 7 are past the row's
-end (offset 18 holds x[3, 0]): the mask cols < 6 switches them off;
-in program 2 (rows 4 and 5) the mask rows < 5 switches off row 5.
+Its second step takes columns 4 to 7. Columns 6 and 7 are past
+the row's end: offset 2 * 6 + 6 = 18 is x[3, 0], the next row.
+The mask cols < 6 switches those loads off, and in program 2
+(rows 4 and 5) the mask rows < 5 switches off row 5.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
 
@@ -49,9 +51,8 @@ import triton.language as tl  # noqa: E402
 
 
 # ## Part 1. The simplest forward: one program per tile of rows
-# @triton.jit makes a Python function a kernel, compiled for the
-# GPU at its first launch. A tensor argument arrives as a pointer
-# to its first element; tl.load reads there, tl.store writes.
+# @triton.jit compiles a Python function for the GPU, at its first
+# launch. A tensor argument arrives as a pointer to its first element.
 @triton.jit
 def simple_forward_kernel(
     x_ptr, w_ptr, y_ptr,  # pointers to x[0, 0], w[0] and y[0]
@@ -61,7 +62,8 @@ def simple_forward_kernel(
 ):  # fmt: skip
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
-    row_starts = row_ids.to(tl.int64) * stride_row  # int64: past 2^31
+    # In int32, Triton's default, row * stride_row wraps past 2^31.
+    row_starts = row_ids.to(tl.int64) * stride_row
     # Sum in float32 (float64 for float64 x): 16-bit sums lose bits.
     # This `if` on x's dtype is settled once, at compile time.
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
@@ -76,7 +78,8 @@ def simple_forward_kernel(
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
-    # Summed once, after the loop: threads swap values to sum.
+    # Adding tiles keeps each thread on its own elements of acc;
+    # tl.sum makes threads trade values, so it runs once, at the end.
     y = tl.sum(acc, axis=1)
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
@@ -94,19 +97,16 @@ def reference(x, weight):  # what every kernel here computes
     return (x * weight).sum(-1)
 
 
-def exact(x, weight, grad_y):  # y, grad_x, grad_w, in float64
-    x, weight = (t.detach().double().requires_grad_() for t in (x, weight))
-    y = reference(x, weight)
-    return y.detach(), *torch.autograd.grad(y, (x, weight), grad_y.double())
-
-
 def check(x, variants):
-    """Check y, grad_x, grad_w of each variant (name: fn(x, w))."""
+    """The harness (skim it): y, grad_x and grad_w of each variant
+    (name -> fn(x, w)) against float64, for a random w and grad_y."""
     w = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
     want = exact(x, w, grad_y)
-    magnitude = exact(x.abs(), w.abs(), grad_y.abs())  # sets the rounding allowed
-    terms = (x.shape[-1], 1, grad_y.numel())  # terms in each sum
+    # The error allowed grows with the same sums over |x|, |w| and
+    # |grad_y|, and with the number of terms each sum adds.
+    magnitude = exact(x.abs(), w.abs(), grad_y.abs())
+    terms = (x.shape[-1], 1, grad_y.numel())
     for name, fn in variants.items():
         x_in, w_in = x.detach().requires_grad_(), w.detach().requires_grad_()
         # torch.empty gives NaN in here: unwritten elements fail.
@@ -120,11 +120,18 @@ def check(x, variants):
     return list(variants)
 
 
+def exact(x, weight, grad_y):  # y, grad_x, grad_w, in float64
+    x, weight = (t.detach().double().requires_grad_() for t in (x, weight))
+    y = reference(x, weight)
+    return y.detach(), *torch.autograd.grad(y, (x, weight), grad_y.double())
+
+
 # ## The simplest backward: one partial row per program, then a sum
 # Each element of grad_x is one product: no sum. grad_w[d] sums
 # over every row, but a program sees only its own rows. So program
 # p adds up its rows' share into row p of partial, a float32 buffer
-# (float64 for float64 x), and a second pass adds partial's rows:
+# (float64 for float64 x). A second pass, PyTorch's partial.sum(0),
+# adds up partial's rows:
 #
 #     partial[p, d] = sum over p's rows r of x[r, d] * grad_y[r]
 #     grad_w[d]     = sum over p of partial[p, d]
@@ -157,7 +164,8 @@ def simple_backward_kernel(
         offsets = row_starts[:, None] + col_offsets[None, :]
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
-        # grad_x: rounded once, into x's dtype, as PyTorch rounds.
+        # grad_y * w in float32, rounded to x's dtype at the store
+        # only, as PyTorch rounds its own grad_y * w.
         grad_x = grad_y[:, None] * w.to(acc_dtype)[None, :]
         # grad_x is contiguous: its (r, d) lies r * D + d elements in.
         out = row_ids.to(tl.int64)[:, None] * D + cols[None, :]
@@ -178,7 +186,7 @@ def backward_simple(x2d, weight, grad_y):
         x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride(),
         ROWS_TILE=16, D_TILE=64,
     )  # fmt: skip
-    grad_w = partial.sum(0).to(weight.dtype)  # the second pass, by PyTorch
+    grad_w = partial.sum(0).to(weight.dtype)  # the second pass
     return grad_x, grad_w
 
 
@@ -194,8 +202,7 @@ def backward_simple(x2d, weight, grad_y):
 # fastest; a new number of rows reuses it. A TILES row is
 # (ROWS_TILE, D_TILE, num_warps): nine, chosen by measuring.
 TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4)]
-TILES += [(128, 128, 8), (16, 256, 4), (8, 512, 4), (4, 1024, 4)]
-TILES += [(16, 1024, 8)]
+TILES += [(128, 128, 8), (16, 256, 4), (8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
 if common.INTERPRETED:
     TILES = [(16, 64, 4)]  # the CPU can't time a GPU: one config
 CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w in TILES]
@@ -205,39 +212,44 @@ CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w
 # TUNING keep the autotuner's first call short.
 def tiles_for_d(configs, named_args, **kwargs):
     """Called by the autotuner before it times: the configs whose
-    D_TILE is near D's width W (from min(W, 128) to max(W, 32))."""
+    D_TILE suits D. A tile much wider than D loads mostly masked
+    elements; one much narrower takes many steps. With W, D rounded
+    up to a power of 2, D_TILE runs from min(W, 128) to max(W, 32)."""
     width = triton.next_power_of_2(named_args["D"])
     fit = [c for c in configs if min(width, 128) <= c.kwargs["D_TILE"] <= max(width, 32)]
     return fit or configs
 
 
-# TUNING keeps tuning cheap: tiles_for_d first, the winner kept on
-# disk (cache_results), a config timed 5 + 20 ms (default 25 + 100).
+# TUNING keeps tuning cheap: tiles_for_d first; each config timed
+# for warmup=5 and rep=20 ms (Triton's defaults: 25 and 100); the
+# winner kept on disk for the next run (cache_results).
 TUNING = dict(prune_configs_by={"early_config_prune": tiles_for_d}, cache_results=True)
 TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20)
 
 
 # (2) A thread can load 16 bytes (4 float32, 8 float16) with one
-# instruction, a wide load. The compiler emits one only where it
-# can prove, for each group of 4 float32 columns, that
-# - they are next to each other: stride_col is 1;
-# - the first starts on a 16-byte boundary: so must each row start,
-#   row * stride_row;
-# - the mask cols < D is the same for all 4: D is a multiple of 4.
-# It knows only what the arguments show: Triton compiles a version
-# of the kernel for each set of facts it finds in them (it
-# "specializes"), such as an int that is 1 or divisible by 16.
-# D = 1000 divides by 4 but not by 16: the kernel learns nothing.
-# So alignment() passes D_ALIGN = 4 (8 for 16-bit x), a constexpr,
-# and the kernel masks with D_aligned = (D // D_ALIGN) * D_ALIGN:
-# still 1000, but visibly a multiple of 4. X_ROW_ALIGN does the same
-# for stride_row. `main.py --asm` shows the PTX (the GPU's assembly)
-# of forward_kernel at D = 1000, float32, 128 x 32 tiles:
+# instruction, a wide load, instead of one instruction an element.
+# The compiler emits one only where it can prove three facts about
+# each group of 4 float32 columns that a thread loads:
+# - the 4 are next to each other in memory: stride_col is 1;
+# - the first sits on a 16-byte boundary in every row: x's start
+#   and stride_row are multiples of 16 bytes;
+# - the mask is the same for all 4: D is a multiple of 4.
+# The compiler knows only what the arguments show. At a launch,
+# Triton notes facts about them, such as "this int divides by 16",
+# and compiles a version of the kernel for each set of facts (it
+# "specializes"). D = 1000 divides by 4 but not by 16: the kernel
+# learns nothing. So alignment() passes D_ALIGN = 4 (8 for 16-bit
+# x) as a constexpr, and the kernel masks with D_aligned =
+# (D // D_ALIGN) * D_ALIGN: still 1000, but now the compiler sees
+# that it divides by 4. X_ROW_ALIGN does the same for stride_row.
+# `main.py --asm` prints the PTX (the GPU's assembly) that
+# forward_kernel compiles to at D = 1000, float32, 128 x 32 tiles:
 #     X_ROW_ALIGN = D_ALIGN = 1:  0 wide loads, 33 scalar ones
 #     X_ROW_ALIGN = D_ALIGN = 4:  9 wide loads, 0 scalar ones
 @triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (1)
-# Triton compiles a separate kernel when an int argument is 1 or a
-# multiple of 16; do_not_specialize keeps one kernel for every rows.
+# rows changes with every batch and only bounds a mask: a version
+# for each fact about rows would be compiled for nothing.
 @triton.jit(do_not_specialize=["rows"])
 def forward_kernel(
     x_ptr, w_ptr, y_ptr, rows, D, stride_row, stride_col,
@@ -276,7 +288,7 @@ def alignment(x2d):
     )
 
 
-def forward_pointer(x2d, weight):
+def forward_tuned(x2d, weight):
     """x2d @ weight by forward_kernel, with the tuned tile."""
     rows, D = x2d.shape
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
@@ -301,16 +313,16 @@ def forward_pointer(x2d, weight):
 #     programs (1, 0) and (1, 1): the same for columns 4-7
 # P: about 8 programs per SM (streaming multiprocessor, one of the
 # GPU's cores) keep every SM busy, so P = 8 x SMs / D tiles, at
-# least the SMs. P is set before the autotuner picks D_TILE, so
-# it counts D tiles as 128 wide.
+# least the SMs. P is chosen before the autotuner picks D_TILE, so
+# it guesses D tiles of 128 columns.
 PROGRAMS_PER_SM = 8
 
 
 @triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (2)
 @triton.jit(do_not_specialize=["rows"])
 def backward_kernel(
-    x_ptr, w_ptr, grad_y_ptr, grad_x_ptr, partial_ptr,  # as there
-    rows, D, stride_row, stride_col,  # x's
+    x_ptr, w_ptr, grad_y_ptr, grad_x_ptr, partial_ptr,  # as before
+    rows, D, stride_row, stride_col,  # x's sizes and strides
     X_ROW_ALIGN: tl.constexpr, D_ALIGN: tl.constexpr,  # (2)
     NEED_GRAD_X: tl.constexpr, NEED_GRAD_W: tl.constexpr,  # (3)
     ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # (2)
@@ -343,7 +355,8 @@ def backward_kernel(
             x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         if NEED_GRAD_X:  # (3)
             grad_x = grad_y[:, None] * w[None, :]
-            # (2) grad_x's row stride, D, as D_aligned.
+            # (2) grad_x's rows lie D apart; written D_aligned, the
+            # stores are wide too.
             out = (row_ids * D_aligned)[:, None] + cols[None, :]
             tl.store(grad_x_ptr + out, grad_x.to(x_dtype), mask=mask)
         if NEED_GRAD_W:  # (3)
@@ -353,9 +366,10 @@ def backward_kernel(
         tl.store(partial_ptr + p.to(tl.int64) * D + cols, sums, mask=col_mask)
 
 
-def backward_pointer(x2d, weight, grad_y, need_grad_x=True, need_grad_w=True):
-    """(grad_x, grad_w) by backward_kernel; None for a gradient
-    not needed (op.py asks for one alone; the Function, for both)."""
+def backward_tuned(x2d, weight, grad_y, need_grad_x=True, need_grad_w=True):
+    """(grad_x, grad_w) by backward_kernel; None for a gradient not
+    needed. op.py passes False for one that autograd does not ask
+    for (3); the Function below asks for both."""
     rows, D = x2d.shape
     on_gpu = x2d.device.type == "cuda"
     sms = torch.cuda.get_device_properties(x2d.device).multi_processor_count if on_gpu else 1
@@ -363,31 +377,25 @@ def backward_pointer(x2d, weight, grad_y, need_grad_x=True, need_grad_w=True):
     P = min(P, rows)  # (1) at most a program per row
     sum_dtype = torch.promote_types(x2d.dtype, torch.float32)
     partial = torch.empty((P, D), dtype=sum_dtype, device=x2d.device)
-    grad_x = None
-    if need_grad_x:
-        grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
+    grad_x = x2d.new_empty((rows, D)) if need_grad_x else None
     grid = lambda meta: (triton.cdiv(D, meta["D_TILE"]), P)  # noqa: E731
     backward_kernel[grid](
         x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride(),
         NEED_GRAD_X=need_grad_x, NEED_GRAD_W=need_grad_w, **alignment(x2d),
     )  # fmt: skip
-    if not need_grad_w:
-        return grad_x, None
-    return grad_x, partial.sum(0).to(weight.dtype)  # as in backward_simple
+    grad_w = partial.sum(0).to(weight.dtype) if need_grad_w else None
+    return grad_x, grad_w  # grad_w as in backward_simple
 
 
 # ## Autograd: a torch.autograd.Function
 # forward saves x and w for backward, and launches a forward;
 # backward launches the backward kernels. KERNELS names the pairs.
-KERNELS = {
-    "simple": (forward_simple, backward_simple),
-    "pointer": (forward_pointer, backward_pointer),
-}
+KERNELS = {"simple": (forward_simple, backward_simple), "tuned": (forward_tuned, backward_tuned)}
 
 
 class WeightedSum(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, weight, style="pointer"):
+    def forward(ctx, x, weight, style="tuned"):
         assert x.shape[-1] == weight.shape[0], "x (..., D) needs w of shape (D,)"
         weight = weight.contiguous()  # the kernels read w_ptr + d
         ctx.save_for_backward(x, weight)
@@ -404,7 +412,8 @@ class WeightedSum(torch.autograd.Function):
     def backward(ctx, grad_y):
         x, weight = ctx.saved_tensors
         x2d = rearrange(x, "... d -> (...) d")
-        # contiguous: y.sum()'s grad_y is one value, expanded.
+        # The kernels read grad_y[r] at grad_y_ptr + r; y.sum() hands
+        # back one value, expanded (stride 0), so make it contiguous.
         grad_y = grad_y.reshape(-1).contiguous()
         grad_x, grad_w = KERNELS[ctx.style][1](x2d, weight, grad_y)
         return grad_x.reshape(x.shape), grad_w, None
@@ -420,9 +429,8 @@ SWEEP = [dict(rows=r, dim=d, dtype=t) for t in ("float32", "bfloat16") for r, d 
 
 
 def benchmark(rows, dim, dtype="float32"):
-    """Time each variant's forward ("fwd") and backward alone
-    ("bwd") against x @ w and its autograd; and forward_kernel
-    launched bare, its arguments ready."""
+    """Time each variant's forward ("fwd") and backward ("bwd")
+    against x @ w and its autograd; and forward_kernel bare."""
     kw = dict(dtype=DTYPES.get(dtype, dtype), device=common.DEVICE)
     x, w = torch.randn(rows, dim, **kw), torch.randn(dim, **kw)
     grad_y = torch.randn(rows, **kw)
@@ -446,8 +454,7 @@ def benchmark(rows, dim, dtype="float32"):
 
     bwd = {"torch": backward_of(torch.matmul)}
     bwd |= {name: backward_of(fn) for name, fn in VARIANTS.items()}
-    # Elements a pass must move: x, w and y; then x, grad_y, w,
-    # grad_x and grad_w.
+    # Elements moved: x, w, y; then x, grad_y, w, grad_x, grad_w.
     moved = {"fwd": (rows + 1) * dim + rows, "bwd": 2 * (rows + 1) * dim + rows}
     case = f"{rows}x{dim} {str(x.dtype).removeprefix('torch.')}"
     ceiling, results = common.copy_ceiling_gbps(), []
@@ -477,6 +484,9 @@ def main(argv=None):
     if args.rows < 1 or args.dim < 0:
         parser.error("--rows must be >= 1 and --dim >= 0")
     print(common.describe_run())
+    x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)  # the docstring's
+    y = forward_simple(x, torch.ones(6, device=common.DEVICE))
+    print(f"row sums of the docstring's x: {y.tolist()} = {x.sum(1).tolist()}")
     x = torch.randn(args.rows, args.dim, dtype=DTYPES[args.dtype], device=common.DEVICE)
     checked = check(x, VARIANTS)
     print(f"check passed: y, grad_x and grad_w of {', '.join(checked)}\n")

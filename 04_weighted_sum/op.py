@@ -2,9 +2,9 @@
 
 main.py beside this file teaches the kernels; this file makes them safe to call from a model, and
 adds nothing to what they compute:
-- `weighted_sum(x, weight, out=None, style="pointer")` checks its inputs (TypeError or ValueError
+- `weighted_sum(x, weight, out=None, style="tuned")` checks its inputs (TypeError or ValueError
   naming what is wrong), writes into `out=` (which may overlap x), and records gradients, second
-  ones too; `style` picks the lesson's kernels, "simple" or "pointer" (the tuned ones);
+  ones too; `style` picks the lesson's kernels, "simple" or "tuned";
 - `torch.ops.triton_lessons.weighted_sum(x, weight, style)` is the same op registered with
   PyTorch (`torch.library.custom_op`), so that `torch.compile(fullgraph=True)` keeps it whole.
   Its backward is a second op, `torch.ops.triton_lessons.weighted_sum_backward`.
@@ -35,7 +35,7 @@ common = lesson.common  # the device, and the checks of out= that every op share
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
-def validate(x, weight, style="pointer"):
+def validate(x, weight, style="tuned"):
     """y's shape, x.shape[:-1], or TypeError or ValueError naming why weighted_sum cannot run."""
     for name, t in (("x", x), ("weight", weight)):
         if not isinstance(t, torch.Tensor):
@@ -56,7 +56,7 @@ def validate(x, weight, style="pointer"):
     return x.shape[:-1]
 
 
-def validate_backward(x2d, weight, grad_y, style="pointer"):
+def validate_backward(x2d, weight, grad_y, style="tuned"):
     """As validate, for the backward op's (rows, D) x2d and grad_y of shape (rows,)."""
     validate(x2d, weight, style)
     if x2d.dim() != 2:
@@ -83,8 +83,8 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True):
     weight, grad_y = weight.contiguous(), grad_y.contiguous()  # y.sum()'s grad_y is expanded
     if x2d.numel() == 0:  # grad_x has no elements or is 0; grad_w, a sum of no rows, is 0
         grads = x2d.new_zeros(x2d.shape), weight.new_zeros(weight.shape)
-    elif style == "pointer":  # the tuned kernel skips what autograd does not ask for
-        return lesson.backward_pointer(x2d, weight, grad_y, need_grad_x, need_grad_w)
+    elif style == "tuned":  # the tuned kernel skips what autograd does not ask for
+        return lesson.backward_tuned(x2d, weight, grad_y, need_grad_x, need_grad_w)
     else:
         grads = lesson.KERNELS[style][1](x2d, weight, grad_y)
     return grads[0] if need_grad_x else None, grads[1] if need_grad_w else None
@@ -123,7 +123,7 @@ class WeightedSum(torch.autograd.Function):
         return (*gradients(*ctx.saved_tensors, grad_y, ctx.needs_input_grad, ctx.style), None)
 
 
-def weighted_sum(x, weight, out=None, style="pointer"):
+def weighted_sum(x, weight, out=None, style="tuned"):
     """x @ weight over the last dim of x (..., D), weight (D,): a tensor of shape x.shape[:-1], in
     x's dtype; differentiable twice and compilable, or written into out (refused while an input
     requires grad, as PyTorch's out= is). `style` picks the lesson's kernels."""
@@ -141,26 +141,26 @@ def weighted_sum(x, weight, out=None, style="pointer"):
 # fake gives the output's shape without a kernel, and validates. Its backward is a second op,
 # weighted_sum_backward, which returns both gradients (an op returns tensors, never None).
 @torch.library.custom_op("triton_lessons::weighted_sum", mutates_args=())
-def weighted_sum_op(x: torch.Tensor, weight: torch.Tensor, style: str = "pointer") -> torch.Tensor:
+def weighted_sum_op(x: torch.Tensor, weight: torch.Tensor, style: str = "tuned") -> torch.Tensor:
     validate(x, weight, style)
     return forward(x, weight, style)
 
 
 weighted_sum_op.register_fake(
-    lambda x, weight, style="pointer": x.new_empty(validate(x, weight, style))
+    lambda x, weight, style="tuned": x.new_empty(validate(x, weight, style))
 )
 
 
 @torch.library.custom_op("triton_lessons::weighted_sum_backward", mutates_args=())
 def weighted_sum_backward_op(
-    x2d: torch.Tensor, weight: torch.Tensor, grad_y: torch.Tensor, style: str = "pointer"
+    x2d: torch.Tensor, weight: torch.Tensor, grad_y: torch.Tensor, style: str = "tuned"
 ) -> list[torch.Tensor]:
     validate_backward(x2d, weight, grad_y, style)
     return list(backward(x2d, weight, grad_y, style))
 
 
 @weighted_sum_backward_op.register_fake
-def _(x2d, weight, grad_y, style="pointer"):
+def _(x2d, weight, grad_y, style="tuned"):
     validate_backward(x2d, weight, grad_y, style)
     return [x2d.new_empty(x2d.shape), weight.new_empty(weight.shape)]
 

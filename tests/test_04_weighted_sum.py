@@ -181,16 +181,16 @@ def test_out_problems(style):
 def test_entry_computes_only_the_gradients_asked_for(style, needs, monkeypatch):
     # The tuned backward skips a gradient autograd does not ask for (NEED_GRAD_X, NEED_GRAD_W).
     calls = []
-    pointer = ws.backward_pointer
+    tuned = ws.backward_tuned
     monkeypatch.setattr(
-        ws, "backward_pointer", lambda *args: calls.append(args[3:]) or pointer(*args)
+        ws, "backward_tuned", lambda *args: calls.append(args[3:]) or tuned(*args)
     )
     x = torch.randn(33, 20, device=DEVICE, requires_grad=needs[0])
     w = torch.randn(20, device=DEVICE, requires_grad=needs[1])
     g = torch.randn(33, device=DEVICE)
     inputs = [t for t, need in zip((x, w), needs) if need]
     grads = torch.autograd.grad(op.weighted_sum(x, w, style=style), inputs, g)
-    assert calls == ([needs] if style == "pointer" else [])
+    assert calls == ([needs] if style == "tuned" else [])
     want = exact_gradients(x, w, g)
     for grad, (expected, magnitude, terms) in zip(grads, [g for g, n in zip(want, needs) if n]):
         common.assert_close(grad, expected, magnitude, terms, f"{style} needs {needs}")
@@ -327,7 +327,7 @@ def test_gradcheck_the_registered_ops_directly():
     x = torch.randn(6, 3, dtype=torch.float64, device=DEVICE, requires_grad=True)
     w = torch.randn(3, dtype=torch.float64, device=DEVICE, requires_grad=True)
     assert torch.autograd.gradcheck(
-        lambda a, b: torch.ops.triton_lessons.weighted_sum(a, b, "pointer"), (x, w)
+        lambda a, b: torch.ops.triton_lessons.weighted_sum(a, b, "tuned"), (x, w)
     )
     for style in ws.KERNELS:  # the op's Function, and the lesson's
         assert torch.autograd.gradcheck(lambda a, b: op.WeightedSum.apply(a, b, style), (x, w))
@@ -362,7 +362,7 @@ def opcheck_cases():
 def test_opcheck(case, requires_grad):
     _, x, w = case
     x, w = x.requires_grad_(requires_grad), w.requires_grad_(requires_grad)
-    torch.library.opcheck(torch.ops.triton_lessons.weighted_sum.default, (x, w, "pointer"))
+    torch.library.opcheck(torch.ops.triton_lessons.weighted_sum.default, (x, w, "tuned"))
 
 
 def test_opcheck_backward_op():
@@ -452,11 +452,11 @@ def test_broadcast_grad_output():
 
 
 @pytest.mark.parametrize("how", LAYOUTS)
-def test_entry_runs_the_pointer_kernels_on_every_layout(how):
+def test_entry_runs_the_tuned_kernels_on_every_layout(how):
     x = layout(33, 64, torch.float32, how).requires_grad_()
     w = torch.randn(64, device=DEVICE, requires_grad=True)
     grad_y = torch.randn(33, device=DEVICE)
-    got, want = op.weighted_sum(x, w), ws.VARIANTS["pointer"](x, w)
+    got, want = op.weighted_sum(x, w), ws.VARIANTS["tuned"](x, w)
     assert torch.equal(got, want) and torch.equal(op.weighted_sum(x.detach(), w.detach()), want)
     assert all(
         torch.equal(g, h)
@@ -534,7 +534,7 @@ def test_bad_input_gives_the_same_error_through_the_entry_and_the_op(case, entry
     args = cpu_or_gpu(make)()
     with pytest.raises(error, match=message):
         if entry == "weighted_sum":  # style is a keyword of the entry, after out
-            op.weighted_sum(*args[:2], style=args[2] if len(args) > 2 else "pointer")
+            op.weighted_sum(*args[:2], style=args[2] if len(args) > 2 else "tuned")
         else:
             torch.ops.triton_lessons.weighted_sum(*args)
 
@@ -588,11 +588,11 @@ def test_main_runs(capsys, recwarn):
     for row in (
         "torch fwd",
         "simple fwd",
-        "pointer fwd",
+        "tuned fwd",
         "forward_kernel[grid] bare fwd",
         "torch bwd",
         "simple bwd",
-        "pointer bwd",
+        "tuned bwd",
     ):
         assert row in out
 

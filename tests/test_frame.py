@@ -20,7 +20,7 @@ VARIANT_STYLES = {
     "01_matmul_elementwise": set(),
     "02_matmul_tiled": {"simple", "pointer", "persistent"},
     "03_blocked_sum": {"simple", "pointer", "block_ptr"},
-    "04_weighted_sum": {"simple", "pointer"},
+    "04_weighted_sum": {"simple", "tuned"},
 }
 
 

@@ -92,10 +92,10 @@ def test_bench_plots_bars_per_case_and_a_panel_per_pass(tmp_path):
         dict(case=case, variant=variant + step, throughput=t, unit="GB/s")
         for case in ("64x8 float32", "128x8 float32")
         for step in (" fwd", " bwd")
-        for variant, t in (("simple", 1.0), ("pointer", 2.0), ("torch", 3.0))
+        for variant, t in (("simple", 1.0), ("tuned", 2.0), ("torch", 3.0))
     ]
     figure = bench.plot(rows, "04_weighted_sum", tmp_path / "plot.png")
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [ax.get_title() for ax in figure.axes] == ["04_weighted_sum fwd", "04_weighted_sum bwd"]
-    for ax in figure.axes:  # simple and pointer for each of the two cases: four bars
+    for ax in figure.axes:  # simple and tuned for each of the two cases: four bars
         assert sorted(bar.get_height() for bar in ax.patches) == [1.0, 1.0, 2.0, 2.0]

@@ -17,7 +17,7 @@ PLOTTED = {
     "01_matmul_elementwise": ["scalar", "vector_k", "vector_k_kernel[grid]"],
     "02_matmul_tiled": ["simple", "matmul"],
     "03_blocked_sum": ["simple", "one_d", "pointer", "column_sum_kernel[grid] bare"],
-    "04_weighted_sum": ["simple", "pointer", "forward_kernel[grid] bare"],
+    "04_weighted_sum": ["simple", "tuned", "forward_kernel[grid] bare"],
 }
 
 

@@ -8,15 +8,18 @@ and to give kernels to autograd. x (..., D) is flattened to rows r:
     grad_x[r, d] = grad_y[r] * w[d]                 no sum at all
     grad_w[d]    = sum over r of x[r, d] * grad_y[r]
 
-One program's work in PyTorch (rows: its ROWS_TILE rows):
+One program's work in PyTorch, for its ROWS_TILE rows, row_ids
+(where a slice runs past x's end, the kernel reads zeros):
 
     acc = torch.zeros(ROWS_TILE, D_TILE)
     for d0 in range(0, D, D_TILE):
-        acc += x[rows, d0 : d0 + D_TILE] * w[d0 : d0 + D_TILE]
-    y[rows] = acc.sum(1)  # the kernel pads with 0 past the end
+        acc += x[row_ids, d0 : d0 + D_TILE] * w[d0 : d0 + D_TILE]
+    y[row_ids] = acc.sum(1)
 
-Lesson 01 defines a program, a block, a stride and num_warps: the
-GPU runs each program on num_warps x 32 threads, in step.
+Lesson 01 defines a program, a block, a stride and num_warps. The
+GPU runs a program on num_warps x 32 threads, and Triton spreads
+each block over them: a 16 x 64 tile on 4 warps gives each of the
+128 threads 8 of its elements, runs of neighbours along a row.
 op.py beside this file makes these kernels an op, weighted_sum.
 
 Worked example: x of shape (5, 6), stored row after row, so
@@ -55,8 +58,8 @@ import triton.language as tl  # noqa: E402
 # launch. A tensor argument arrives as a pointer to its first element.
 @triton.jit
 def simple_forward_kernel(
-    x_ptr, w_ptr, y_ptr,  # pointers to x[0, 0], w[0] and y[0]
-    rows, D, stride_row, stride_col,  # x's sizes and strides
+    x_ptr, w_ptr, y_ptr,  # point to x[0, 0], w[0] and y[0]
+    rows, D, stride_row, stride_col,  # x's sizes, strides
     ROWS_TILE: tl.constexpr,  # rows a program; a power of 2
     D_TILE: tl.constexpr,  # columns a step; a power of 2
 ):  # fmt: skip
@@ -71,25 +74,27 @@ def simple_forward_kernel(
     for d0 in range(0, D, D_TILE):  # a loop on the GPU
         cols = d0 + tl.arange(0, D_TILE)
         col_mask = cols < D
-        # (ROWS_TILE, D_TILE) offsets, broadcast as in torch.
+        # A (ROWS_TILE, D_TILE) block of offsets (broadcast):
         col_offsets = cols.to(tl.int64) * stride_col
         offsets = row_starts[:, None] + col_offsets[None, :]
         mask = row_mask[:, None] & col_mask[None, :]
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
-    # Adding tiles keeps each thread on its own elements of acc;
-    # tl.sum makes threads trade values, so it runs once, at the end.
+    # acc += keeps each thread on its own elements; tl.sum makes the
+    # threads trade values, which costs time: once, after the loop.
     y = tl.sum(acc, axis=1)
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
-def forward_simple(x2d, weight):
+def forward_simple(x2d, weight, rows_tile=16, d_tile=64):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
-    grid = (triton.cdiv(rows, 16),)  # kernel[grid]: 1 program per 16 rows
-    simple_forward_kernel[grid](x2d, weight, y, rows, D, *x2d.stride(), ROWS_TILE=16, D_TILE=64)
+    grid = (triton.cdiv(rows, rows_tile),)  # kernel[grid]: grid[0] programs
+    simple_forward_kernel[grid](
+        x2d, weight, y, rows, D, *x2d.stride(), ROWS_TILE=rows_tile, D_TILE=d_tile
+    )
     return y
 
 
@@ -103,8 +108,8 @@ def check(x, variants):
     w = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
     want = exact(x, w, grad_y)
-    # The error allowed grows with the same sums over |x|, |w| and
-    # |grad_y|, and with the number of terms each sum adds.
+    # The error allowed grows with the same maths on |x|, |w| and
+    # |grad_y| (|x| @ |w|, ...) and with the terms in each sum.
     magnitude = exact(x.abs(), w.abs(), grad_y.abs())
     terms = (x.shape[-1], 1, grad_y.numel())
     for name, fn in variants.items():
@@ -120,7 +125,7 @@ def check(x, variants):
     return list(variants)
 
 
-def exact(x, weight, grad_y):  # y, grad_x, grad_w, in float64
+def exact(x, weight, grad_y):  # all three, in float64
     x, weight = (t.detach().double().requires_grad_() for t in (x, weight))
     y = reference(x, weight)
     return y.detach(), *torch.autograd.grad(y, (x, weight), grad_y.double())
@@ -141,10 +146,10 @@ def exact(x, weight, grad_y):  # y, grad_x, grad_w, in float64
 # round differently: the bits of grad_w would change run to run.
 @triton.jit
 def simple_backward_kernel(
-    x_ptr, w_ptr, grad_y_ptr,  # as x, w and y in the forward
+    x_ptr, w_ptr, grad_y_ptr,  # as x, w, y in the forward
     grad_x_ptr,  # grad_x[0, 0]; grad_x is a contiguous (rows, D)
-    partial_ptr,  # partial[0, 0]; a contiguous (programs, D)
-    rows, D, stride_row, stride_col,  # x's, as in the forward
+    partial_ptr,  # a contiguous (programs, D) buffer
+    rows, D, stride_row, stride_col,  # x's, as before
     ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,
 ):  # fmt: skip
     p = tl.program_id(0)
@@ -164,8 +169,8 @@ def simple_backward_kernel(
         offsets = row_starts[:, None] + col_offsets[None, :]
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
-        # grad_y * w in float32, rounded to x's dtype at the store
-        # only, as PyTorch rounds its own grad_y * w.
+        # grad_y * w in float32, rounded to x's dtype once, at the
+        # store: the same bits as PyTorch's grad_y[:, None] * w.
         grad_x = grad_y[:, None] * w.to(acc_dtype)[None, :]
         # grad_x is contiguous: its (r, d) lies r * D + d elements in.
         out = row_ids.to(tl.int64)[:, None] * D + cols[None, :]
@@ -178,7 +183,7 @@ def simple_backward_kernel(
 def backward_simple(x2d, weight, grad_y):
     """(grad_x, grad_w) of y = x2d @ weight, given grad_y."""
     rows, D = x2d.shape
-    programs = triton.cdiv(rows, 16)  # a program per 16 rows
+    programs = triton.cdiv(rows, 16)  # 16 rows each
     grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
     sum_dtype = torch.promote_types(x2d.dtype, torch.float32)
     partial = torch.empty((programs, D), dtype=sum_dtype, device=x2d.device)
@@ -186,7 +191,7 @@ def backward_simple(x2d, weight, grad_y):
         x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride(),
         ROWS_TILE=16, D_TILE=64,
     )  # fmt: skip
-    grad_w = partial.sum(0).to(weight.dtype)  # the second pass
+    grad_w = partial.sum(0).to(weight.dtype)  # second pass
     return grad_x, grad_w
 
 
@@ -204,12 +209,11 @@ def backward_simple(x2d, weight, grad_y):
 TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4)]
 TILES += [(128, 128, 8), (16, 256, 4), (8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
 if common.INTERPRETED:
-    TILES = [(16, 64, 4)]  # the CPU can't time a GPU: one config
+    TILES = [(16, 64, 4)]  # a CPU can't time a GPU
 CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w in TILES]
 
 
-# The tuning's plumbing (skip it on a first read): tiles_for_d and
-# TUNING keep the autotuner's first call short.
+# The tuning's plumbing, to skip on a first read:
 def tiles_for_d(configs, named_args, **kwargs):
     """Called by the autotuner before it times: the configs whose
     D_TILE suits D. A tile much wider than D loads mostly masked
@@ -229,22 +233,23 @@ TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20
 
 # (2) A thread can load 16 bytes (4 float32, 8 float16) with one
 # instruction, a wide load, instead of one instruction an element.
-# The compiler emits one only where it can prove three facts about
-# each group of 4 float32 columns that a thread loads:
+# The compiler emits one only where it can prove, for each group
+# of 4 float32 columns that a thread loads, that
 # - the 4 are next to each other in memory: stride_col is 1;
 # - the first sits on a 16-byte boundary in every row: x's start
 #   and stride_row are multiples of 16 bytes;
 # - the mask is the same for all 4: D is a multiple of 4.
-# The compiler knows only what the arguments show. At a launch,
-# Triton notes facts about them, such as "this int divides by 16",
-# and compiles a version of the kernel for each set of facts (it
-# "specializes"). D = 1000 divides by 4 but not by 16: the kernel
-# learns nothing. So alignment() passes D_ALIGN = 4 (8 for 16-bit
-# x) as a constexpr, and the kernel masks with D_aligned =
-# (D // D_ALIGN) * D_ALIGN: still 1000, but now the compiler sees
-# that it divides by 4. X_ROW_ALIGN does the same for stride_row.
-# `main.py --asm` prints the PTX (the GPU's assembly) that
-# forward_kernel compiles to at D = 1000, float32, 128 x 32 tiles:
+# It knows only what Triton tells it. At a launch, Triton notes a
+# few facts about the arguments (an int that is 1, an int that
+# divides by 16, a pointer on a 16-byte boundary) and compiles a
+# version of the kernel for each set of facts: it "specializes".
+# That covers stride_col and x's start. But D = 1000 divides by 4,
+# not by 16: Triton notes nothing. So alignment() passes D_ALIGN =
+# 4 (8 for 16-bit x) as a constexpr, and the kernel masks with
+# D_aligned = (D // D_ALIGN) * D_ALIGN: still 1000, but now the
+# compiler sees that it divides by 4. X_ROW_ALIGN does the same
+# for stride_row. `main.py --asm` counts the loads in the PTX (the
+# GPU's assembly) of forward_kernel at D = 1000, 128 x 32 tiles:
 #     X_ROW_ALIGN = D_ALIGN = 1:  0 wide loads, 33 scalar ones
 #     X_ROW_ALIGN = D_ALIGN = 4:  9 wide loads, 0 scalar ones
 @triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (1)
@@ -259,11 +264,11 @@ def forward_kernel(
 ):  # fmt: skip
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
-    stride_row = (stride_row // X_ROW_ALIGN) * X_ROW_ALIGN  # (2)
+    # (2) The same values, seen to divide by X_ROW_ALIGN, D_ALIGN.
+    stride_row = (stride_row // X_ROW_ALIGN) * X_ROW_ALIGN
+    D_aligned = (D // D_ALIGN) * D_ALIGN
     row_starts = row_ids.to(tl.int64) * stride_row
-    D_aligned = (D // D_ALIGN) * D_ALIGN  # (2) equal to D
-    x_dtype = x_ptr.dtype.element_ty
-    acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
+    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
@@ -281,11 +286,8 @@ def forward_kernel(
 def alignment(x2d):
     """(2) The largest powers of 2, up to 16 bytes' worth of
     elements, that divide x2d's row stride and D."""
-    vector = 16 // x2d.element_size()  # elements in 16 bytes
-    return dict(
-        X_ROW_ALIGN=math.gcd(x2d.stride(0), vector),
-        D_ALIGN=math.gcd(x2d.shape[1], vector),
-    )
+    vector = 16 // x2d.element_size()  # in 16 bytes
+    return dict(X_ROW_ALIGN=math.gcd(x2d.stride(0), vector), D_ALIGN=math.gcd(x2d.shape[1], vector))
 
 
 def forward_tuned(x2d, weight):
@@ -304,25 +306,25 @@ def forward_tuned(x2d, weight):
 # tile and wide loads; (3) a gradient not asked for is skipped.
 #
 # (1) The simple backward's partial has a row per 16 rows of x:
-# for x of 1048576 x 128, 65536 rows, and its sum reads them all.
+# for x of 1048576 x 128, 65536 rows (32 MB), written, then read.
 # Here grid axis 1 has P programs, and program (t, p) takes D tile
 # t of row tiles p, p + P, p + 2P, ...: partial has P rows. For
 # D = 8 in two D tiles of 4 columns, 5 row tiles and P = 2:
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
 #     programs (1, 0) and (1, 1): the same for columns 4-7
-# P: about 8 programs per SM (streaming multiprocessor, one of the
-# GPU's cores) keep every SM busy, so P = 8 x SMs / D tiles, at
-# least the SMs. P is chosen before the autotuner picks D_TILE, so
-# it guesses D tiles of 128 columns.
+# P: about 8 programs per SM (streaming multiprocessor, a GPU
+# core) keep every SM busy: on an H100 (132 SMs), D = 128 gives P
+# = 1056; D = 1024 gives 132 (8 tiles of 128 columns: P is set
+# before the autotuner picks D_TILE), never fewer than the SMs.
 PROGRAMS_PER_SM = 8
 
 
 @triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (2)
 @triton.jit(do_not_specialize=["rows"])
 def backward_kernel(
-    x_ptr, w_ptr, grad_y_ptr, grad_x_ptr, partial_ptr,  # as before
-    rows, D, stride_row, stride_col,  # x's sizes and strides
+    x_ptr, w_ptr, grad_y_ptr, grad_x_ptr, partial_ptr,
+    rows, D, stride_row, stride_col,  # all as before
     X_ROW_ALIGN: tl.constexpr, D_ALIGN: tl.constexpr,  # (2)
     NEED_GRAD_X: tl.constexpr, NEED_GRAD_W: tl.constexpr,  # (3)
     ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # (2)
@@ -480,13 +482,12 @@ def main(argv=None):
     add("--dim", type=int, default=dim, help="D, the length of a row")
     add("--dtype", choices=list(DTYPES), default="float32", help="of x and w")
     args = parser.parse_args(argv)
-    # No rows: the autotuner would time empty launches, and keep one.
-    if args.rows < 1 or args.dim < 0:
+    if args.rows < 1 or args.dim < 0:  # no rows: nothing to tune on
         parser.error("--rows must be >= 1 and --dim >= 0")
     print(common.describe_run())
-    x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)  # the docstring's
-    y = forward_simple(x, torch.ones(6, device=common.DEVICE))
-    print(f"row sums of the docstring's x: {y.tolist()} = {x.sum(1).tolist()}")
+    x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
+    y = forward_simple(x, torch.ones(6, device=common.DEVICE), 2, 4)
+    print(f"the docstring's x, 2 x 4 tiles: {y.tolist()} = {x.sum(1).tolist()}")
     x = torch.randn(args.rows, args.dim, dtype=DTYPES[args.dtype], device=common.DEVICE)
     checked = check(x, VARIANTS)
     print(f"check passed: y, grad_x and grad_w of {', '.join(checked)}\n")

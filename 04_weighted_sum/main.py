@@ -8,18 +8,16 @@ and to give kernels to autograd. x (..., D) is flattened to rows r:
     grad_x[r, d] = grad_y[r] * w[d]                 no sum at all
     grad_w[d]    = sum over r of x[r, d] * grad_y[r]
 
-One program's work in PyTorch, for its ROWS_TILE rows, row_ids
-(where a slice runs past x's end, the kernel reads zeros):
+One program's work in PyTorch, for its ROWS_TILE rows, row_ids:
 
     acc = torch.zeros(ROWS_TILE, D_TILE)
     for d0 in range(0, D, D_TILE):
         acc += x[row_ids, d0 : d0 + D_TILE] * w[d0 : d0 + D_TILE]
     y[row_ids] = acc.sum(1)
 
-Lesson 01 defines a program, a block, a stride and num_warps. The
-GPU runs a program on num_warps x 32 threads, and Triton spreads
-each block over them: a 16 x 64 tile on 4 warps gives each of the
-128 threads 8 of its elements, runs of neighbours along a row.
+Lesson 01 defines a program, a block, a stride and num_warps. A
+program runs on num_warps x 32 threads, which share each block: a
+16 x 64 tile on 4 warps gives 128 threads 8 elements each.
 op.py beside this file makes these kernels an op, weighted_sum.
 
 Worked example: x of shape (5, 6), stored row after row, so
@@ -33,7 +31,7 @@ owns rows 2 and 3; its first step loads x at these offsets:
 
 Its second step takes columns 4 to 7. Columns 6 and 7 are past
 the row's end: offset 2 * 6 + 6 = 18 is x[3, 0], the next row.
-The mask cols < 6 switches those loads off, and in program 2
+The mask cols < 6 turns those loads into zeros; in program 2
 (rows 4 and 5) the mask rows < 5 switches off row 5.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
@@ -54,8 +52,8 @@ import triton.language as tl  # noqa: E402
 
 
 # ## Part 1. The simplest forward: one program per tile of rows
-# @triton.jit compiles a Python function for the GPU, at its first
-# launch. A tensor argument arrives as a pointer to its first element.
+# In a @triton.jit kernel, a tensor arrives as a pointer to its
+# first element.
 @triton.jit
 def simple_forward_kernel(
     x_ptr, w_ptr, y_ptr,  # point to x[0, 0], w[0] and y[0]
@@ -103,19 +101,16 @@ def reference(x, weight):  # what every kernel here computes
 
 
 def check(x, variants):
-    """The harness (skim it): y, grad_x and grad_w of each variant
-    (name -> fn(x, w)) against float64, for a random w and grad_y."""
+    """The harness: each variant (name -> fn(x, w)) vs float64."""
     w = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
     want = exact(x, w, grad_y)
-    # The error allowed grows with the same maths on |x|, |w| and
-    # |grad_y| (|x| @ |w|, ...) and with the terms in each sum.
+    # The error allowed grows with |x| @ |w| and alike, and terms.
     magnitude = exact(x.abs(), w.abs(), grad_y.abs())
     terms = (x.shape[-1], 1, grad_y.numel())
     for name, fn in variants.items():
         x_in, w_in = x.detach().requires_grad_(), w.detach().requires_grad_()
-        # torch.empty gives NaN in here: unwritten elements fail.
-        with common.uninitialized_memory_is_nan():
+        with common.uninitialized_memory_is_nan():  # empty() gives NaN
             y = fn(x_in, w_in)
             got = (y, *torch.autograd.grad(y, (x_in, w_in), grad_y))
         for what, *values in zip(("y", "grad_x", "grad_w"), got, want, magnitude, terms):

@@ -16,9 +16,9 @@ One program's work in PyTorch, for its ROWS_TILE rows, row_ids:
     y[row_ids] = acc.sum(1)
 
 Lesson 01 defines a program, a block, a stride and num_warps. A
-program runs on num_warps x 32 threads, which share each block: a
-16 x 64 tile on 4 warps gives 128 threads 8 elements each.
-op.py beside this file makes these kernels an op, weighted_sum.
+program runs on num_warps x 32 threads, and Triton splits each of
+its blocks among them: a 16 x 64 tile on 4 warps (128 threads)
+gives each thread 8 of the 1024 elements.
 
 Worked example: x of shape (5, 6), stored row after row, so
 x[r, d] lies r * 6 + d elements after x[0, 0]. A program owns
@@ -52,8 +52,7 @@ import triton.language as tl  # noqa: E402
 
 
 # ## Part 1. The simplest forward: one program per tile of rows
-# In a @triton.jit kernel, a tensor arrives as a pointer to its
-# first element.
+# A tensor argument arrives as a pointer to its first element.
 @triton.jit
 def simple_forward_kernel(
     x_ptr, w_ptr, y_ptr,  # point to x[0, 0], w[0] and y[0]
@@ -79,20 +78,19 @@ def simple_forward_kernel(
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
-    # acc += keeps each thread on its own elements; tl.sum makes the
-    # threads trade values, which costs time: once, after the loop.
+    # acc += adds each thread's own elements. tl.sum makes threads
+    # trade values, and wait: a 1-D acc with tl.sum in the loop (the
+    # seed's way) runs 2 to 4 times slower in lesson 03. So: once.
     y = tl.sum(acc, axis=1)
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
-def forward_simple(x2d, weight, rows_tile=16, d_tile=64):
+def forward_simple(x2d, weight):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
-    grid = (triton.cdiv(rows, rows_tile),)  # kernel[grid]: grid[0] programs
-    simple_forward_kernel[grid](
-        x2d, weight, y, rows, D, *x2d.stride(), ROWS_TILE=rows_tile, D_TILE=d_tile
-    )
+    grid = (triton.cdiv(rows, 16),)  # kernel[grid]: grid[0] programs
+    simple_forward_kernel[grid](x2d, weight, y, rows, D, *x2d.stride(), ROWS_TILE=16, D_TILE=64)
     return y
 
 
@@ -101,22 +99,24 @@ def reference(x, weight):  # what every kernel here computes
 
 
 def check(x, variants):
-    """The harness: each variant (name -> fn(x, w)) vs float64."""
+    """Test harness (skim it): each variant's y, grad_x and grad_w."""
     w = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
     want = exact(x, w, grad_y)
-    # The error allowed grows with |x| @ |w| and alike, and terms.
-    magnitude = exact(x.abs(), w.abs(), grad_y.abs())
+    # The rounding allowed grows with the same maths on |x|, |w|
+    # and |grad_y|, and with the number of terms in each sum.
+    scale = exact(x.abs(), w.abs(), grad_y.abs())
     terms = (x.shape[-1], 1, grad_y.numel())
     for name, fn in variants.items():
         x_in, w_in = x.detach().requires_grad_(), w.detach().requires_grad_()
-        with common.uninitialized_memory_is_nan():  # empty() gives NaN
+        # Inside, torch.empty fills with NaN: unwritten values fail.
+        with common.uninitialized_memory_is_nan():
             y = fn(x_in, w_in)
             got = (y, *torch.autograd.grad(y, (x_in, w_in), grad_y))
-        for what, *values in zip(("y", "grad_x", "grad_w"), got, want, magnitude, terms):
+        for i, what in enumerate(["y", "grad_x", "grad_w"]):
             case = f"{name} {what}, x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
-            assert values[0].dtype == x.dtype, f"{case}: {values[0].dtype}"
-            common.assert_close(*values, case)
+            assert got[i].dtype == x.dtype, f"{case}: {got[i].dtype}"
+            common.assert_close(got[i], want[i], scale[i], terms[i], case)
     return list(variants)
 
 
@@ -165,12 +165,14 @@ def simple_backward_kernel(
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         # grad_y * w in float32, rounded to x's dtype once, at the
-        # store: the same bits as PyTorch's grad_y[:, None] * w.
+        # store, as PyTorch's own grad_y[:, None] * w is rounded.
         grad_x = grad_y[:, None] * w.to(acc_dtype)[None, :]
         # grad_x is contiguous: its (r, d) lies r * D + d elements in.
         out = row_ids.to(tl.int64)[:, None] * D + cols[None, :]
         tl.store(grad_x_ptr + out, grad_x.to(x_dtype), mask=mask)
-        # This tile's share of grad_w: x * grad_y, summed over rows.
+        # This tile's share of grad_w, summed over the rows. Here
+        # tl.sum runs every step: each step has new columns, whose
+        # sums are stored at once (Part 3 keeps them in a 2-D acc).
         share = tl.sum(x.to(acc_dtype) * grad_y[:, None], axis=0)
         tl.store(partial_row + cols, share, mask=col_mask)
 
@@ -204,7 +206,7 @@ def backward_simple(x2d, weight, grad_y):
 TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4)]
 TILES += [(128, 128, 8), (16, 256, 4), (8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
 if common.INTERPRETED:
-    TILES = [(16, 64, 4)]  # a CPU can't time a GPU
+    TILES = [(16, 64, 4)]  # no GPU to time: one config
 CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w in TILES]
 
 
@@ -212,8 +214,8 @@ CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w
 def tiles_for_d(configs, named_args, **kwargs):
     """Called by the autotuner before it times: the configs whose
     D_TILE suits D. A tile much wider than D loads mostly masked
-    elements; one much narrower takes many steps. With W, D rounded
-    up to a power of 2, D_TILE runs from min(W, 128) to max(W, 32)."""
+    elements; one much narrower takes many steps. D = 1000 keeps
+    D_TILE 128 to 1024; D = 64 keeps 32 and 64."""
     width = triton.next_power_of_2(named_args["D"])
     fit = [c for c in configs if min(width, 128) <= c.kwargs["D_TILE"] <= max(width, 32)]
     return fit or configs
@@ -233,18 +235,21 @@ TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20
 # - the 4 are next to each other in memory: stride_col is 1;
 # - the first sits on a 16-byte boundary in every row: x's start
 #   and stride_row are multiples of 16 bytes;
-# - the mask is the same for all 4: D is a multiple of 4.
+# - the mask is the same for all 4 (one instruction: one on/off
+#   switch): D is a multiple of 4.
 # It knows only what Triton tells it. At a launch, Triton notes a
 # few facts about the arguments (an int that is 1, an int that
 # divides by 16, a pointer on a 16-byte boundary) and compiles a
 # version of the kernel for each set of facts: it "specializes".
-# That covers stride_col and x's start. But D = 1000 divides by 4,
-# not by 16: Triton notes nothing. So alignment() passes D_ALIGN =
+# That covers stride_col (1) and x's start (torch allocates on
+# 256-byte boundaries). But D = 1000 divides by 4, not by 16:
+# Triton notes nothing about it. So alignment() passes D_ALIGN =
 # 4 (8 for 16-bit x) as a constexpr, and the kernel masks with
 # D_aligned = (D // D_ALIGN) * D_ALIGN: still 1000, but now the
 # compiler sees that it divides by 4. X_ROW_ALIGN does the same
-# for stride_row. `main.py --asm` counts the loads in the PTX (the
-# GPU's assembly) of forward_kernel at D = 1000, 128 x 32 tiles:
+# for stride_row. `main.py --asm` counts the load instructions in
+# the PTX (the GPU's assembly) of the whole forward_kernel, for
+# D = 1000, float32, 128 x 32 tiles:
 #     X_ROW_ALIGN = D_ALIGN = 1:  0 wide loads, 33 scalar ones
 #     X_ROW_ALIGN = D_ALIGN = 4:  9 wide loads, 0 scalar ones
 @triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (1)
@@ -259,7 +264,8 @@ def forward_kernel(
 ):  # fmt: skip
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
-    # (2) The same values, seen to divide by X_ROW_ALIGN, D_ALIGN.
+    # (2) Rewritten so the compiler sees that they divide by
+    # X_ROW_ALIGN and D_ALIGN; their values do not change.
     stride_row = (stride_row // X_ROW_ALIGN) * X_ROW_ALIGN
     D_aligned = (D // D_ALIGN) * D_ALIGN
     row_starts = row_ids.to(tl.int64) * stride_row
@@ -267,7 +273,7 @@ def forward_kernel(
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
-        col_mask = cols < D_aligned  # (2) alike for D_ALIGN columns
+        col_mask = cols < D_aligned  # (2) the same for 4 columns
         col_offsets = cols.to(tl.int64) * stride_col
         offsets = row_starts[:, None] + col_offsets[None, :]
         mask = row_mask[:, None] & col_mask[None, :]
@@ -296,9 +302,9 @@ def forward_tuned(x2d, weight):
     return y
 
 
-# ## Part 3. backward_kernel: the simple backward, three changes
-# (1) P programs per D tile share the rows; (2) the forward's tuned
-# tile and wide loads; (3) a gradient not asked for is skipped.
+# ## Part 3. backward_kernel: the simple backward, two changes
+# (1) a fixed number of programs, P, split the rows among them;
+# (2) the forward's tuned tile and wide loads.
 #
 # (1) The simple backward's partial has a row per 16 rows of x:
 # for x of 1048576 x 128, 65536 rows (32 MB), written, then read.
@@ -309,10 +315,11 @@ def forward_tuned(x2d, weight):
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
 #     programs (1, 0) and (1, 1): the same for columns 4-7
 # P: about 8 programs per SM (streaming multiprocessor, a GPU
-# core) keep every SM busy: on an H100 (132 SMs), D = 128 gives P
-# = 1056; D = 1024 gives 132 (8 tiles of 128 columns: P is set
-# before the autotuner picks D_TILE), never fewer than the SMs.
-PROGRAMS_PER_SM = 8
+# core) keep every SM busy. P is set before the autotuner picks
+# D_TILE, so it counts D tiles of D_TILE_GUESS columns: on an H100
+# (132 SMs), D = 128 is one D tile, so P = 8 x 132 = 1056; D = 1024
+# is 8 D tiles, so P = 132. P is never fewer than the SMs.
+PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
 
 @triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (2)
@@ -321,7 +328,6 @@ def backward_kernel(
     x_ptr, w_ptr, grad_y_ptr, grad_x_ptr, partial_ptr,
     rows, D, stride_row, stride_col,  # all as before
     X_ROW_ALIGN: tl.constexpr, D_ALIGN: tl.constexpr,  # (2)
-    NEED_GRAD_X: tl.constexpr, NEED_GRAD_W: tl.constexpr,  # (3)
     ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # (2)
 ):  # fmt: skip
     x_dtype = x_ptr.dtype.element_ty
@@ -329,7 +335,7 @@ def backward_kernel(
     t, p = tl.program_id(0), tl.program_id(1)  # (1)
     P = tl.num_programs(1)  # (1) grid axis 1's size
     cols = t * D_TILE + tl.arange(0, D_TILE)
-    D_aligned = (D // D_ALIGN) * D_ALIGN  # (2) equal to D
+    D_aligned = (D // D_ALIGN) * D_ALIGN  # (2) as in forward_kernel
     col_mask = cols < D_aligned  # (2)
     stride_row = (stride_row // X_ROW_ALIGN) * X_ROW_ALIGN  # (2)
     col_offsets = cols.to(tl.int64) * stride_col
@@ -344,49 +350,47 @@ def backward_kernel(
         mask = row_mask[:, None] & col_mask[None, :]
         grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0)
         grad_y = grad_y.to(acc_dtype)
-        # Both loads come before the store: the compiler cannot
-        # prove that grad_x and x do not overlap, so a load after
-        # the store would wait for it (18% slower, measured).
-        if NEED_GRAD_W:  # (3) settled at compile time
-            offsets = (row_ids * stride_row)[:, None] + col_offsets[None, :]
-            x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-        if NEED_GRAD_X:  # (3)
-            grad_x = grad_y[:, None] * w[None, :]
-            # (2) grad_x's rows lie D apart; written D_aligned, the
-            # stores are wide too.
-            out = (row_ids * D_aligned)[:, None] + cols[None, :]
-            tl.store(grad_x_ptr + out, grad_x.to(x_dtype), mask=mask)
-        if NEED_GRAD_W:  # (3)
-            acc += x.to(acc_dtype) * grad_y[:, None]
-    if NEED_GRAD_W:  # (1) a program left with no tile stores zeros
-        sums = tl.sum(acc, axis=0)
-        tl.store(partial_ptr + p.to(tl.int64) * D + cols, sums, mask=col_mask)
+        offsets = (row_ids * stride_row)[:, None] + col_offsets[None, :]
+        # Load x before storing grad_x: the compiler cannot prove
+        # that the two never overlap in memory, so a load after the
+        # store would wait for it (18% slower, measured).
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+        grad_x = grad_y[:, None] * w[None, :]
+        # (2) grad_x's rows lie D apart. Written as D_aligned, the
+        # compiler sees it divide by D_ALIGN: wide stores too.
+        out = (row_ids * D_aligned)[:, None] + cols[None, :]
+        tl.store(grad_x_ptr + out, grad_x.to(x_dtype), mask=mask)
+        acc += x.to(acc_dtype) * grad_y[:, None]
+    # (1) P can exceed the row tiles (ROWS_TILE is tuned after P is
+    # set): a program with no tile stores zeros, so every partial
+    # row is written.
+    sums = tl.sum(acc, axis=0)
+    tl.store(partial_ptr + p.to(tl.int64) * D + cols, sums, mask=col_mask)
 
 
-def backward_tuned(x2d, weight, grad_y, need_grad_x=True, need_grad_w=True):
-    """(grad_x, grad_w) by backward_kernel; None for a gradient not
-    needed. op.py passes False for one that autograd does not ask
-    for (3); the Function below asks for both."""
+def backward_tuned(x2d, weight, grad_y):
+    """(grad_x, grad_w) by backward_kernel, then partial.sum(0)."""
     rows, D = x2d.shape
     on_gpu = x2d.device.type == "cuda"
     sms = torch.cuda.get_device_properties(x2d.device).multi_processor_count if on_gpu else 1
-    P = max(sms, triton.cdiv(PROGRAMS_PER_SM * sms, triton.cdiv(D, 128)))
+    d_tiles = triton.cdiv(D, D_TILE_GUESS)
+    P = max(sms, triton.cdiv(PROGRAMS_PER_SM * sms, d_tiles))
     P = min(P, rows)  # (1) at most a program per row
+    grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
     sum_dtype = torch.promote_types(x2d.dtype, torch.float32)
     partial = torch.empty((P, D), dtype=sum_dtype, device=x2d.device)
-    grad_x = x2d.new_empty((rows, D)) if need_grad_x else None
     grid = lambda meta: (triton.cdiv(D, meta["D_TILE"]), P)  # noqa: E731
     backward_kernel[grid](
-        x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride(),
-        NEED_GRAD_X=need_grad_x, NEED_GRAD_W=need_grad_w, **alignment(x2d),
-    )  # fmt: skip
-    grad_w = partial.sum(0).to(weight.dtype) if need_grad_w else None
-    return grad_x, grad_w  # grad_w as in backward_simple
+        x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride(), **alignment(x2d)
+    )
+    grad_w = partial.sum(0).to(weight.dtype)  # as in backward_simple
+    return grad_x, grad_w
 
 
 # ## Autograd: a torch.autograd.Function
 # forward saves x and w for backward, and launches a forward;
 # backward launches the backward kernels. KERNELS names the pairs.
+# op.py beside this file makes them an op for models: weighted_sum.
 KERNELS = {"simple": (forward_simple, backward_simple), "tuned": (forward_tuned, backward_tuned)}
 
 
@@ -481,8 +485,9 @@ def main(argv=None):
         parser.error("--rows must be >= 1 and --dim >= 0")
     print(common.describe_run())
     x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
-    y = forward_simple(x, torch.ones(6, device=common.DEVICE), 2, 4)
-    print(f"the docstring's x, 2 x 4 tiles: {y.tolist()} = {x.sum(1).tolist()}")
+    y, ones = torch.empty(5, device=x.device), torch.ones(6, device=x.device)
+    simple_forward_kernel[(3,)](x, ones, y, 5, 6, 6, 1, ROWS_TILE=2, D_TILE=4)
+    print(f"the docstring's example: {y.tolist()} = {x.sum(1).tolist()}")
     x = torch.randn(args.rows, args.dim, dtype=DTYPES[args.dtype], device=common.DEVICE)
     checked = check(x, VARIANTS)
     print(f"check passed: y, grad_x and grad_w of {', '.join(checked)}\n")

@@ -266,7 +266,7 @@ def draw_04(lesson, figure):
     partial = torch.empty((programs, D), dtype=torch.float64, device=common.DEVICE)
     launch = lambda t: lesson.backward_kernel.fn[(t, programs)](  # noqa: E731
         x, w, grad_y, grad_x, partial, rows, D, *x.stride(), X_ROW_ALIGN=1, D_ALIGN=1,
-        NEED_GRAD_X=True, NEED_GRAD_W=True, ROWS_TILE=rows_tile, D_TILE=d_tile,
+        ROWS_TILE=rows_tile, D_TILE=d_tile,
     )  # fmt: skip
     colour, labels = who_summed_what(launch, triton.cdiv(D, d_tile), partial, rows, "t{} p{}")
     cells(

@@ -167,8 +167,6 @@ def main():
                     rows,
                     dim,
                     *x.stride(),
-                    NEED_GRAD_X=True,
-                    NEED_GRAD_W=True,
                     **layout,
                     **kw,
                 )

@@ -57,8 +57,8 @@ import triton.language as tl  # noqa: E402
 def simple_forward_kernel(
     x_ptr, w_ptr, y_ptr,  # point to x[0, 0], w[0] and y[0]
     rows, D, stride_row, stride_col,  # x's sizes, strides
-    ROWS_TILE: tl.constexpr,  # rows a program; a power of 2
-    D_TILE: tl.constexpr,  # columns a step; a power of 2
+    ROWS_TILE: tl.constexpr,  # rows per program, a power of 2
+    D_TILE: tl.constexpr,  # columns per step, a power of 2
 ):  # fmt: skip
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
@@ -78,9 +78,9 @@ def simple_forward_kernel(
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
-    # acc += adds each thread's own elements. tl.sum makes threads
-    # trade values, and wait: a 1-D acc with tl.sum in the loop (the
-    # seed's way) runs 2 to 4 times slower in lesson 03. So: once.
+    # acc += adds each thread's own elements; tl.sum makes threads
+    # pass values to each other, and wait. Inside the loop, with a
+    # 1-D acc, lesson 03 ran 1.3 to 4.3 times slower: so, once.
     y = tl.sum(acc, axis=1)
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
@@ -126,7 +126,7 @@ def exact(x, weight, grad_y):  # all three, in float64
     return y.detach(), *torch.autograd.grad(y, (x, weight), grad_y.double())
 
 
-# ## The simplest backward: one partial row per program, then a sum
+# ## Part 1b. The simplest backward: a partial row per program
 # Each element of grad_x is one product: no sum. grad_w[d] sums
 # over every row, but a program sees only its own rows. So program
 # p adds up its rows' share into row p of partial, a float32 buffer
@@ -164,8 +164,7 @@ def simple_backward_kernel(
         offsets = row_starts[:, None] + col_offsets[None, :]
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
-        # grad_y * w in float32, rounded to x's dtype once, at the
-        # store, as PyTorch's own grad_y[:, None] * w is rounded.
+        # In float32, rounded to x's dtype once, at the store.
         grad_x = grad_y[:, None] * w.to(acc_dtype)[None, :]
         # grad_x is contiguous: its (r, d) lies r * D + d elements in.
         out = row_ids.to(tl.int64)[:, None] * D + cols[None, :]
@@ -193,8 +192,8 @@ def backward_simple(x2d, weight, grad_y):
 
 
 # ## Part 2. forward_kernel: the simple kernel, two changes
-# (1) the autotuner picks the tile; (2) wide loads, from bounds
-# that the compiler can see divide by 4. Each is marked at its lines.
+# (1) the autotuner picks the tile; (2) wide loads. Each is marked
+# at its lines. Part 4 explains (2): skip its lines on a first read.
 #
 # (1) The best tile depends on D: wide rows want wide tiles (long
 # reads), narrow rows want many rows a tile. A triton.Config is one
@@ -215,46 +214,21 @@ def tiles_for_d(configs, named_args, **kwargs):
     """Called by the autotuner before it times: the configs whose
     D_TILE suits D. A tile much wider than D loads mostly masked
     elements; one much narrower takes many steps. D = 1000 keeps
-    D_TILE 128 to 1024; D = 64 keeps 32 and 64."""
+    D_TILE 128 to 1024; D = 64 keeps 64; D = 16 keeps 32."""
     width = triton.next_power_of_2(named_args["D"])
     fit = [c for c in configs if min(width, 128) <= c.kwargs["D_TILE"] <= max(width, 32)]
     return fit or configs
 
 
-# TUNING keeps tuning cheap: tiles_for_d first; each config timed
-# for warmup=5 and rep=20 ms (Triton's defaults: 25 and 100); the
-# winner kept on disk for the next run (cache_results).
+# TUNING: tiles_for_d first; a config timed for warmup=5, rep=20
+# ms (Triton's: 25, 100); the winner kept on disk (cache_results).
 TUNING = dict(prune_configs_by={"early_config_prune": tiles_for_d}, cache_results=True)
 TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20)
 
 
-# (2) A thread can load 16 bytes (4 float32, 8 float16) with one
-# instruction, a wide load, instead of one instruction an element.
-# The compiler emits one only where it can prove, for each group
-# of 4 float32 columns that a thread loads, that
-# - the 4 are next to each other in memory: stride_col is 1;
-# - the first sits on a 16-byte boundary in every row: x's start
-#   and stride_row are multiples of 16 bytes;
-# - the mask is the same for all 4 (one instruction: one on/off
-#   switch): D is a multiple of 4.
-# It knows only what Triton tells it. At a launch, Triton notes a
-# few facts about the arguments (an int that is 1, an int that
-# divides by 16, a pointer on a 16-byte boundary) and compiles a
-# version of the kernel for each set of facts: it "specializes".
-# That covers stride_col (1) and x's start (torch allocates on
-# 256-byte boundaries). But D = 1000 divides by 4, not by 16:
-# Triton notes nothing about it. So alignment() passes D_ALIGN =
-# 4 (8 for 16-bit x) as a constexpr, and the kernel masks with
-# D_aligned = (D // D_ALIGN) * D_ALIGN: still 1000, but now the
-# compiler sees that it divides by 4. X_ROW_ALIGN does the same
-# for stride_row. `main.py --asm` counts the load instructions in
-# the PTX (the GPU's assembly) of the whole forward_kernel, for
-# D = 1000, float32, 128 x 32 tiles:
-#     X_ROW_ALIGN = D_ALIGN = 1:  0 wide loads, 33 scalar ones
-#     X_ROW_ALIGN = D_ALIGN = 4:  9 wide loads, 0 scalar ones
 @triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (1)
-# rows changes with every batch and only bounds a mask: a version
-# for each fact about rows would be compiled for nothing.
+# An int argument that is 1 or divisible by 16 gets a version of
+# its own (Part 4); rows, new with every batch, is left out.
 @triton.jit(do_not_specialize=["rows"])
 def forward_kernel(
     x_ptr, w_ptr, y_ptr, rows, D, stride_row, stride_col,
@@ -284,19 +258,11 @@ def forward_kernel(
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
-def alignment(x2d):
-    """(2) The largest powers of 2, up to 16 bytes' worth of
-    elements, that divide x2d's row stride and D."""
-    vector = 16 // x2d.element_size()  # in 16 bytes
-    return dict(X_ROW_ALIGN=math.gcd(x2d.stride(0), vector), D_ALIGN=math.gcd(x2d.shape[1], vector))
-
-
 def forward_tuned(x2d, weight):
     """x2d @ weight by forward_kernel, with the tuned tile."""
     rows, D = x2d.shape
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
-    # How many programs depends on the tuned ROWS_TILE, so grid is a
-    # function: Triton calls it with the chosen config (meta).
+    # Programs depend on the tuned ROWS_TILE: grid gets the config.
     grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
     forward_kernel[grid](x2d, weight, y, rows, D, *x2d.stride(), **alignment(x2d))
     return y
@@ -318,7 +284,7 @@ def forward_tuned(x2d, weight):
 # core) keep every SM busy. P is set before the autotuner picks
 # D_TILE, so it counts D tiles of D_TILE_GUESS columns: on an H100
 # (132 SMs), D = 128 is one D tile, so P = 8 x 132 = 1056; D = 1024
-# is 8 D tiles, so P = 132. P is never fewer than the SMs.
+# is 8 D tiles, so P = 132, at least the SMs; then at most rows.
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
 
@@ -385,6 +351,39 @@ def backward_tuned(x2d, weight, grad_y):
     )
     grad_w = partial.sum(0).to(weight.dtype)  # as in backward_simple
     return grad_x, grad_w
+
+
+# ## Part 4 (optional). Wide loads: the lines marked (2)
+# A thread can load 16 bytes (4 float32, 8 float16) with one
+# instruction, a wide load, instead of one instruction an element.
+# The compiler emits one only where it can prove, for each group
+# of 4 float32 columns that a thread loads, that
+# - the 4 are next to each other in memory: stride_col is 1;
+# - the first sits on a 16-byte boundary in every row: x's start
+#   and stride_row are multiples of 16 bytes;
+# - the mask is the same for all 4, as one instruction loads all
+#   or none: D is a multiple of 4.
+# The compiler knows only what Triton tells it. At a launch,
+# Triton notes a few facts about the arguments (an int that is 1,
+# an int that divides by 16, a pointer on a 16-byte boundary) and
+# compiles a version of the kernel for each set: it "specializes".
+# That covers stride_col (1) and x's start (torch allocates on
+# 256-byte boundaries). But D = 1000 divides by 4, not by 16:
+# Triton notes nothing about it. So alignment() passes D_ALIGN =
+# 4 (8 for 16-bit x) as a constexpr, and the kernel masks with
+# D_aligned = (D // D_ALIGN) * D_ALIGN: still 1000, but now the
+# compiler sees that it divides by 4. X_ROW_ALIGN does the same
+# for stride_row. `main.py --asm` counts load instructions in the
+# PTX (GPU assembly) of forward_kernel, D = 1000, 128 x 32 tiles:
+#     X_ROW_ALIGN = D_ALIGN = 1:  0 wide loads, 33 scalar ones
+#     X_ROW_ALIGN = D_ALIGN = 4:  9 wide loads, 0 scalar ones
+
+
+def alignment(x2d):
+    """The largest powers of 2, up to 16 bytes' worth of elements,
+    that divide x2d's row stride and D."""
+    vector = 16 // x2d.element_size()  # in 16 bytes
+    return dict(X_ROW_ALIGN=math.gcd(x2d.stride(0), vector), D_ALIGN=math.gcd(x2d.shape[1], vector))
 
 
 # ## Autograd: a torch.autograd.Function

@@ -15,10 +15,7 @@ One program's work in PyTorch, for its ROWS_TILE rows, row_ids:
         acc += x[row_ids, d0 : d0 + D_TILE] * w[d0 : d0 + D_TILE]
     y[row_ids] = acc.sum(1)
 
-Lesson 01 defines a program, a block, a stride and num_warps. A
-program runs on num_warps x 32 threads, and Triton splits each of
-its blocks among them: a 16 x 64 tile on 4 warps (128 threads)
-gives each thread 8 of the 1024 elements.
+Lesson 01 defines a program, a block, a stride and num_warps.
 
 Worked example: x of shape (5, 6), stored row after row, so
 x[r, d] lies r * 6 + d elements after x[0, 0]. A program owns
@@ -78,9 +75,13 @@ def simple_forward_kernel(
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
-    # acc += adds each thread's own elements; tl.sum makes threads
-    # pass values to each other, and wait. Inside the loop, with a
-    # 1-D acc, lesson 03 ran 1.3 to 4.3 times slower: so, once.
+    # Why acc is 2-D, and tl.sum comes once, after the loop: the GPU
+    # runs a program on num_warps x 32 threads, and Triton splits a
+    # block among them (a 16 x 64 acc on 4 warps: 8 values each).
+    # acc += adds each thread's own values. tl.sum makes threads
+    # pass values to each other and wait. A 1-D acc, summed at every
+    # step, `acc += tl.sum(x * w[None, :], axis=1)`, would wait at
+    # every step: 1.3 to 4.3 times slower in lesson 03's timings.
     y = tl.sum(acc, axis=1)
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
@@ -99,31 +100,18 @@ def reference(x, weight):  # what every kernel here computes
 
 
 def check(x, variants):
-    """Test harness (skim it): each variant's y, grad_x and grad_w."""
+    """Test harness (skim it): y, grad_x and grad_w of each variant
+    (name -> fn(x, w)) against reference()'s, for a random w and
+    grad_y. common.assert_function_close takes reference()'s in
+    float64 (by autograd) and allows for rounding."""
     w = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
-    want = exact(x, w, grad_y)
-    # The rounding allowed grows with the same maths on |x|, |w|
-    # and |grad_y|, and with the number of terms in each sum.
-    scale = exact(x.abs(), w.abs(), grad_y.abs())
-    terms = (x.shape[-1], 1, grad_y.numel())
+    terms = (x.shape[-1], 1, grad_y.numel())  # summed in each
     for name, fn in variants.items():
-        x_in, w_in = x.detach().requires_grad_(), w.detach().requires_grad_()
-        # Inside, torch.empty fills with NaN: unwritten values fail.
-        with common.uninitialized_memory_is_nan():
-            y = fn(x_in, w_in)
-            got = (y, *torch.autograd.grad(y, (x_in, w_in), grad_y))
-        for i, what in enumerate(["y", "grad_x", "grad_w"]):
-            case = f"{name} {what}, x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
-            assert got[i].dtype == x.dtype, f"{case}: {got[i].dtype}"
-            common.assert_close(got[i], want[i], scale[i], terms[i], case)
+        case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
+        names = ("y", "grad_x", "grad_w")
+        common.assert_function_close(fn, (x, w), grad_y, reference, terms, names, case)
     return list(variants)
-
-
-def exact(x, weight, grad_y):  # all three, in float64
-    x, weight = (t.detach().double().requires_grad_() for t in (x, weight))
-    y = reference(x, weight)
-    return y.detach(), *torch.autograd.grad(y, (x, weight), grad_y.double())
 
 
 # ## Part 1b. The simplest backward: a partial row per program
@@ -169,9 +157,10 @@ def simple_backward_kernel(
         # grad_x is contiguous: its (r, d) lies r * D + d elements in.
         out = row_ids.to(tl.int64)[:, None] * D + cols[None, :]
         tl.store(grad_x_ptr + out, grad_x.to(x_dtype), mask=mask)
-        # This tile's share of grad_w, summed over the rows. Here
-        # tl.sum runs every step: each step has new columns, whose
-        # sums are stored at once (Part 3 keeps them in a 2-D acc).
+        # This tile's share of grad_w: x * grad_y summed over the
+        # program's rows. Here tl.sum does run at every step: each
+        # step covers new columns, whose sums are final at once and
+        # go straight to partial. Part 3 avoids it with a 2-D acc.
         share = tl.sum(x.to(acc_dtype) * grad_y[:, None], axis=0)
         tl.store(partial_row + cols, share, mask=col_mask)
 
@@ -193,7 +182,8 @@ def backward_simple(x2d, weight, grad_y):
 
 # ## Part 2. forward_kernel: the simple kernel, two changes
 # (1) the autotuner picks the tile; (2) wide loads. Each is marked
-# at its lines. Part 4 explains (2): skip its lines on a first read.
+# at its lines. Part 4 explains (2); on a first read, skip the lines
+# marked (2): the kernel computes the same without them.
 #
 # (1) The best tile depends on D: wide rows want wide tiles (long
 # reads), narrow rows want many rows a tile. A triton.Config is one
@@ -227,8 +217,9 @@ TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20
 
 
 @triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (1)
-# An int argument that is 1 or divisible by 16 gets a version of
-# its own (Part 4); rows, new with every batch, is left out.
+# Triton compiles a separate version of a kernel for an int
+# argument that is 1 or divisible by 16 (it "specializes"). rows
+# changes with every batch: do_not_specialize keeps one version.
 @triton.jit(do_not_specialize=["rows"])
 def forward_kernel(
     x_ptr, w_ptr, y_ptr, rows, D, stride_row, stride_col,
@@ -238,8 +229,8 @@ def forward_kernel(
 ):  # fmt: skip
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
-    # (2) Rewritten so the compiler sees that they divide by
-    # X_ROW_ALIGN and D_ALIGN; their values do not change.
+    # (2) The same two values, written so that the compiler sees
+    # they divide by X_ROW_ALIGN and D_ALIGN (Part 4).
     stride_row = (stride_row // X_ROW_ALIGN) * X_ROW_ALIGN
     D_aligned = (D // D_ALIGN) * D_ALIGN
     row_starts = row_ids.to(tl.int64) * stride_row
@@ -247,7 +238,7 @@ def forward_kernel(
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
-        col_mask = cols < D_aligned  # (2) the same for 4 columns
+        col_mask = cols < D_aligned  # (2) cols < D, as before
         col_offsets = cols.to(tl.int64) * stride_col
         offsets = row_starts[:, None] + col_offsets[None, :]
         mask = row_mask[:, None] & col_mask[None, :]
@@ -269,7 +260,8 @@ def forward_tuned(x2d, weight):
 
 
 # ## Part 3. backward_kernel: the simple backward, two changes
-# (1) a fixed number of programs, P, split the rows among them;
+# (1) a fixed number of programs, P, per D tile: each takes every
+# P-th row tile, so partial has P rows instead of one per row tile;
 # (2) the forward's tuned tile and wide loads.
 #
 # (1) The simple backward's partial has a row per 16 rows of x:
@@ -284,7 +276,8 @@ def forward_tuned(x2d, weight):
 # core) keep every SM busy. P is set before the autotuner picks
 # D_TILE, so it counts D tiles of D_TILE_GUESS columns: on an H100
 # (132 SMs), D = 128 is one D tile, so P = 8 x 132 = 1056; D = 1024
-# is 8 D tiles, so P = 132, at least the SMs; then at most rows.
+# is 8 D tiles, so P = 132. In all:
+#     P = min(rows, max(SMs, cdiv(8 x SMs, D tiles)))
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
 
@@ -375,6 +368,8 @@ def backward_tuned(x2d, weight, grad_y):
 # compiler sees that it divides by 4. X_ROW_ALIGN does the same
 # for stride_row. `main.py --asm` counts load instructions in the
 # PTX (GPU assembly) of forward_kernel, D = 1000, 128 x 32 tiles:
+# each of 128 threads loads 32 of the tile's values, as 8 wide
+# loads or 32 scalar ones, plus one load of w:
 #     X_ROW_ALIGN = D_ALIGN = 1:  0 wide loads, 33 scalar ones
 #     X_ROW_ALIGN = D_ALIGN = 4:  9 wide loads, 0 scalar ones
 
@@ -382,7 +377,7 @@ def backward_tuned(x2d, weight, grad_y):
 def alignment(x2d):
     """The largest powers of 2, up to 16 bytes' worth of elements,
     that divide x2d's row stride and D."""
-    vector = 16 // x2d.element_size()  # in 16 bytes
+    vector = 16 // x2d.element_size()  # elements in 16 bytes
     return dict(X_ROW_ALIGN=math.gcd(x2d.stride(0), vector), D_ALIGN=math.gcd(x2d.shape[1], vector))
 
 

@@ -138,6 +138,29 @@ def assert_close(actual, expected, magnitude, reduction_length, what, product_ro
         )
 
 
+def assert_function_close(fn, inputs, grad_out, reference, terms, names, what):
+    """fn(*inputs), and its gradients for grad_out, against reference()'s, taken by autograd in
+    float64. Each must have the inputs' dtype and be within assert_close's rounding, with
+    terms[i] additions and the same maths on |inputs| for magnitude; names[i] names it in the
+    AssertionError. fn's outputs start as NaN (uninitialized_memory_is_nan)."""
+
+    def float64_maths(tensors, grad):  # reference()'s output and gradients, in float64
+        leaves = [t.detach().double().requires_grad_() for t in tensors]
+        out = reference(*leaves)
+        return [out.detach(), *torch.autograd.grad(out, leaves, grad.double())]
+
+    expected = float64_maths(inputs, grad_out)
+    magnitude = float64_maths([t.abs() for t in inputs], grad_out.abs())
+    leaves = [t.detach().requires_grad_() for t in inputs]
+    with uninitialized_memory_is_nan():
+        out = fn(*leaves)
+        got = [out, *torch.autograd.grad(out, leaves, grad_out)]
+    for name, *values, length in zip(names, got, expected, magnitude, terms):
+        if values[0].dtype != inputs[0].dtype:
+            raise AssertionError(f"{what}: {name} is {values[0].dtype}, not {inputs[0].dtype}")
+        assert_close(*values, length, f"{what}: {name}")
+
+
 @contextlib.contextmanager
 def uninitialized_memory_is_nan():
     """Inside, torch.empty and its kin fill floats with NaN, so an element a kernel never writes

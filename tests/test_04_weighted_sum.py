@@ -552,8 +552,23 @@ def test_check_catches_an_output_element_left_unwritten(monkeypatch):
         return y
 
     monkeypatch.setitem(ws.KERNELS, "simple", (forgets_the_last_row, ws.backward_simple))
-    with pytest.raises(AssertionError, match=r"simple y, x \(9, 8\).*1 of 9 elements off.*got nan"):
+    message = r"simple on x \(9, 8\).*: y: 1 of 9 elements off.*got nan"
+    with pytest.raises(AssertionError, match=message):
         ws.check(layout(9, 8), ws.VARIANTS)
+
+
+@pytest.mark.parametrize("wrong", ["grad_w halved", "grad_x rows reversed"])
+def test_check_catches_a_wrong_gradient(wrong, monkeypatch):
+    def wrong_backward(x2d, weight, grad_y):
+        grad_x, grad_w = ws.backward_simple(x2d, weight, grad_y)
+        if wrong == "grad_w halved":
+            return grad_x, grad_w / 2
+        return grad_x.flip(0), grad_w
+
+    monkeypatch.setitem(ws.KERNELS, "simple", (ws.forward_simple, wrong_backward))
+    message = "grad_w: .* elements off" if wrong == "grad_w halved" else "grad_x: .* elements off"
+    with pytest.raises(AssertionError, match=message):
+        ws.check(layout(40, 8, torch.bfloat16), {"simple": ws.VARIANTS["simple"]})
 
 
 def test_wrong_device_type():

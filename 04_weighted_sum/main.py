@@ -62,19 +62,9 @@ def simple_forward_kernel(
     # In int32, Triton's default, row * stride_row wraps past 2^31.
     row_starts = row_ids.to(tl.int64) * stride_row
     # Sum in float32 (float64 for float64 x): 16-bit sums lose bits.
-    # This `if` on x's dtype is settled once, at compile time.
+    # A pointer knows its element type (x_ptr.dtype.element_ty): an
+    # `if` on it, or on a constexpr, is settled once, at compile time.
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
-    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
-    for d0 in range(0, D, D_TILE):  # a loop on the GPU
-        cols = d0 + tl.arange(0, D_TILE)
-        col_mask = cols < D
-        # A (ROWS_TILE, D_TILE) block of offsets (broadcast):
-        col_offsets = cols.to(tl.int64) * stride_col
-        offsets = row_starts[:, None] + col_offsets[None, :]
-        mask = row_mask[:, None] & col_mask[None, :]
-        x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
-        acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
     # Why acc is 2-D, and tl.sum comes once, after the loop: the GPU
     # runs a program on num_warps x 32 threads, and Triton splits a
     # block among them (a 16 x 64 acc on 4 warps: 8 values each).
@@ -82,7 +72,19 @@ def simple_forward_kernel(
     # pass values to each other and wait. A 1-D acc, summed at every
     # step, `acc += tl.sum(x * w[None, :], axis=1)`, would wait at
     # every step: 1.3 to 4.3 times slower in lesson 03's timings.
-    y = tl.sum(acc, axis=1)
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
+    for d0 in range(0, D, D_TILE):  # a loop that runs on the GPU
+        cols = d0 + tl.arange(0, D_TILE)
+        col_mask = cols < D
+        # A (ROWS_TILE, D_TILE) block of offsets (broadcast):
+        col_offsets = cols.to(tl.int64) * stride_col
+        offsets = row_starts[:, None] + col_offsets[None, :]
+        mask = row_mask[:, None] & col_mask[None, :]
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+        # w is contiguous (the Function makes it so): w[d] at w_ptr + d.
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
+        acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
+    y = tl.sum(acc, axis=1)  # each row's products, added once
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
@@ -106,7 +108,8 @@ def check(x, variants):
     float64 (by autograd) and allows for rounding."""
     w = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
-    terms = (x.shape[-1], 1, grad_y.numel())  # summed in each
+    # Terms in each sum (D, 1, rows), for the rounding allowed:
+    terms = (x.shape[-1], 1, grad_y.numel())
     for name, fn in variants.items():
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
         names = ("y", "grad_x", "grad_w")
@@ -152,7 +155,7 @@ def simple_backward_kernel(
         offsets = row_starts[:, None] + col_offsets[None, :]
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
-        # In float32, rounded to x's dtype once, at the store.
+        # grad_x in float32, rounded to x's dtype once, at the store.
         grad_x = grad_y[:, None] * w.to(acc_dtype)[None, :]
         # grad_x is contiguous: its (r, d) lies r * D + d elements in.
         out = row_ids.to(tl.int64)[:, None] * D + cols[None, :]
@@ -181,11 +184,11 @@ def backward_simple(x2d, weight, grad_y):
 
 
 # ## Part 2. forward_kernel: the simple kernel, two changes
-# (1) the autotuner picks the tile; (2) wide loads. Each is marked
-# at its lines. Part 4 explains (2); on a first read, skip the lines
-# marked (2): the kernel computes the same without them.
+# (tune) the autotuner picks the tile; (wide) wide loads. Each is
+# marked at its lines. Part 4 explains (wide); on a first read,
+# skip the lines marked (wide): the kernel is the same without them.
 #
-# (1) The best tile depends on D: wide rows want wide tiles (long
+# (tune) The best tile depends on D: wide rows want wide tiles (long
 # reads), narrow rows want many rows a tile. A triton.Config is one
 # candidate (constexprs, and num_warps).
 #     @triton.autotune(configs=CONFIGS, key=["D"])
@@ -210,26 +213,27 @@ def tiles_for_d(configs, named_args, **kwargs):
     return fit or configs
 
 
-# TUNING: tiles_for_d first; a config timed for warmup=5, rep=20
-# ms (Triton's: 25, 100); the winner kept on disk (cache_results).
+# TUNING makes tuning cheap. tiles_for_d drops configs first. Each
+# config is timed briefly: warmup=5 and rep=20 ms, against Triton's
+# 25 and 100. cache_results keeps the winner on disk for next time.
 TUNING = dict(prune_configs_by={"early_config_prune": tiles_for_d}, cache_results=True)
 TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20)
 
 
-@triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (1)
+@triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (tune)
 # Triton compiles a separate version of a kernel for an int
 # argument that is 1 or divisible by 16 (it "specializes"). rows
 # changes with every batch: do_not_specialize keeps one version.
 @triton.jit(do_not_specialize=["rows"])
 def forward_kernel(
     x_ptr, w_ptr, y_ptr, rows, D, stride_row, stride_col,
-    X_ROW_ALIGN: tl.constexpr,  # (2) a power of 2 dividing stride_row
-    D_ALIGN: tl.constexpr,  # (2) a power of 2 dividing D
-    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # (1) tuned
+    X_ROW_ALIGN: tl.constexpr,  # (wide) a power of 2 dividing stride_row
+    D_ALIGN: tl.constexpr,  # (wide) a power of 2 dividing D
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # (tune)
 ):  # fmt: skip
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
-    # (2) The same two values, written so that the compiler sees
+    # (wide) The same two values, written so that the compiler sees
     # they divide by X_ROW_ALIGN and D_ALIGN (Part 4).
     stride_row = (stride_row // X_ROW_ALIGN) * X_ROW_ALIGN
     D_aligned = (D // D_ALIGN) * D_ALIGN
@@ -238,7 +242,7 @@ def forward_kernel(
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
-        col_mask = cols < D_aligned  # (2) cols < D, as before
+        col_mask = cols < D_aligned  # (wide) cols < D, as before
         col_offsets = cols.to(tl.int64) * stride_col
         offsets = row_starts[:, None] + col_offsets[None, :]
         mask = row_mask[:, None] & col_mask[None, :]
@@ -259,50 +263,52 @@ def forward_tuned(x2d, weight):
     return y
 
 
-# ## Part 3. backward_kernel: the simple backward, two changes
-# (1) a fixed number of programs, P, per D tile: each takes every
-# P-th row tile, so partial has P rows instead of one per row tile;
-# (2) the forward's tuned tile and wide loads.
-#
-# (1) The simple backward's partial has a row per 16 rows of x:
-# for x of 1048576 x 128, 65536 rows (32 MB), written, then read.
-# Here grid axis 1 has P programs, and program (t, p) takes D tile
-# t of row tiles p, p + P, p + 2P, ...: partial has P rows. For
+# ## Part 3. backward_kernel: the simple backward, changed
+# (split) The loops swap: a program owns one D tile (a block of
+# columns) and walks down the rows, every P-th row tile, keeping a
+# 2-D acc of x * grad_y as the forward does. Program (t, p), in
+# PyTorch (cols: D tile t; rows(i): row tile i's rows):
+#     for i in range(p, row_tiles, P):
+#         acc += x[rows(i), cols] * grad_y[rows(i), None]
+#     partial[p, cols] = acc.sum(0)
+# (tune), (wide): the forward's tuned tile and wide loads.
+# (split) partial now has P rows, where the simple backward's had
+# one per 16 rows of x (for 1048576 x 128: 65536 rows, 32 MB). For
 # D = 8 in two D tiles of 4 columns, 5 row tiles and P = 2:
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
 #     programs (1, 0) and (1, 1): the same for columns 4-7
-# P: about 8 programs per SM (streaming multiprocessor, a GPU
-# core) keep every SM busy. P is set before the autotuner picks
-# D_TILE, so it counts D tiles of D_TILE_GUESS columns: on an H100
-# (132 SMs), D = 128 is one D tile, so P = 8 x 132 = 1056; D = 1024
-# is 8 D tiles, so P = 132. In all:
+# D tiles x P programs, about 8 per SM (streaming multiprocessor, a
+# GPU core), keep every SM busy. P is set before the autotuner
+# picks D_TILE, so it counts D tiles of D_TILE_GUESS columns. On an
+# H100 (132 SMs), D = 128 gives P = 8 x 132 = 1056; D = 1024 (8 D
+# tiles) gives 132. In all:
 #     P = min(rows, max(SMs, cdiv(8 x SMs, D tiles)))
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
 
-@triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (2)
+@triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (tune)
 @triton.jit(do_not_specialize=["rows"])
 def backward_kernel(
     x_ptr, w_ptr, grad_y_ptr, grad_x_ptr, partial_ptr,
     rows, D, stride_row, stride_col,  # all as before
-    X_ROW_ALIGN: tl.constexpr, D_ALIGN: tl.constexpr,  # (2)
-    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # (2)
+    X_ROW_ALIGN: tl.constexpr, D_ALIGN: tl.constexpr,  # (wide)
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # (tune)
 ):  # fmt: skip
     x_dtype = x_ptr.dtype.element_ty
     acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
-    t, p = tl.program_id(0), tl.program_id(1)  # (1)
-    P = tl.num_programs(1)  # (1) grid axis 1's size
+    t, p = tl.program_id(0), tl.program_id(1)  # (split)
+    P = tl.num_programs(1)  # (split) grid axis 1's size
     cols = t * D_TILE + tl.arange(0, D_TILE)
-    D_aligned = (D // D_ALIGN) * D_ALIGN  # (2) as in forward_kernel
-    col_mask = cols < D_aligned  # (2)
-    stride_row = (stride_row // X_ROW_ALIGN) * X_ROW_ALIGN  # (2)
+    D_aligned = (D // D_ALIGN) * D_ALIGN  # (wide) as in forward_kernel
+    col_mask = cols < D_aligned  # (wide)
+    stride_row = (stride_row // X_ROW_ALIGN) * X_ROW_ALIGN  # (wide)
     col_offsets = cols.to(tl.int64) * stride_col
-    # (1) One D tile per program: w is loaded once, not per step.
+    # (split) One D tile per program: w is loaded once, not per step.
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
     w = w.to(acc_dtype)
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
-    for tile in range(p, tl.cdiv(rows, ROWS_TILE), P):  # (1)
+    for tile in range(p, tl.cdiv(rows, ROWS_TILE), P):  # (split)
         row_ids = tile * ROWS_TILE + tl.arange(0, ROWS_TILE)
         row_ids = row_ids.to(tl.int64)
         row_mask = row_ids < rows
@@ -315,14 +321,14 @@ def backward_kernel(
         # store would wait for it (18% slower, measured).
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         grad_x = grad_y[:, None] * w[None, :]
-        # (2) grad_x's rows lie D apart. Written as D_aligned, the
+        # (wide) grad_x's rows lie D apart. Written as D_aligned, the
         # compiler sees it divide by D_ALIGN: wide stores too.
         out = (row_ids * D_aligned)[:, None] + cols[None, :]
         tl.store(grad_x_ptr + out, grad_x.to(x_dtype), mask=mask)
         acc += x.to(acc_dtype) * grad_y[:, None]
-    # (1) P can exceed the row tiles (ROWS_TILE is tuned after P is
-    # set): a program with no tile stores zeros, so every partial
-    # row is written.
+    # (split) P can exceed the row tiles (ROWS_TILE is tuned after
+    # P is set): a program with no tile stores zeros, so every row
+    # of partial is written.
     sums = tl.sum(acc, axis=0)
     tl.store(partial_ptr + p.to(tl.int64) * D + cols, sums, mask=col_mask)
 
@@ -334,7 +340,7 @@ def backward_tuned(x2d, weight, grad_y):
     sms = torch.cuda.get_device_properties(x2d.device).multi_processor_count if on_gpu else 1
     d_tiles = triton.cdiv(D, D_TILE_GUESS)
     P = max(sms, triton.cdiv(PROGRAMS_PER_SM * sms, d_tiles))
-    P = min(P, rows)  # (1) at most a program per row
+    P = min(P, rows)  # (split) at most a program per row
     grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
     sum_dtype = torch.promote_types(x2d.dtype, torch.float32)
     partial = torch.empty((P, D), dtype=sum_dtype, device=x2d.device)
@@ -346,7 +352,7 @@ def backward_tuned(x2d, weight, grad_y):
     return grad_x, grad_w
 
 
-# ## Part 4 (optional). Wide loads: the lines marked (2)
+# ## Part 4 (optional). Wide loads: the lines marked (wide)
 # A thread can load 16 bytes (4 float32, 8 float16) with one
 # instruction, a wide load, instead of one instruction an element.
 # The compiler emits one only where it can prove, for each group

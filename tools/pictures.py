@@ -257,7 +257,7 @@ def draw_04(lesson, figure):
         axes[0], colour, labels,
         f"simple_forward_kernel on the docstring's x ({rows} x {D}): program p computes y for "
         f"ROWS_TILE = {rows_tile} rows;\nstep s loads columns 4s to 4s + 3. Cells past x's edge: "
-        f"the tile's masked lanes (NaN after x: y finite, {bool(y.isfinite().all())})",
+        f"masked lanes: x is followed by NaN, yet y is finite: {bool(y.isfinite().all())}",
     )  # fmt: skip
     rows, D, programs = 10, 8, 2
     x, ones = powers_of_two(rows, D), torch.ones(max(rows, D), dtype=torch.float64)

@@ -65,13 +65,6 @@ def simple_forward_kernel(
     # A pointer knows its element type (x_ptr.dtype.element_ty): an
     # `if` on it, or on a constexpr, is settled once, at compile time.
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
-    # Why acc is 2-D, and tl.sum comes once, after the loop: the GPU
-    # runs a program on num_warps x 32 threads, and Triton splits a
-    # block among them (a 16 x 64 acc on 4 warps: 8 values each).
-    # acc += adds each thread's own values. tl.sum makes threads
-    # pass values to each other and wait. A 1-D acc, summed at every
-    # step, `acc += tl.sum(x * w[None, :], axis=1)`, would wait at
-    # every step: 1.3 to 4.3 times slower in lesson 03's timings.
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for d0 in range(0, D, D_TILE):  # a loop that runs on the GPU
         cols = d0 + tl.arange(0, D_TILE)
@@ -84,7 +77,14 @@ def simple_forward_kernel(
         # w is contiguous (the Function makes it so): w[d] at w_ptr + d.
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
-    y = tl.sum(acc, axis=1)  # each row's products, added once
+    # Why acc is 2-D, and tl.sum comes once, here: the GPU
+    # runs a program on num_warps x 32 threads, and Triton splits a
+    # block among them (a 16 x 64 acc on 4 warps: 8 values each).
+    # acc += adds each thread's own values. tl.sum makes threads
+    # pass values to each other and wait. A 1-D acc, summed at every
+    # step, `acc += tl.sum(x * w[None, :], axis=1)`, would wait at
+    # every step: 1.3 to 4.3 times slower in lesson 03's timings.
+    y = tl.sum(acc, axis=1)
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
@@ -155,7 +155,7 @@ def simple_backward_kernel(
         offsets = row_starts[:, None] + col_offsets[None, :]
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
-        # grad_x in float32, rounded to x's dtype once, at the store.
+        # grad_x in acc_dtype, rounded to x's dtype once, at the store.
         grad_x = grad_y[:, None] * w.to(acc_dtype)[None, :]
         # grad_x is contiguous: its (r, d) lies r * D + d elements in.
         out = row_ids.to(tl.int64)[:, None] * D + cols[None, :]
@@ -271,7 +271,7 @@ def forward_tuned(x2d, weight):
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
 #     partial[p, cols] = acc.sum(0)
-# (tune), (wide): the forward's tuned tile and wide loads.
+# (tune), (wide): as in forward_kernel; it tunes its own tile.
 # (split) partial now has P rows, where the simple backward's had
 # one per 16 rows of x (for 1048576 x 128: 65536 rows, 32 MB). For
 # D = 8 in two D tiles of 4 columns, 5 row tiles and P = 2:
@@ -279,10 +279,10 @@ def forward_tuned(x2d, weight):
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
 #     programs (1, 0) and (1, 1): the same for columns 4-7
 # D tiles x P programs, about 8 per SM (streaming multiprocessor, a
-# GPU core), keep every SM busy. P is set before the autotuner
-# picks D_TILE, so it counts D tiles of D_TILE_GUESS columns. On an
-# H100 (132 SMs), D = 128 gives P = 8 x 132 = 1056; D = 1024 (8 D
-# tiles) gives 132. In all:
+# GPU core), keep every SM busy. partial (P rows) is allocated
+# before the launch, where the autotuner picks D_TILE, so P counts
+# D tiles of D_TILE_GUESS columns. On an H100 (132 SMs), D = 128
+# gives P = 8 x 132 = 1056; D = 1024 (8 D tiles) gives 132. In all:
 #     P = min(rows, max(SMs, cdiv(8 x SMs, D tiles)))
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 

@@ -62,8 +62,8 @@ def simple_forward_kernel(
     # In int32, Triton's default, row * stride_row wraps past 2^31.
     row_starts = row_ids.to(tl.int64) * stride_row
     # Sum in float32 (float64 for float64 x): 16-bit sums lose bits.
-    # A pointer knows its element type (x_ptr.dtype.element_ty): an
-    # `if` on it, or on a constexpr, is settled once, at compile time.
+    # A pointer knows its element type (x_ptr.dtype.element_ty); a
+    # choice on it, or on a constexpr, is made once, at compile time.
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for d0 in range(0, D, D_TILE):  # a loop that runs on the GPU
@@ -144,8 +144,7 @@ def simple_backward_kernel(
     row_starts = row_ids.to(tl.int64) * stride_row
     x_dtype = x_ptr.dtype.element_ty
     acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
-    grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0)
-    grad_y = grad_y.to(acc_dtype)
+    grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(acc_dtype)
     partial_row = partial_ptr + p.to(tl.int64) * D
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
@@ -272,8 +271,9 @@ def forward_tuned(x2d, weight):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
 #     partial[p, cols] = acc.sum(0)
 # (tune), (wide): as in forward_kernel; it tunes its own tile.
+# (sum): the second pass, a kernel.
 # (split) partial now has P rows, where the simple backward's had
-# one per 16 rows of x (for 1048576 x 128: 65536 rows, 32 MB). For
+# one per 16 rows of x (x of 1048576 x 128: 65536 rows, 32 MB). For
 # D = 8 in two D tiles of 4 columns, 5 row tiles and P = 2:
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
@@ -305,16 +305,13 @@ def backward_kernel(
     stride_row = (stride_row // X_ROW_ALIGN) * X_ROW_ALIGN  # (wide)
     col_offsets = cols.to(tl.int64) * stride_col
     # (split) One D tile per program: w is loaded once, not per step.
-    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
-    w = w.to(acc_dtype)
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(acc_dtype)
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for tile in range(p, tl.cdiv(rows, ROWS_TILE), P):  # (split)
-        row_ids = tile * ROWS_TILE + tl.arange(0, ROWS_TILE)
-        row_ids = row_ids.to(tl.int64)
+        row_ids = (tile * ROWS_TILE + tl.arange(0, ROWS_TILE)).to(tl.int64)
         row_mask = row_ids < rows
         mask = row_mask[:, None] & col_mask[None, :]
-        grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0)
-        grad_y = grad_y.to(acc_dtype)
+        grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(acc_dtype)
         offsets = (row_ids * stride_row)[:, None] + col_offsets[None, :]
         # Load x before storing grad_x: the compiler cannot prove
         # that the two never overlap in memory, so a load after the
@@ -326,18 +323,34 @@ def backward_kernel(
         out = (row_ids * D_aligned)[:, None] + cols[None, :]
         tl.store(grad_x_ptr + out, grad_x.to(x_dtype), mask=mask)
         acc += x.to(acc_dtype) * grad_y[:, None]
-    # (split) P can exceed the row tiles (ROWS_TILE is tuned after
-    # P is set): a program with no tile stores zeros, so every row
-    # of partial is written.
+    # (split) P can exceed the row tiles (ROWS_TILE is tuned later):
+    # a program with no tile stores zeros; every partial row is set.
     sums = tl.sum(acc, axis=0)
     tl.store(partial_ptr + p.to(tl.int64) * D + cols, sums, mask=col_mask)
 
 
+# (sum) The second pass as a kernel: one launch, writing w's dtype
+# (PyTorch's sum and a cast: two, 4 to 6 us more), in fixed order.
+@triton.jit
+def sum_partials_kernel(
+    partial_ptr, grad_w_ptr, P, D,  # partial: a contiguous (P, D)
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,
+):  # fmt: skip
+    cols = tl.program_id(0) * D_TILE + tl.arange(0, D_TILE)
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=partial_ptr.dtype.element_ty)
+    for p0 in range(0, P, ROWS_TILE):  # rows of partial, in order
+        p = p0 + tl.arange(0, ROWS_TILE)
+        mask = (p < P)[:, None] & (cols < D)[None, :]
+        offsets = p.to(tl.int64)[:, None] * D + cols[None, :]
+        acc += tl.load(partial_ptr + offsets, mask=mask, other=0.0)
+    sums = tl.sum(acc, axis=0).to(grad_w_ptr.dtype.element_ty)
+    tl.store(grad_w_ptr + cols, sums, mask=cols < D)
+
+
 def backward_tuned(x2d, weight, grad_y):
-    """(grad_x, grad_w) by backward_kernel, then partial.sum(0)."""
+    """(grad_x, grad_w) by backward_kernel, then sum_partials_kernel."""
     rows, D = x2d.shape
-    on_gpu = x2d.device.type == "cuda"
-    sms = torch.cuda.get_device_properties(x2d.device).multi_processor_count if on_gpu else 1
+    sms = torch.cuda.get_device_properties(x2d.device).multi_processor_count if x2d.is_cuda else 1
     d_tiles = triton.cdiv(D, D_TILE_GUESS)
     P = max(sms, triton.cdiv(PROGRAMS_PER_SM * sms, d_tiles))
     P = min(P, rows)  # (split) at most a program per row
@@ -348,7 +361,11 @@ def backward_tuned(x2d, weight, grad_y):
     backward_kernel[grid](
         x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride(), **alignment(x2d)
     )
-    grad_w = partial.sum(0).to(weight.dtype)  # as in backward_simple
+    grad_w = torch.empty_like(weight)
+    rows_tile = min(triton.next_power_of_2(P), 1024)  # few steps
+    d_tile = max(16, 4096 // rows_tile)  # a step: 4096 values or more
+    grid = (triton.cdiv(D, d_tile),)
+    sum_partials_kernel[grid](partial, grad_w, P, D, ROWS_TILE=rows_tile, D_TILE=d_tile)
     return grad_x, grad_w
 
 
@@ -362,20 +379,18 @@ def backward_tuned(x2d, weight, grad_y):
 #   and stride_row are multiples of 16 bytes;
 # - the mask is the same for all 4, as one instruction loads all
 #   or none: D is a multiple of 4.
-# The compiler knows only what Triton tells it. At a launch,
-# Triton notes a few facts about the arguments (an int that is 1,
-# an int that divides by 16, a pointer on a 16-byte boundary) and
-# compiles a version of the kernel for each set: it "specializes".
-# That covers stride_col (1) and x's start (torch allocates on
-# 256-byte boundaries). But D = 1000 divides by 4, not by 16:
-# Triton notes nothing about it. So alignment() passes D_ALIGN =
-# 4 (8 for 16-bit x) as a constexpr, and the kernel masks with
-# D_aligned = (D // D_ALIGN) * D_ALIGN: still 1000, but now the
-# compiler sees that it divides by 4. X_ROW_ALIGN does the same
-# for stride_row. `main.py --asm` counts load instructions in the
-# PTX (GPU assembly) of forward_kernel, D = 1000, 128 x 32 tiles:
-# each of 128 threads loads 32 of the tile's values, as 8 wide
-# loads or 32 scalar ones, plus one load of w:
+# At a launch, Triton tells the compiler a few facts about the
+# arguments (an int is 1, or divides by 16; a pointer is on a
+# 16-byte boundary), and compiles a version for each set of facts:
+# it "specializes". That covers stride_col and x's start. But
+# D = 1000 divides by 4, not 16: no fact. So alignment() passes
+# D_ALIGN = 4 (8 for 16-bit x) as a constexpr, and the kernel
+# masks with D_aligned = (D // D_ALIGN) * D_ALIGN: still 1000,
+# but now visibly divisible by 4. X_ROW_ALIGN does the same for
+# stride_row. `main.py --asm` counts load instructions in the PTX
+# (GPU assembly) of forward_kernel, D = 1000, 128 x 32 tiles: each
+# of 128 threads loads 32 values of x (8 wide loads, or 32 scalar
+# ones) and one of w:
 #     X_ROW_ALIGN = D_ALIGN = 1:  0 wide loads, 33 scalar ones
 #     X_ROW_ALIGN = D_ALIGN = 4:  9 wide loads, 0 scalar ones
 
@@ -430,8 +445,7 @@ SWEEP = [dict(rows=r, dim=d, dtype=t) for t in ("float32", "bfloat16") for r, d 
 
 
 def benchmark(rows, dim, dtype="float32"):
-    """Time each variant's forward ("fwd") and backward ("bwd")
-    against x @ w and its autograd; and forward_kernel bare."""
+    """Time forwards ("fwd"), backwards alone ("bwd"), a bare launch."""
     kw = dict(dtype=DTYPES.get(dtype, dtype), device=common.DEVICE)
     x, w = torch.randn(rows, dim, **kw), torch.randn(dim, **kw)
     grad_y = torch.randn(rows, **kw)
@@ -440,28 +454,14 @@ def benchmark(rows, dim, dtype="float32"):
     args = (x, w, torch.empty(rows, **kw), rows, dim, *x.stride())
     grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
     fwd["forward_kernel[grid] bare"] = lambda: forward_kernel[grid](*args, **alignment(x))
-
-    def backward_of(fn):  # (the backward, its setup: a forward)
-        state = {}
-
-        def setup():
-            state["x"] = (x.detach().requires_grad_(), w.detach().requires_grad_())
-            state["y"] = fn(*state["x"])
-
-        def call():
-            return torch.autograd.grad(state["y"], state["x"], grad_y, retain_graph=True)
-
-        return call, setup
-
-    bwd = {"torch": backward_of(torch.matmul)}
-    bwd |= {name: backward_of(fn) for name, fn in VARIANTS.items()}
+    bwd = {"torch": torch.matmul, **VARIANTS}  # each timed backward alone
     # Elements moved: x, w, y; then x, grad_y, w, grad_x, grad_w.
     moved = {"fwd": (rows + 1) * dim + rows, "bwd": 2 * (rows + 1) * dim + rows}
     case = f"{rows}x{dim} {str(x.dtype).removeprefix('torch.')}"
     ceiling, results = common.copy_ceiling_gbps(), []
     timed = {
         "fwd": {name: common.measure(call) for name, call in fwd.items()},
-        "bwd": {name: common.measure(*pair) for name, pair in bwd.items()},
+        "bwd": {n: common.measure_backward(f, (x, w), grad_y) for n, f in bwd.items()},
     }
     for step, times in timed.items():
         for name, t in times.items():

@@ -44,6 +44,22 @@ def measure(fn, setup=lambda: None):
     return gpu, host_us(fn)
 
 
+def measure_backward(fn, inputs, grad_out):
+    """measure() of a backward alone: autograd.grad of fn(*inputs) for grad_out. Its setup makes
+    new leaves and runs fn on the stream that times it: autograd runs each node of a backward on
+    the stream of its forward (a leaf's: where the leaf was made)."""
+    state = {}
+
+    def setup():
+        state["leaves"] = [t.detach().requires_grad_() for t in inputs]
+        state["out"] = fn(*state["leaves"])
+
+    def backward():
+        return torch.autograd.grad(state["out"], state["leaves"], grad_out, retain_graph=True)
+
+    return measure(backward, setup)
+
+
 def host_us(fn, calls=100, rounds=9):  # host us of a call of fn() on a GPU, as measure() says
     fn()  # the first call compiles and tunes
     # Each round starts on an idle GPU (setup is not timed), so the host never waits for it.

@@ -103,6 +103,15 @@ def test_strided_weight(name):
     assert_matches_float64(y, torch.autograd.grad(y, (x, w), g), x, w, g, f"{name}, strided w")
 
 
+@pytest.mark.parametrize("programs_per_sm", [1, 17, 1500])
+def test_tuned_backward_with_few_and_many_programs(programs_per_sm, monkeypatch):
+    # P = 1500 programs (on a CPU's one "SM"): partial has 1500 rows, and sum_partials_kernel
+    # adds them in two steps of 1024; P = 1 walks every row tile in one program.
+    monkeypatch.setattr(ws, "PROGRAMS_PER_SM", programs_per_sm)
+    x = layout(2000, 40, torch.bfloat16)
+    assert ws.check(x, {"tuned": ws.VARIANTS["tuned"]}) == ["tuned"]
+
+
 def assert_y(y, x, w, what):  # y = x @ w against float64
     x64, w64 = x.detach().double(), w.detach().double()
     common.assert_close(y, (x64 * w64).sum(-1), (x64.abs() * w64.abs()).sum(-1), x.shape[-1], what)

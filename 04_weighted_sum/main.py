@@ -79,7 +79,7 @@ def simple_forward_kernel(
         acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
     # Why acc is 2-D, and tl.sum comes once, here: the GPU
     # runs a program on num_warps x 32 threads, and Triton splits a
-    # block among them (a 16 x 64 acc on 4 warps: 8 values each).
+    # block among them (16 x 64 values on 4 x 32 threads: 8 each).
     # acc += adds each thread's own values. tl.sum makes threads
     # pass values to each other and wait. A 1-D acc, summed at every
     # step, `acc += tl.sum(x * w[None, :], axis=1)`, would wait at
@@ -103,12 +103,12 @@ def reference(x, weight):  # what every kernel here computes
 
 def check(x, variants):
     """Test harness (skim it): y, grad_x and grad_w of each variant
-    (name -> fn(x, w)) against reference()'s, for a random w and
-    grad_y. common.assert_function_close takes reference()'s in
-    float64 (by autograd) and allows for rounding."""
+    (name -> fn(x, w)) against reference()'s in float64, for random
+    w and grad_y, by common.assert_function_close."""
     w = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
-    # Terms in each sum (D, 1, rows), for the rounding allowed:
+    # How many numbers each sum adds (the rounding allowed grows
+    # with it): D for y, 1 for grad_x, rows for grad_w.
     terms = (x.shape[-1], 1, grad_y.numel())
     for name, fn in variants.items():
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
@@ -159,10 +159,9 @@ def simple_backward_kernel(
         # grad_x is contiguous: its (r, d) lies r * D + d elements in.
         out = row_ids.to(tl.int64)[:, None] * D + cols[None, :]
         tl.store(grad_x_ptr + out, grad_x.to(x_dtype), mask=mask)
-        # This tile's share of grad_w: x * grad_y summed over the
-        # program's rows. Here tl.sum does run at every step: each
-        # step covers new columns, whose sums are final at once and
-        # go straight to partial. Part 3 avoids it with a 2-D acc.
+        # This tile's share of grad_w, summed over the program's rows.
+        # tl.sum must run every step here: each step visits new
+        # columns. Part 3 swaps the loops, and sums once, at the end.
         share = tl.sum(x.to(acc_dtype) * grad_y[:, None], axis=0)
         tl.store(partial_row + cols, share, mask=col_mask)
 
@@ -206,7 +205,7 @@ def tiles_for_d(configs, named_args, **kwargs):
     """Called by the autotuner before it times: the configs whose
     D_TILE suits D. A tile much wider than D loads mostly masked
     elements; one much narrower takes many steps. D = 1000 keeps
-    D_TILE 128 to 1024; D = 64 keeps 64; D = 16 keeps 32."""
+    D_TILE 128 to 1024."""
     width = triton.next_power_of_2(named_args["D"])
     fit = [c for c in configs if min(width, 128) <= c.kwargs["D_TILE"] <= max(width, 32)]
     return fit or configs
@@ -270,19 +269,20 @@ def forward_tuned(x2d, weight):
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
 #     partial[p, cols] = acc.sum(0)
-# (tune), (wide): as in forward_kernel; it tunes its own tile.
-# (sum): the second pass, a kernel.
-# (split) partial now has P rows, where the simple backward's had
-# one per 16 rows of x (x of 1048576 x 128: 65536 rows, 32 MB). For
-# D = 8 in two D tiles of 4 columns, 5 row tiles and P = 2:
+# (tune) and (wide) mark what it takes from forward_kernel (it
+# tunes a tile of its own); (sum) marks the second pass, a kernel.
+# (split) partial has P rows, where the simple backward's had one
+# per 16 rows of x (for x of 1048576 x 128, partial had 65536 rows,
+# 32 MB). For D = 8 in two D tiles of 4 columns, 5 row tiles, P = 2:
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
 #     programs (1, 0) and (1, 1): the same for columns 4-7
-# D tiles x P programs, about 8 per SM (streaming multiprocessor, a
-# GPU core), keep every SM busy. partial (P rows) is allocated
-# before the launch, where the autotuner picks D_TILE, so P counts
-# D tiles of D_TILE_GUESS columns. On an H100 (132 SMs), D = 128
-# gives P = 8 x 132 = 1056; D = 1024 (8 D tiles) gives 132. In all:
+# Picking P, on the host. partial's P rows are allocated before
+# the launch, and the autotuner picks D_TILE only at the launch:
+# so P counts D tiles of D_TILE_GUESS = 128 columns. D tiles x P
+# programs, about 8 per SM (streaming multiprocessor, a GPU core),
+# keep every SM busy; at least one per SM, at most one per row of
+# x. On an H100 (132 SMs), D = 128 gives P = 1056. In all:
 #     P = min(rows, max(SMs, cdiv(8 x SMs, D tiles)))
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
@@ -323,14 +323,15 @@ def backward_kernel(
         out = (row_ids * D_aligned)[:, None] + cols[None, :]
         tl.store(grad_x_ptr + out, grad_x.to(x_dtype), mask=mask)
         acc += x.to(acc_dtype) * grad_y[:, None]
-    # (split) P can exceed the row tiles (ROWS_TILE is tuned later):
+    # (split) P can exceed the row tiles (ROWS_TILE is tuned after P):
     # a program with no tile stores zeros; every partial row is set.
     sums = tl.sum(acc, axis=0)
     tl.store(partial_ptr + p.to(tl.int64) * D + cols, sums, mask=col_mask)
 
 
-# (sum) The second pass as a kernel: one launch, writing w's dtype
-# (PyTorch's sum and a cast: two, 4 to 6 us more), in fixed order.
+# (sum) The second pass as a kernel: one launch that writes w's
+# dtype, where PyTorch's sum and then a cast take two launches and
+# 4 to 6 us more GPU time; its order is fixed, like PyTorch's.
 @triton.jit
 def sum_partials_kernel(
     partial_ptr, grad_w_ptr, P, D,  # partial: a contiguous (P, D)
@@ -362,8 +363,8 @@ def backward_tuned(x2d, weight, grad_y):
         x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride(), **alignment(x2d)
     )
     grad_w = torch.empty_like(weight)
-    rows_tile = min(triton.next_power_of_2(P), 1024)  # few steps
-    d_tile = max(16, 4096 // rows_tile)  # a step: 4096 values or more
+    rows_tile = min(triton.next_power_of_2(P), 1024)  # tall: few steps
+    d_tile = max(16, 4096 // rows_tile)  # at least 16 columns
     grid = (triton.cdiv(D, d_tile),)
     sum_partials_kernel[grid](partial, grad_w, P, D, ROWS_TILE=rows_tile, D_TILE=d_tile)
     return grad_x, grad_w
@@ -403,9 +404,8 @@ def alignment(x2d):
 
 
 # ## Autograd: a torch.autograd.Function
-# forward saves x and w for backward, and launches a forward;
-# backward launches the backward kernels. KERNELS names the pairs.
-# op.py beside this file makes them an op for models: weighted_sum.
+# forward saves x and w and launches a forward kernel; backward
+# launches the backward ones. op.py makes them an op for models.
 KERNELS = {"simple": (forward_simple, backward_simple), "tuned": (forward_tuned, backward_tuned)}
 
 

@@ -181,11 +181,43 @@ def backward_simple(x2d, weight, grad_y):
     return grad_x, grad_w
 
 
+# ## The Function: autograd launches the kernels
+# forward saves x and w and launches a forward kernel; backward
+# launches the backward ones. KERNELS: a style's two wrappers
+# ("tuned" joins after Part 4). The op works now; Parts 2 to 4
+# make it fast, a second read. op.py makes it an op for models.
+KERNELS = {"simple": (forward_simple, backward_simple)}
+
+
+class WeightedSum(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, style="simple"):
+        assert x.shape[-1] == weight.shape[0], "x (..., D) needs w of shape (D,)"
+        weight = weight.contiguous()  # the kernels read w_ptr + d
+        ctx.save_for_backward(x, weight)
+        ctx.style = style
+        # x (..., D) as rows: a view where it can be (einops).
+        x2d = rearrange(x, "... d -> (...) d")
+        y = KERNELS[style][0](x2d, weight)
+        return y.reshape(x.shape[:-1])
+
+    @staticmethod
+    # Autograd cannot see inside a kernel, so it cannot take a second
+    # derivative through this backward: asking for one raises.
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_y):
+        x, weight = ctx.saved_tensors
+        x2d = rearrange(x, "... d -> (...) d")
+        # The kernels read grad_y[r] at grad_y_ptr + r; y.sum() hands
+        # back one value, expanded (stride 0), so make it contiguous.
+        grad_y = grad_y.reshape(-1).contiguous()
+        grad_x, grad_w = KERNELS[ctx.style][1](x2d, weight, grad_y)
+        return grad_x.reshape(x.shape), grad_w, None
+
+
 # ## Part 2. forward_kernel: the simple kernel, two changes
-# (tune) the autotuner picks the tile; (wide) wide loads. Each is
-# marked at its lines. Part 4 explains (wide); on a first read,
-# skip the lines marked (wide): the kernel is the same without them.
-#
+# (tune) the autotuner picks the tile; (wide) wide loads, told in
+# Part 4: on a first read skip the (wide) lines; nothing changes.
 # (tune) The best tile depends on D: wide rows want wide tiles (long
 # reads), narrow rows want many rows a tile. A triton.Config is one
 # candidate (constexprs, and num_warps).
@@ -200,12 +232,10 @@ if common.INTERPRETED:
 CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w in TILES]
 
 
-# The tuning's plumbing, to skip on a first read:
 def tiles_for_d(configs, named_args, **kwargs):
     """Called by the autotuner before it times: the configs whose
-    D_TILE suits D. A tile much wider than D loads mostly masked
-    elements; one much narrower takes many steps. D = 1000 keeps
-    D_TILE 128 to 1024."""
+    D_TILE suits D (much wider: mostly masked loads; much narrower:
+    many steps). D = 1000 keeps D_TILE 128 to 1024."""
     width = triton.next_power_of_2(named_args["D"])
     fit = [c for c in configs if min(width, 128) <= c.kwargs["D_TILE"] <= max(width, 32)]
     return fit or configs
@@ -403,38 +433,8 @@ def alignment(x2d):
     return dict(X_ROW_ALIGN=math.gcd(x2d.stride(0), vector), D_ALIGN=math.gcd(x2d.shape[1], vector))
 
 
-# ## Autograd: a torch.autograd.Function
-# forward saves x and w and launches a forward kernel; backward
-# launches the backward ones. op.py makes them an op for models.
-KERNELS = {"simple": (forward_simple, backward_simple), "tuned": (forward_tuned, backward_tuned)}
-
-
-class WeightedSum(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, weight, style="tuned"):
-        assert x.shape[-1] == weight.shape[0], "x (..., D) needs w of shape (D,)"
-        weight = weight.contiguous()  # the kernels read w_ptr + d
-        ctx.save_for_backward(x, weight)
-        ctx.style = style
-        # x (..., D) as rows: a view where it can be (einops).
-        x2d = rearrange(x, "... d -> (...) d")
-        y = KERNELS[style][0](x2d, weight)
-        return y.reshape(x.shape[:-1])
-
-    @staticmethod
-    # Autograd cannot see inside a kernel, so it cannot take a second
-    # derivative through this backward: asking for one raises.
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_y):
-        x, weight = ctx.saved_tensors
-        x2d = rearrange(x, "... d -> (...) d")
-        # The kernels read grad_y[r] at grad_y_ptr + r; y.sum() hands
-        # back one value, expanded (stride 0), so make it contiguous.
-        grad_y = grad_y.reshape(-1).contiguous()
-        grad_x, grad_w = KERNELS[ctx.style][1](x2d, weight, grad_y)
-        return grad_x.reshape(x.shape), grad_w, None
-
-
+KERNELS["tuned"] = (forward_tuned, backward_tuned)  # for the Function
+# s=s binds each style now (a lambda reads s when it is called).
 VARIANTS = {s: lambda x, w, s=s: WeightedSum.apply(x, w, s) for s in KERNELS}
 
 

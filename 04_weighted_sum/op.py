@@ -31,8 +31,7 @@ spec.loader.exec_module(loader := importlib.util.module_from_spec(spec))
 lesson = loader.load_lesson(HERE)
 common = lesson.common  # the device, and the checks of out= that every op shares
 
-# The dtypes the entry takes: those of the lesson, whose kernels sum float64 in float64.
-DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+DTYPES = common.OP_DTYPES  # float16, bfloat16, float32 and float64
 
 
 def validate(x, weight, style="tuned"):

@@ -192,6 +192,11 @@ def uninitialized_memory_is_nan():
         torch.use_deterministic_algorithms(was_on, warn_only=warn_only)
 
 
+# The dtypes every op.py takes: the kernels an op launches sum 16-bit inputs in float32 and
+# float64 ones in float64.
+OP_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
 def kernel_out(out, shape, dtype, device, inputs):
     """The tensor a kernel writes: out, checked as PyTorch's out= is, or a new one if out is None
     or shares storage with an input the kernel reads (write_out then copies it into out)."""

@@ -154,11 +154,12 @@ def assert_close(actual, expected, magnitude, reduction_length, what, product_ro
         )
 
 
-def assert_function_close(fn, inputs, grad_out, reference, terms, names, what):
+def assert_function_close(fn, inputs, grad_out, reference, terms, names, what, roundoff=0.0):
     """fn(*inputs), and its gradients for grad_out, against reference()'s, taken by autograd in
     float64. Each must have the inputs' dtype and be within assert_close's rounding, with
-    terms[i] additions and the same maths on |inputs| for magnitude; names[i] names it in the
-    AssertionError. fn's outputs start as NaN (uninitialized_memory_is_nan)."""
+    terms[i] additions, `roundoff` per product (assert_close's product_roundoff) and the same
+    maths on |inputs| for magnitude; names[i] names it in the AssertionError. fn's outputs start
+    as NaN (uninitialized_memory_is_nan)."""
 
     def float64_maths(tensors, grad):  # reference()'s output and gradients, in float64
         leaves = [t.detach().double().requires_grad_() for t in tensors]
@@ -174,7 +175,7 @@ def assert_function_close(fn, inputs, grad_out, reference, terms, names, what):
     for name, *values, length in zip(names, got, expected, magnitude, terms):
         if values[0].dtype != inputs[0].dtype:
             raise AssertionError(f"{what}: {name} is {values[0].dtype}, not {inputs[0].dtype}")
-        assert_close(*values, length, f"{what}: {name}")
+        assert_close(*values, length, f"{what}: {name}", roundoff)
 
 
 @contextlib.contextmanager
@@ -229,6 +230,14 @@ def write_out(result, out):
     return out
 
 
+def dot_inputs(*tensors):
+    """The tensors, but bfloat16 ones as float32 under the interpreter, whose tl.dot multiplies
+    bfloat16 as if it were 16-bit integers (Triton 3.6 to 3.9); on a GPU, the tensors as given."""
+    if not INTERPRETED:
+        return tensors
+    return tuple(t.float() if t.dtype == torch.bfloat16 else t for t in tensors)
+
+
 def descriptor_problem(tensor):
     """Why a tensor descriptor cannot describe `tensor`, or None: a GPU may misread it silently."""
     if tensor.numel() == 0:
@@ -242,6 +251,19 @@ def descriptor_problem(tensor):
     for dim, stride in enumerate(tensor.stride()[:-1]):
         if (nbytes := stride * tensor.element_size()) % 16 or stride == 0:
             return f"stride {stride} of dim {dim} is {nbytes} bytes, not a positive multiple of 16"
+
+
+@functools.cache  # asked once per device
+def sm_count(device):
+    """The SMs (streaming multiprocessors) of a CUDA device; 3 under the interpreter, so that a
+    persistent kernel's programs each walk a few tiles."""
+    return 3 if INTERPRETED else torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def random_matrix(rows, cols, dtype=torch.float32, transposed=False):
+    """A random (rows, cols) matrix on DEVICE, drawn in float32; transposed: a .T view, as W.T."""
+    t = torch.randn((cols, rows) if transposed else (rows, cols), device=DEVICE).to(dtype)
+    return t.T if transposed else t
 
 
 def set_descriptor_allocator():

@@ -1,3 +1,8 @@
+"""Tests for 02_matmul_tiled: the lesson (main.py: every variant, forward and gradients, on every
+size, dtype and layout; the persistent kernel's rules; the Function; main) and the op (op.py:
+dispatch, the fused bias and GELU, out=, second derivatives, the registered ops with opcheck and
+torch.compile, bad input through every entry)."""
+
 import re
 
 import pytest
@@ -8,19 +13,22 @@ from support import common
 from tools import asm
 
 ex = support.load("02_matmul_tiled")
+op = support.load_op("02_matmul_tiled")
+DEVICE = common.DEVICE
 
-VARIANT_NAMES = list(ex.VARIANTS)
-DESCRIPTOR_VARIANTS = ["persistent"]  # needs 16-byte aligned rows
-ROW_MAJOR_VARIANTS = [
-    name for name in VARIANT_NAMES if name not in DESCRIPTOR_VARIANTS
-]  # take any layout
+VARIANT_NAMES = list(ex.VARIANTS)  # simple, tuned, persistent
+WRAPPERS = {
+    "simple": ex.matmul_simple,
+    "tuned": ex.matmul_tuned,
+    "persistent": ex.matmul_persistent,
+}
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 LAYOUTS = [(False, False), (False, True), (True, False), (True, True)]  # transpose_a, transpose_b
-PRECISIONS = [(torch.float32, "highest"), (torch.float32, "high")]
 DTYPE_PRECISIONS = [
     (torch.float16, None),
     (torch.bfloat16, None),
-    *PRECISIONS,
+    (torch.float32, "highest"),
+    (torch.float32, "high"),
     (torch.float64, None),
 ]
 BIG = 256  # more than 128 rows of A: matmul runs the persistent kernel where it can
@@ -36,16 +44,28 @@ def roundoff(dtype):  # one product's error: TF32's 10-bit mantissas, or none
     return 2.0**-9 if ex.input_precision(dtype) == "tf32" else 0.0
 
 
+def expected_variants(n, k, dtype):
+    """The variants that take row-major a (M, K) @ b (K, N), and op.py's matmul."""
+    names = ["tuned", "matmul"] + ([] if dtype == torch.float64 else ["simple"])
+    if dtype != torch.float64 and descriptor_aligned(n, k, dtype):
+        names.append("persistent")
+    return sorted(names)
+
+
 def check_every_variant(m, n, k, dtype, precision=None, transpose_a=False, transpose_b=False):
-    """ex.check on each variant that takes these inputs, and matmul, as main() does; their names."""
+    """ex.check (the output and both gradients, against float64) on each variant that takes
+    these inputs, and on op.py's matmul; their names."""
     with support.float32_matmul_precision(precision):
-        a = ex.random_matrix(m, k, dtype, transpose_a)
-        b = ex.random_matrix(k, n, dtype, transpose_b)
-        variants = ex.variants_for(a, b)
+        a = common.random_matrix(m, k, dtype, transpose_a)
+        b = common.random_matrix(k, n, dtype, transpose_b)
+        variants = ex.variants_for(a, b) | {"matmul": op.matmul}
         for name, fn in variants.items():
             what = f"{name} {m}x{n}x{k} {dtype} {precision}, transposed {transpose_a, transpose_b}"
             ex.check(fn, a, b, what)
-    return list(variants)
+    return sorted(variants)
+
+
+# ---- The lesson: every variant, forward and gradients ----
 
 
 @pytest.mark.parametrize(
@@ -65,32 +85,24 @@ def check_every_variant(m, n, k, dtype, precision=None, transpose_a=False, trans
     ],
 )
 def test_shapes(m, n, k):
-    checked = check_every_variant(m, n, k, torch.float32)
-    expected = (
-        ROW_MAJOR_VARIANTS
-        + (DESCRIPTOR_VARIANTS if descriptor_aligned(n, k, torch.float32) else [])
-        + ["matmul"]
-    )
-    assert sorted(checked) == sorted(expected)
+    assert check_every_variant(m, n, k, torch.float32) == expected_variants(n, k, torch.float32)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_dtypes_every_variant(dtype):
-    # M = 100 odd-sized, N = 40 and K = 72 keep rows 16-byte aligned for every dtype, so the
-    # descriptor runs (not for float64: the pointer kernel takes it); K = 72 is no BLOCK_K multiple.
-    expected = ROW_MAJOR_VARIANTS if dtype == torch.float64 else VARIANT_NAMES
-    assert sorted(check_every_variant(100, 40, 72, dtype)) == sorted(expected + ["matmul"])
+    # N = 40 and K = 72 keep rows 16-byte aligned for every dtype, so the descriptor runs (not for
+    # float64: the tuned kernel takes it); K = 72 is no BLOCK_K multiple.
+    assert check_every_variant(100, 40, 72, dtype) == expected_variants(40, 72, dtype)
 
 
 @support.gpu_only
 @pytest.mark.parametrize("index", range(support.most_configs(ex)))
 def test_every_config_on_gpu(index):
-    # The other tests tune between two configs per kernel (support.load): here the pointer kernel
+    # The other tests tune between two configs per kernel (support.load): here the tuned kernel
     # runs its config `index`, on float16 (every config fits a Hopper GPU's shared memory).
     with support.pinned_config(ex, index):
-        assert sorted(check_every_variant(333, 136, 200, torch.float16)) == sorted(
-            VARIANT_NAMES + ["matmul"]
-        )
+        checked = check_every_variant(333, 136, 200, torch.float16)
+    assert checked == expected_variants(136, 200, torch.float16)
 
 
 @support.gpu_only
@@ -100,9 +112,9 @@ def test_every_config_on_gpu(index):
 def test_every_persistent_tile_on_gpu(dtype, m, n, block_n, transpose_a, transpose_b):
     # wide_tiles' wide (128 x 256, float32's C stored in halves) and narrow tiles, each dtype
     # and layout; at N = 24 both widths give as many tiles, and the wide one wins the tie.
-    assert (256 if ex.wide_tiles(m, n, ex.sm_count(common.DEVICE)) else 128) == block_n
-    a = ex.random_matrix(m, 72, dtype, transpose_a)
-    b = ex.random_matrix(72, n, dtype, transpose_b)
+    assert (256 if ex.wide_tiles(m, n, common.sm_count(DEVICE)) else 128) == block_n
+    a = common.random_matrix(m, 72, dtype, transpose_a)
+    b = common.random_matrix(72, n, dtype, transpose_b)
     for precision in ("highest", "high") if dtype == torch.float32 else (None,):
         with support.float32_matmul_precision(precision):
             ex.check(ex.VARIANTS["persistent"], a, b, f"persistent {m}x{n} {dtype} {precision}")
@@ -125,28 +137,22 @@ def test_persistent_heuristics(m, n, element_size, expected):
     # What @triton.heuristics sets at a launch, as tools/asm.py evaluates it for --asm.
     a = torch.empty(0, dtype={2: torch.float16, 4: torch.float32}[element_size])
     named = dict(M=m, N=n, PROGRAMS=132, a_ptr=a)
-    values = asm.with_heuristics(ex.matmul_persistent_kernel, (), named)
+    values = asm.with_heuristics(ex.persistent_matmul_kernel, (), named)
     assert {name: values[name] for name in expected} == expected
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_odd_sizes_every_dtype(dtype):
-    # Rows of 17 elements: no descriptor; simple, pointer and matmul's fallback must run.
-    assert sorted(check_every_variant(33, 17, 333, dtype)) == sorted(
-        ROW_MAJOR_VARIANTS + ["matmul"]
-    )
+    # Rows of 17 elements: no descriptor; simple, tuned and matmul's fallback must run.
+    assert check_every_variant(33, 17, 333, dtype) == expected_variants(17, 333, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_output_has_input_dtype_and_shape(dtype):
-    a = torch.randn(5, 8, device=common.DEVICE).to(dtype)
-    b = torch.randn(8, 3, device=common.DEVICE).to(dtype)
-    for fn in [ex.matmul, *ex.VARIANTS.values()]:
-        try:
-            c = fn(a, b)
-        except ValueError:  # descriptors: rows of 3 elements are not 16-byte multiples
-            assert fn in (ex.VARIANTS["persistent"], ex.VARIANTS["persistent"])
-            continue
+    a = torch.randn(5, 8, device=DEVICE).to(dtype)
+    b = torch.randn(8, 3, device=DEVICE).to(dtype)
+    for fn in [op.matmul, *ex.variants_for(a, b).values()]:
+        c = fn(a, b)
         assert c.dtype == dtype and c.shape == (5, 3)
 
 
@@ -159,13 +165,17 @@ def test_float32_precision_follows_torch_setting():
             assert ex.input_precision(torch.float16) == "ieee"  # 16-bit inputs are unaffected
 
 
-@pytest.mark.parametrize("precision", ["highest", "high"])
-def test_float32_under_each_precision(precision):
-    # Under "highest" the bound has no TF32 term: on a GPU this fails if a kernel used TF32.
-    before = torch.get_float32_matmul_precision()
-    checked = check_every_variant(65, 48, 1000, torch.float32, precision=precision)
-    assert sorted(checked) == sorted(VARIANT_NAMES + ["matmul"])
-    assert torch.get_float32_matmul_precision() == before  # the precision is restored
+@pytest.mark.parametrize("name", ["tuned", "persistent", "matmul"])
+def test_highest_precision_runs_no_tf32(name):
+    # The lesson's check allows TF32's rounding in any float32 dot (the simple kernel always
+    # uses it); here the bound has no TF32 term: on a GPU this fails if a kernel used TF32.
+    fn = op.matmul if name == "matmul" else WRAPPERS[name]
+    with support.float32_matmul_precision("highest"):
+        a, b = common.random_matrix(192, 1000), common.random_matrix(1000, 48)
+        expected, magnitude = reference64(a, b)
+        with common.uninitialized_memory_is_nan():
+            c = fn(a, b)
+        common.assert_close(c, expected, magnitude, 1000, f"{name} under highest")
 
 
 @pytest.mark.parametrize("dtype, precision", DTYPE_PRECISIONS)
@@ -175,30 +185,31 @@ def test_every_layout_every_dtype(dtype, precision, transpose_a, transpose_b):
     # reads a transposed one where it lies, or under TF32 copies it. M = 136, N = 48 and K = 72
     # keep the rows of A, B, A^T and B^T 16-byte aligned in every dtype.
     checked = check_every_variant(136, 48, 72, dtype, precision, transpose_a, transpose_b)
-    expected = ROW_MAJOR_VARIANTS if dtype == torch.float64 else VARIANT_NAMES
-    assert sorted(checked) == sorted(expected + ["matmul"])
+    names = ["tuned", "matmul"] + ([] if dtype == torch.float64 else ["simple", "persistent"])
+    assert checked == sorted(names)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
 def test_a_transposed_with_rows_not_16_byte_aligned(dtype):
     # A^T (64, 100) has rows of 100 elements, 200 bytes in float16: no descriptor takes them, and
-    # matmul runs the pointer kernel. Under TF32 the persistent kernel copies A to K-major first.
+    # matmul runs the tuned kernel. Under TF32 the persistent kernel copies A to K-major first.
     with support.float32_matmul_precision("high"):
         checked = check_every_variant(100, 48, 64, dtype, transpose_a=True)
-    expected = VARIANT_NAMES if dtype == torch.float32 else ROW_MAJOR_VARIANTS
-    assert sorted(checked) == sorted(expected + ["matmul"])
+    names = ["simple", "tuned", "matmul"] + (["persistent"] if dtype == torch.float32 else [])
+    assert checked == sorted(names)
 
 
 @pytest.mark.parametrize("name", VARIANT_NAMES + ["matmul"])
 def test_sliced_views(name):
-    fn = ex.matmul if name == "matmul" else ex.VARIANTS[name]
-    big_a = torch.randn(90, 132, device=common.DEVICE)
-    big_b = torch.randn(140, 72, device=common.DEVICE)
+    fn = op.matmul if name == "matmul" else ex.VARIANTS[name]
+    big_a = torch.randn(90, 132, device=DEVICE)
+    big_b = torch.randn(140, 72, device=DEVICE)
     a = big_a[::3, 2:98]  # every third row, a column window: (30, 96), base 8 bytes in
     b = big_b[4:100, ::2]  # (96, 36), column stride 2
-    if name in DESCRIPTOR_VARIANTS:
-        with pytest.raises(ValueError, match="tensor descriptor cannot describe"):
-            fn(a, b)
+    if name == "persistent":
+        with support.float32_matmul_precision("highest"):
+            with pytest.raises(AssertionError, match="no descriptor for a"):
+                fn(a, b)
         # Views that keep the descriptor's rules: bases and row strides on 16-byte multiples.
         a = big_a[::3, 4:100]  # row stride 3 * 132 floats = 1584 bytes, base 16 bytes in
         b = big_b[4:100, 8:40]  # row stride 288 bytes, base (4 * 72 + 8) * 4 = 1184 bytes in
@@ -206,70 +217,60 @@ def test_sliced_views(name):
 
 
 @pytest.mark.parametrize("m, n, k", [(0, 5, 8), (5, 0, 8), (5, 8, 0), (0, 0, 0)])
-@pytest.mark.parametrize("name", VARIANT_NAMES + ["matmul"])
-def test_empty(name, m, n, k):
-    fn = ex.matmul if name == "matmul" else ex.VARIANTS[name]
-    a = torch.randn(m, k, device=common.DEVICE)
-    b = torch.randn(k, n, device=common.DEVICE)
-    c = fn(a, b)
-    assert c.shape == (m, n)
-    assert torch.equal(
-        c, torch.zeros(m, n, device=common.DEVICE)
-    )  # K = 0: empty sums are 0, as in torch
+def test_empty(m, n, k):
+    a = torch.randn(m, k, device=DEVICE)
+    b = torch.randn(k, n, device=DEVICE)
+    variants = ex.variants_for(a, b) | {"matmul": op.matmul}
+    assert "persistent" not in variants  # a descriptor takes no empty tensor
+    for name, fn in variants.items():
+        c = fn(a, b)
+        assert c.shape == (m, n), name
+        assert torch.equal(c, torch.zeros(m, n, device=DEVICE)), name  # K = 0: sums of nothing
 
 
-def test_persistent_refuses_what_a_descriptor_cannot_describe():
-    a = torch.randn(32, 17, device=common.DEVICE, dtype=torch.float16)  # rows of 34 bytes
-    b = torch.randn(17, 32, device=common.DEVICE, dtype=torch.float16)
-    with pytest.raises(ValueError, match=r"a \(32, 17\).*not a positive multiple of 16"):
-        ex.VARIANTS["persistent"](a, b)
-    a = torch.randn(32, 16, device=common.DEVICE)
-    with pytest.raises(ValueError, match=r"b \(16, 32\) .* last stride is 2, not 1"):
-        ex.VARIANTS["persistent"](a, torch.randn(16, 64, device=common.DEVICE)[:, ::2])
-    storage = torch.randn(32 * 16 + 1, device=common.DEVICE)
-    shifted = storage[1:].view(32, 16)  # base 4 bytes past an aligned address
-    with pytest.raises(ValueError, match="not 16-byte aligned"):
-        ex.VARIANTS["persistent"](a, shifted[:16])
-    out = torch.empty(32, 6, device=common.DEVICE)[:, :4]  # rows 24 bytes apart
-    with pytest.raises(ValueError, match=r"the output \(32, 4\) .* 24 bytes"):
-        ex.VARIANTS["persistent"](a, torch.randn(16, 4, device=common.DEVICE), out=out)
-    with pytest.raises(ValueError, match="matmul_pointer takes float64"):
-        ex.VARIANTS["persistent"](a.double(), torch.randn(16, 32, device=common.DEVICE).double())
+def test_the_lesson_asserts_what_its_kernels_cannot_take():
+    a, b = torch.randn(4, 6, device=DEVICE), torch.randn(6, 5, device=DEVICE)
+    for fn in WRAPPERS.values():
+        with pytest.raises(AssertionError, match="must match b's rows"):
+            fn(a, b.T)
+    with pytest.raises(AssertionError, match="float64"):
+        ex.matmul_simple(a.double(), b.double())
+    with pytest.raises(AssertionError, match="no float64"):
+        ex.matmul_persistent(a.double(), b.double())
 
 
-def spy_on_persistent(monkeypatch):
-    """A list that grows by one each time matmul's dispatch launches the persistent kernel."""
-    calls = []
-    persistent = ex.launch_persistent
-    spy = lambda a, b, c: calls.append(1) or persistent(a, b, c)  # noqa: E731
-    monkeypatch.setattr(ex, "launch_persistent", spy)
-    return calls
+def test_the_simple_kernel_refuses_offsets_past_2_to_31():
+    # Its offsets are int32: the wrapper refuses a tensor of 2^31 bytes or more before a launch
+    # could wrap them around (meta tensors: shapes with no memory behind them).
+    a = torch.empty(2**15, 2**15, dtype=torch.float16, device="meta")  # 2^31 bytes
+    b = torch.empty(2**15, 1, dtype=torch.float16, device="meta")
+    with pytest.raises(AssertionError):
+        ex.matmul_simple(a, b)
+    with pytest.raises(AssertionError):  # a view of such a tensor: its storage counts
+        ex.matmul_simple(a[-2:], b)
 
 
-def test_matmul_takes_the_persistent_kernel_when_it_can(monkeypatch):
-    calls = spy_on_persistent(monkeypatch)
-    a = torch.randn(BIG, 32, device=common.DEVICE, dtype=torch.float16)
-    ex.matmul(a, torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16))
-    ex.matmul(a, torch.randn(BIG, 32, device=common.DEVICE, dtype=torch.float16).T)  # transposed B
-    ex.matmul(a.T.contiguous().T, torch.randn(32, 8, device=common.DEVICE, dtype=torch.float16))
-    assert calls == [1, 1, 1]
-    ex.matmul(
-        a, torch.randn(32, BIG + 4, device=common.DEVICE, dtype=torch.float16)
-    )  # rows of 8 bytes past 16s
-    ex.matmul(
-        a[:128], torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16)
-    )  # 128 rows: the pointer kernel
+def test_persistent_problem_names_what_a_descriptor_cannot_take():
+    half = dict(device=DEVICE, dtype=torch.float16)
+    a, b = torch.randn(32, 17, **half), torch.randn(17, 32, **half)  # rows of 34 bytes
+    c = torch.empty(32, 32, **half)
+    assert re.search(r"a \(32, 17\).*not a positive multiple of 16", ex.persistent_problem(a, b, c))
+    a = torch.randn(32, 16, device=DEVICE)
+    b = torch.randn(16, 64, device=DEVICE)[:, ::2]
     with support.float32_matmul_precision("highest"):
-        ex.matmul(
-            a.float(), torch.randn(32, BIG, device=common.DEVICE)
-        )  # exact float32: the pointer kernel
-    ex.matmul(
-        a.double(), torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float64)
-    )  # float64: likewise
-    assert calls == [1, 1, 1]
-    with support.float32_matmul_precision("high"):  # TF32 copies an operand if need be: any layout
-        ex.matmul(a.float()[:, :17], torch.randn(17, BIG, device=common.DEVICE))
-    assert calls == [1, 1, 1, 1]
+        problem = ex.persistent_problem(a, b, torch.empty(32, 32, device=DEVICE))
+    assert re.search(r"b \(16, 32\) .* last stride is 2, not 1", problem)
+    shifted = torch.randn(32 * 16 + 1, device=DEVICE)[1:].view(32, 16)  # base 4 bytes past 16
+    with support.float32_matmul_precision("highest"):
+        problem = ex.persistent_problem(a, shifted[:16], torch.empty(32, 16, device=DEVICE))
+    assert "not 16-byte aligned" in problem
+    out = torch.empty(32, 6, device=DEVICE)[:, :4]  # rows 24 bytes apart
+    b = torch.randn(16, 4, device=DEVICE)
+    assert re.search(r"the output \(32, 4\) .* 24 bytes", ex.persistent_problem(a, b, out))
+    assert "no float64" in ex.persistent_problem(a.double(), b.double(), out.double())
+    with support.float32_matmul_precision("high"):  # TF32 copies A and B, but writes C in place
+        problem = ex.persistent_problem(a[:, :5], b[:5], torch.empty(32, 5, device=DEVICE))
+    assert re.search(r"the output \(32, 5\)", problem)
 
 
 @pytest.mark.parametrize("transpose_a, transpose_b", LAYOUTS)
@@ -278,82 +279,55 @@ def test_persistent_tf32_copies_what_is_not_k_major(transpose_a, transpose_b, k)
     # Under TF32 the persistent kernel reads A and B^T, rows contiguous: a view laid out so is
     # read as it lies, any other is copied by transpose_kernel, into rows padded to 16 bytes when
     # K * 4 is not a multiple (K = 5 also makes a row-major A, of 20-byte rows, a copy).
-    a = ex.random_matrix(30, k, torch.float32, transpose_a)
-    b = ex.random_matrix(k, 12, torch.float32, transpose_b)
-    with support.float32_matmul_precision("high"):
-        what = f"persistent TF32, K = {k}, layout {transpose_a, transpose_b}"
-        ex.check(ex.VARIANTS["persistent"], a, b, what)
+    a = common.random_matrix(30, k, torch.float32, transpose_a)
+    b = common.random_matrix(k, 16, torch.float32, transpose_b)
+    with support.float32_matmul_precision("high"), common.uninitialized_memory_is_nan():
+        c = ex.matmul_persistent(a, b)
+    what = f"persistent TF32, K = {k}, layout {transpose_a, transpose_b}"
+    common.assert_close(c, *reference64(a, b), k, what, 2.0**-9)
 
 
-def test_column_major_out_is_written_where_it_lies():
-    # An out= that is a transposed view: the descriptor writes C row by row, so the persistent
-    # variant refuses it and matmul runs the pointer kernel, which writes through any strides.
-    a = torch.randn(BIG, 32, device=common.DEVICE, dtype=torch.float16)
-    b = torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16)
-    out = torch.full((BIG, BIG), float("nan"), device=common.DEVICE, dtype=torch.float16).T
-    with pytest.raises(ValueError, match=r"the output \(256, 256\) strides \(1, 256\)"):
-        ex.VARIANTS["persistent"](a, b, out=out)
-    assert ex.matmul(a, b, out=out) is out
-    expected, magnitude = a.double() @ b.double(), a.double().abs() @ b.double().abs()
-    common.assert_close(out, expected, magnitude, 32, "matmul into a column-major out")
+def test_the_lessons_function_refuses_a_second_derivative():
+    # Its backward launches kernels, which autograd cannot see into: it raises, never a wrong 0.
+    a = torch.randn(5, 4, device=DEVICE, requires_grad=True)
+    b = torch.randn(4, 3, device=DEVICE, requires_grad=True)
+    (grad_a,) = torch.autograd.grad(ex.VARIANTS["tuned"](a, b).sum(), a, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
+        torch.autograd.grad(grad_a.sum(), b)
 
 
-def test_persistent_refuses_what_it_cannot_describe():
-    a = torch.randn(32, 16, device=common.DEVICE, dtype=torch.float16)
-    b = torch.randn(16, 64, device=common.DEVICE, dtype=torch.float16)[:, ::2]
-    with pytest.raises(ValueError, match=r"matmul_persistent: .*b \(16, 32\) .* last stride is 2"):
-        ex.VARIANTS["persistent"](a, b)
-    with (  # TF32 copies A and B if need be, but writes C where it is
-        pytest.raises(ValueError, match=r"matmul_persistent: .*the output \(32, 5\)"),
-        support.float32_matmul_precision("high"),
+@pytest.mark.parametrize("wrong", ["a row of C", "grad_b"])
+def test_check_catches_a_wrong_answer(wrong):
+    right = ex.matmul_tuned
+
+    def broken(a, b):
+        c = right(a, b)
+        if wrong == "a row of C" and a.shape[0] == 40:
+            c[7] = 0.0
+        if wrong == "grad_b" and a.shape[0] == 24:  # a.T @ grad_c: (24, 40) @ (40, 16)
+            c *= 0.5
+        return c
+
+    a, b = common.random_matrix(40, 24), common.random_matrix(24, 16)
+    with pytest.raises(
+        AssertionError, match="broken: C" if wrong == "a row of C" else "broken: grad_b"
     ):
-        ex.VARIANTS["persistent"](
-            torch.randn(32, 8, device=common.DEVICE), torch.randn(8, 5, device=common.DEVICE)
-        )
-
-
-def test_bad_input():
-    a = torch.randn(4, 6, device=common.DEVICE)
-    b = torch.randn(6, 5, device=common.DEVICE)
-    with pytest.raises(TypeError, match="a must be a tensor of .*, got list"):
-        ex.matmul([[1.0]], b)
-    with pytest.raises(TypeError, match="dtype torch.int32"):
-        ex.matmul(a.int(), b)
-    with pytest.raises(TypeError, match="a torch.float32, b torch.float16"):
-        ex.matmul(a, b.half())
-    with pytest.raises(ValueError, match=r"b must be 2-D, got shape \(6,\)"):
-        ex.matmul(a, b[:, 0])
-    with pytest.raises(ValueError, match=r"a must be 2-D, got shape \(2, 4, 6\)"):
-        ex.matmul(torch.randn(2, 4, 6, device=common.DEVICE), b)
-    with pytest.raises(ValueError, match=r"a \(4, 6\) and b \(5, 6\) do not chain: 6 != 5"):
-        ex.matmul(a, b.T)
-    with pytest.raises(ValueError, match="is on meta"):
-        ex.matmul(a, torch.randn(6, 5, device="meta"))
-    with pytest.raises(ValueError, match=r"out is \(5, 4\).*expected \(4, 5\)"):
-        ex.matmul(a, b, out=torch.empty(5, 4, device=common.DEVICE))
-    with pytest.raises(ValueError, match="out is .* torch.float16.*expected .*torch.float32"):
-        ex.matmul(a, b, out=torch.empty(4, 5, device=common.DEVICE, dtype=torch.float16))
-    with pytest.raises(TypeError, match="out must be a torch.Tensor"):
-        ex.matmul(a, b, out=[0.0])
-    for fn in ex.VARIANTS.values():
-        with pytest.raises(ValueError, match="do not chain"):
-            fn(a, b.T)
+        ex.check(lambda a, b: ex.Matmul.apply(a, b, broken), a, b, "broken")
 
 
 def test_main_runs(capsys):
     assert ex.main(["--m", "20", "--n", "24", "--k", "40", "--dtype", "float32"]) == 0
     printed = capsys.readouterr().out
-    assert "match float64" in printed
-    for name in ["torch", "matmul", "matmul_pointer_kernel[grid] bare", *VARIANT_NAMES]:
+    assert "check 20x24x40 float32: simple, tuned, persistent match float64" in printed
+    for name in ["torch", "matmul_kernel[grid] bare", *VARIANT_NAMES]:
         assert f" {name} " in printed
 
 
 def test_main_leaves_out_a_variant_descriptors_cannot_take(capsys):
     assert ex.main(["--m", "33", "--n", "65", "--k", "17", "--dtype", "float32"]) == 0
     printed = capsys.readouterr().out
-    assert "check 33x65x17 float32: simple, pointer, matmul match float64" in printed
-    for name in DESCRIPTOR_VARIANTS:
-        assert not re.search(rf"^33x65x17 .*  {name}  ", printed, re.M)  # no row in the table
+    assert "check 33x65x17 float32: simple, tuned match float64" in printed
+    assert not re.search(r"^33x65x17 .*  persistent  ", printed, re.M)  # no row in the table
 
 
 @pytest.mark.parametrize("argv", [["--m", "-3"], ["--n", "-1"], ["--k", "-5"]])
@@ -368,9 +342,7 @@ def test_help_shows_defaults(capsys):
     with pytest.raises(SystemExit):
         ex.main(["--help"])
     printed = " ".join(capsys.readouterr().out.split())
-    size = (
-        256 if common.INTERPRETED else 4096
-    )  # main()'s default: small where the interpreter runs the kernels
+    size = 256 if common.INTERPRETED else 4096  # small where the interpreter runs the kernels
     for meaning in ("rows of A and C", "columns of B and C", "columns of A, rows of B"):
         assert f"{meaning} (default: {size})" in printed
     assert "of A, B and C (default: float16)" in printed
@@ -391,25 +363,32 @@ def test_sweep_covers_the_issue_sizes():
     }
 
 
+def test_autotune_key_is_what_the_lesson_names():
+    assert ex.matmul_kernel.keys == [
+        "M", "N", "K", "stride_ak", "stride_bn", "INPUT_PRECISION"
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype, m", [("float16", 256), ("float32", 64)])
+def test_benchmark_rows(dtype, m):
+    with support.float32_matmul_precision("high"):
+        rows = ex.benchmark(m, 32, 16, dtype)
+    names = [row["variant"] for row in rows]
+    assert names == [*VARIANT_NAMES, "matmul_kernel[grid] bare", "torch"]
+    for row in rows:
+        assert set(row) == set(common.TIMING_COLUMNS) and row["unit"] == "TFLOP/s"
+        assert (row["host us"] is None) == common.INTERPRETED
+
+
 @support.gpu_only
-@pytest.mark.parametrize(
-    "dtype, precision",
-    [
-        (torch.float16, None),
-        (torch.bfloat16, None),
-        (torch.float32, "highest"),
-        (torch.float32, "high"),
-        (torch.float64, None),
-    ],
-)
+@pytest.mark.parametrize("dtype, precision", DTYPE_PRECISIONS)
 def test_large_on_gpu(dtype, precision):
-    # Bounds without a TF32 term under "highest": fails if a kernel used TF32 there.
-    expected = ROW_MAJOR_VARIANTS if dtype == torch.float64 else VARIANT_NAMES  # no fast dot
-    assert sorted(check_every_variant(4096, 4096, 4096, dtype, precision=precision)) == sorted(
-        expected + ["matmul"]
+    # Bounds without a TF32 term under "highest" for the op: fails if a kernel used TF32 there.
+    assert check_every_variant(4096, 4096, 4096, dtype, precision) == expected_variants(
+        4096, 4096, dtype
     )
-    assert sorted(check_every_variant(3001, 1001, 5000, dtype, precision=precision)) == sorted(
-        ROW_MAJOR_VARIANTS + ["matmul"]
+    assert check_every_variant(3001, 1001, 5000, dtype, precision) == expected_variants(
+        1001, 5000, dtype
     )
 
 
@@ -423,49 +402,96 @@ def assert_first_and_last_rows(a, b, c, name):
 
 
 @support.gpu_only
-@pytest.mark.parametrize("name", VARIANT_NAMES)
+@pytest.mark.parametrize("name", ["tuned", "persistent", "matmul"])
 def test_offsets_past_2_to_31_on_gpu(name):
     # A with 2**31 + 2**13 elements: row * stride passes 2**31 in the last rows.
+    fn = op.matmul if name == "matmul" else WRAPPERS[name]
     m, k, n = 2**18 + 1, 2**13, 16
-    a = torch.randn(m, k, device=common.DEVICE, dtype=torch.float16)
-    b = torch.randn(k, n, device=common.DEVICE, dtype=torch.float16)
-    c = torch.full((m, n), float("nan"), device=common.DEVICE, dtype=torch.float16)
-    ex.VARIANTS[name](a, b, out=c)
+    a = torch.randn(m, k, device=DEVICE, dtype=torch.float16)
+    b = torch.randn(k, n, device=DEVICE, dtype=torch.float16)
+    with common.uninitialized_memory_is_nan():
+        c = fn(a, b)
     assert_first_and_last_rows(a, b, c, name)
+    if name == "tuned":
+        with pytest.raises(AssertionError):  # int32 offsets: the simple kernel refuses
+            ex.matmul_simple(a, b)
 
 
 @support.gpu_only
-@pytest.mark.parametrize("name", ROW_MAJOR_VARIANTS)
+@pytest.mark.parametrize("name", ["tuned", "matmul"])
 def test_transposed_stride_past_2_to_31_on_gpu(name):
     # A transposed view with 2**25 + 17 rows: BLOCK_K * stride_ak passes 2**31.
+    fn = op.matmul if name == "matmul" else WRAPPERS[name]
     m, k, n = 2**25 + 17, 64, 16
-    a = torch.randn(k, m, device=common.DEVICE, dtype=torch.float16).T
-    b = torch.randn(k, n, device=common.DEVICE, dtype=torch.float16)
-    c = torch.full((m, n), float("nan"), device=common.DEVICE, dtype=torch.float16)
-    ex.VARIANTS[name](a, b, out=c)
+    a = torch.randn(k, m, device=DEVICE, dtype=torch.float16).T
+    b = torch.randn(k, n, device=DEVICE, dtype=torch.float16)
+    with common.uninitialized_memory_is_nan():
+        c = fn(a, b)
     assert_first_and_last_rows(a, b, c, name)
 
 
-# ---- Gradients: matmul is differentiable through its own kernels ------------------------------
+# ---- op.py: dispatch ----
+
+
+def spy_on_pick(monkeypatch):
+    """A list of the kernels op.launch picks, one a launch."""
+    picks, real = [], op.pick
+    monkeypatch.setattr(op, "pick", lambda a, b, c: picks.append(real(a, b, c)) or picks[-1])
+    return picks
+
+
+def test_matmul_takes_the_persistent_kernel_when_it_can(monkeypatch):
+    picks = spy_on_pick(monkeypatch)
+    half = dict(device=DEVICE, dtype=torch.float16)
+    a = torch.randn(BIG, 32, **half)
+    op.matmul(a, torch.randn(32, BIG, **half))
+    op.matmul(a, torch.randn(BIG, 32, **half).T)  # transposed B
+    op.matmul(a.T.contiguous().T, torch.randn(32, 8, **half))
+    assert picks == ["persistent"] * 3
+    op.matmul(a, torch.randn(32, BIG + 4, **half))  # rows of 8 bytes past 16s
+    op.matmul(a[:128], torch.randn(32, BIG, **half))  # 128 rows: the tuned kernel
+    with support.float32_matmul_precision("highest"):
+        op.matmul(a.float(), torch.randn(32, BIG, device=DEVICE))  # exact float32: tuned
+    op.matmul(a.double(), torch.randn(32, BIG, device=DEVICE, dtype=torch.float64))
+    assert picks == ["persistent"] * 3 + ["tuned"] * 4
+    with support.float32_matmul_precision("high"):  # TF32 copies an operand if need be
+        op.matmul(a.float()[:, :17], torch.randn(17, BIG, device=DEVICE))
+    assert picks[-1] == "persistent"
+
+
+def test_pick_names_the_kernel_matmul_runs():
+    a = torch.randn(BIG, 32, device=DEVICE, dtype=torch.float16)
+    b = torch.randn(32, BIG, device=DEVICE, dtype=torch.float16)
+    c = a.new_empty((BIG, BIG))
+    assert op.pick(a, b, c) == "persistent"
+    assert op.pick(a.T.contiguous().T, b.T.contiguous().T, c) == "persistent"  # both transposed
+    assert op.pick(a[:128], b, c[:128]) == "tuned"  # one row of 128-row tiles
+    assert op.pick(a.double(), b.double(), c.double()) == "tuned"  # no fast dot for float64
+
+
+def test_column_major_out_is_written_where_it_lies(monkeypatch):
+    # An out= that is a transposed view: a descriptor writes C row by row, so matmul runs the
+    # tuned kernel, which writes through any strides.
+    picks = spy_on_pick(monkeypatch)
+    a = torch.randn(BIG, 32, device=DEVICE, dtype=torch.float16)
+    b = torch.randn(32, BIG, device=DEVICE, dtype=torch.float16)
+    out = torch.full((BIG, BIG), float("nan"), device=DEVICE, dtype=torch.float16).T
+    assert re.search(
+        r"the output \(256, 256\) strides \(1, 256\)", ex.persistent_problem(a, b, out)
+    )
+    assert op.matmul(a, b, out=out) is out and picks == ["tuned"]
+    common.assert_close(out, *reference64(a, b), 32, "matmul into a column-major out")
+
+
+# ---- op.py: gradients ----
 
 
 def grad_inputs(m, n, k, dtype, transposed=False):
     """a (m, k) and b (k, n) leaves that require grad (b a transposed view when asked), and dC."""
-    a = torch.randn(m, k, device=common.DEVICE).to(dtype).requires_grad_()
-    b = (
-        torch.randn(n, k, device=common.DEVICE).T
-        if transposed
-        else torch.randn(k, n, device=common.DEVICE)
-    )
+    a = torch.randn(m, k, device=DEVICE).to(dtype).requires_grad_()
+    b = torch.randn(n, k, device=DEVICE).T if transposed else torch.randn(k, n, device=DEVICE)
     b = b.to(dtype).detach().requires_grad_()
-    return a, b, torch.randn(m, n, device=common.DEVICE).to(dtype)
-
-
-@pytest.mark.parametrize("transposed", [False, True])
-def test_gradcheck_and_second_derivatives_float64(transposed):
-    a, b, _ = grad_inputs(5, 3, 4, torch.float64, transposed)
-    assert torch.autograd.gradcheck(ex.matmul, (a, b))
-    assert torch.autograd.gradgradcheck(ex.matmul, (a, b))
+    return a, b, torch.randn(m, n, device=DEVICE).to(dtype)
 
 
 def reference64(a, b):
@@ -482,15 +508,16 @@ def assert_gradients_match(a, b, grad_c, what):
     common.assert_close(b.grad, a64.T @ g, a64.abs().T @ g.abs(), g.shape[0], f"{what}: dB", error)
 
 
-@pytest.mark.parametrize(
-    "dtype, precision",
-    [
-        (torch.float16, None),
-        (torch.bfloat16, None),
-        (torch.float32, "highest"),
-        (torch.float32, "high"),
-    ],
-)
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("entry", ["matmul", "op"])
+def test_gradcheck_and_second_derivatives_float64(transposed, entry):
+    fn = op.matmul if entry == "matmul" else torch.ops.triton_lessons.matmul
+    a, b, _ = grad_inputs(5, 3, 4, torch.float64, transposed)
+    assert torch.autograd.gradcheck(fn, (a, b))
+    assert torch.autograd.gradgradcheck(fn, (a, b))
+
+
+@pytest.mark.parametrize("dtype, precision", DTYPE_PRECISIONS[:4])
 @pytest.mark.parametrize(
     "m, n, k, transposed",
     [(40, 24, 32, False), (33, 17, 65, False), (40, 24, 32, True), (BIG, BIG, 32, False)],
@@ -500,7 +527,7 @@ def test_gradients_match_float64(dtype, precision, m, n, k, transposed):
     # kernel, and so do their gradients, on transposed views.
     with support.float32_matmul_precision(precision):
         a, b, grad_c = grad_inputs(m, n, k, dtype, transposed)
-        c = ex.matmul(a, b)
+        c = op.matmul(a, b)
         assert c.requires_grad and c.dtype == dtype
         c.backward(grad_c)
         assert_gradients_match(a, b, grad_c, f"{m}x{n}x{k} {dtype} {precision}")
@@ -510,268 +537,153 @@ def test_gradients_match_float64(dtype, precision, m, n, k, transposed):
 def test_gradients_run_the_persistent_kernel_on_transposed_views(monkeypatch, dtype, precision):
     # dA = dC @ B^T reads B^T where it lies, dB = A^T @ dC reads A^T (TF32 copies it): all three
     # products of a step run on the persistent kernel.
-    calls = spy_on_persistent(monkeypatch)
+    picks = spy_on_pick(monkeypatch)
     with support.float32_matmul_precision(precision):
         a, b, grad_c = grad_inputs(BIG, BIG, BIG, dtype)
-        ex.matmul(a, b).backward(grad_c)
+        op.matmul(a, b).backward(grad_c)
         assert_gradients_match(a, b, grad_c, f"persistent gradients {dtype}")
-    assert calls == [1, 1, 1]
+    assert picks == ["persistent"] * 3
 
 
 @pytest.mark.parametrize("dtype, precision", [(torch.float32, "high"), (torch.float16, None)])
-def test_gradients_of_a_sum(dtype, precision):
+@pytest.mark.parametrize("entry", ["matmul", "tuned", "persistent"])
+def test_gradients_of_a_sum(dtype, precision, entry):
     # dC of c.sum() is an expand()ed view with strides (0, 0); of (c.sum(0) * w).sum(), (0, 1).
-    w = torch.randn(16, device=common.DEVICE).to(dtype)
+    fn = op.matmul if entry == "matmul" else ex.VARIANTS[entry]
+    w = torch.randn(16, device=DEVICE).to(dtype)
     with support.float32_matmul_precision(precision):
         for loss, grad_c in [
-            (lambda c: c.sum(), torch.ones(32, 16, device=common.DEVICE, dtype=dtype)),
+            (lambda c: c.sum(), torch.ones(32, 16, device=DEVICE, dtype=dtype)),
             (lambda c: (c.sum(0) * w).sum(), w.expand(32, 16)),
         ]:
             a, b, _ = grad_inputs(32, 16, 24, dtype)
-            loss(ex.matmul(a, b)).backward()
-            assert_gradients_match(a, b, grad_c, f"sum {dtype}")
+            loss(fn(a, b)).backward()
+            assert_gradients_match(a, b, grad_c, f"{entry}: sum {dtype}")
 
 
 def test_only_the_inputs_that_require_grad_get_one():
-    a = torch.randn(6, 4, device=common.DEVICE, requires_grad=True)
-    b = torch.randn(4, 5, device=common.DEVICE)
-    ex.matmul(a, b).sum().backward()
+    a = torch.randn(6, 4, device=DEVICE, requires_grad=True)
+    b = torch.randn(4, 5, device=DEVICE)
+    op.matmul(a, b).sum().backward()
     assert a.grad is not None and b.grad is None
     with torch.no_grad():
-        assert not ex.matmul(a, b).requires_grad
+        assert not op.matmul(a, b).requires_grad
 
 
-@pytest.mark.parametrize("name", VARIANT_NAMES)
-def test_variants_refuse_inputs_that_require_grad(name):
-    a = torch.randn(16, 16, device=common.DEVICE, requires_grad=True)
-    with pytest.raises(ValueError, match=f"matmul_{name} records no gradients"):
-        ex.VARIANTS[name](a, torch.randn(16, 16, device=common.DEVICE))
-    with torch.no_grad():
-        assert ex.VARIANTS[name](a, torch.randn(16, 16, device=common.DEVICE)).shape == (16, 16)
-
-
-# ---- out= ---------------------------------------------------------------------------------------
+# ---- op.py: out= ----
 
 
 @pytest.mark.parametrize("which", ["a", "b", "a view of b"])
-@pytest.mark.parametrize("name", VARIANT_NAMES + ["matmul"])
-def test_out_may_overlap_an_input(name, which):
+def test_out_may_overlap_an_input(which):
     # 128 x 128 float32: several C tiles, so a kernel writing into A or B would corrupt what other
-    # programs still read; rows of 512 bytes, so the descriptor variants take it too.
-    fn = ex.matmul if name == "matmul" else ex.VARIANTS[name]
-    a = torch.randn(128, 128, device=common.DEVICE)
-    big_b = torch.randn(128, 256, device=common.DEVICE)
+    # programs still read; rows of 512 bytes, so the persistent kernel takes it too.
+    a = torch.randn(128, 128, device=DEVICE)
+    big_b = torch.randn(128, 256, device=DEVICE)
     b = big_b[:, :128]
     expected, magnitude = reference64(a, b)
     out = {"a": a, "b": b, "a view of b": big_b[:, 64:192]}[which]
-    assert fn(a, b, out=out) is out
-    common.assert_close(out, expected, magnitude, 128, f"{name}, out = {which}")
+    assert op.matmul(a, b, out=out) is out
+    common.assert_close(out, expected, magnitude, 128, f"out = {which}", roundoff(a.dtype))
 
 
-@pytest.mark.parametrize("name", VARIANT_NAMES + ["matmul"])
-def test_out_with_stride_0_is_refused(name):
-    fn = ex.matmul if name == "matmul" else ex.VARIANTS[name]
-    a, b = torch.randn(8, 16, device=common.DEVICE), torch.randn(16, 16, device=common.DEVICE)
+def test_out_with_stride_0_is_refused():
+    a, b = torch.randn(8, 16, device=DEVICE), torch.randn(16, 16, device=DEVICE)
     with pytest.raises(ValueError, match=r"strides \(0, 1\).*share one memory location"):
-        fn(a, b, out=torch.empty(1, 16, device=common.DEVICE).expand(8, 16))
+        op.matmul(a, b, out=torch.empty(1, 16, device=DEVICE).expand(8, 16))
 
 
-@pytest.mark.parametrize("name", VARIANT_NAMES + ["matmul"])
-def test_out_with_inputs_that_require_grad_is_refused(name):
-    fn = ex.matmul if name == "matmul" else ex.VARIANTS[name]
-    a = torch.randn(8, 16, device=common.DEVICE, requires_grad=True)
-    # matmul is differentiable, but not into out=; a variant is not differentiable at all.
-    with pytest.raises(
-        ValueError,
-        match="out= is not differentiable" if name == "matmul" else "records no gradients",
-    ):
-        fn(
-            a,
-            torch.randn(16, 16, device=common.DEVICE),
-            out=torch.empty(8, 16, device=common.DEVICE),
-        )
-
-
-# ---- The registered op: opcheck, torch.compile ----
-
-
-def opcheck_cases():
-    def leaf(*shape, dtype=torch.float32, grad=False):
-        return torch.randn(*shape, device=common.DEVICE).to(dtype).requires_grad_(grad)
-
-    return {
-        "float32": (leaf(5, 4), leaf(4, 3)),
-        "float16, grad": (
-            leaf(16, 32, dtype=torch.float16, grad=True),
-            leaf(32, 8, dtype=torch.float16, grad=True),
-        ),
-        "bfloat16": (leaf(7, 9, dtype=torch.bfloat16), leaf(9, 5, dtype=torch.bfloat16, grad=True)),
-        "float64, grad": (
-            leaf(6, 3, dtype=torch.float64, grad=True),
-            leaf(3, 4, dtype=torch.float64),
-        ),
-        "transposed view": (leaf(4, 6).T, leaf(5, 4).T.detach().requires_grad_()),
-        "sliced view": (leaf(12, 10)[::2, 1:9], leaf(8, 6)),
-        "empty": (leaf(0, 4), leaf(4, 3)),
-        "k = 0": (leaf(3, 0, grad=True), leaf(0, 5, grad=True)),
-    }
-
-
-@pytest.mark.parametrize("case", list(opcheck_cases()))
-def test_opcheck(case):
-    # The op is the forward alone: gradients come from ex.Matmul, which calls it when compiled.
-    inputs = [t.detach() for t in opcheck_cases()[case]]
-    torch.library.opcheck(torch.ops.triton_lessons.matmul.default, inputs)
-
-
-@pytest.mark.parametrize(
-    "dtype, m, n, k", [(torch.float16, BIG, BIG, 32), (torch.float32, 33, 17, 65)]
-)
-def test_compile_fullgraph_forward_and_backward(monkeypatch, dtype, m, n, k):
-    # float16 with 16-byte rows and M > 128: the compiled forward runs persistent.
-    calls = spy_on_persistent(monkeypatch)
-    torch._dynamo.reset()
-    compiled = torch.compile(ex.matmul, fullgraph=True)
-    a, b, grad_c = grad_inputs(m, n, k, dtype)
-    c = compiled(a, b)
-    expected, magnitude = reference64(a, b)
-    common.assert_close(c, expected, magnitude, k, f"compiled {dtype}", roundoff(dtype))
-    c.backward(grad_c)
-    assert_gradients_match(a, b, grad_c, f"compiled {dtype}")
-    assert (len(calls) > 0) == (dtype == torch.float16)
-    with torch.no_grad():  # no grad: the compiled graph still calls the op
-        c = compiled(a, b)
-    common.assert_close(c, expected, magnitude, k, f"compiled, no grad, {dtype}", roundoff(dtype))
-
-
-# ---- GPU only: CUDA graphs and side streams ----
-
-
-@support.gpu_only
-@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
-def test_capture_in_a_cuda_graph_and_replay(dtype):
-    a = torch.randn(256, 128, device=common.DEVICE, dtype=dtype)
-    b = torch.randn(128, 192, device=common.DEVICE, dtype=dtype)
-    out = torch.full((256, 192), float("nan"), device=common.DEVICE, dtype=dtype)
-    graph = common.capture_graph(lambda: ex.matmul(a, b, out=out))
-    out.fill_(float("nan"))
-    a.copy_(torch.randn_like(a))  # new values in the same memory: the replay must read them
-    graph.replay()
-    torch.cuda.synchronize()
-    common.assert_close(
-        out,
-        a.double() @ b.double(),
-        a.double().abs() @ b.double().abs(),
-        128,
-        "graph replay",
-        roundoff(dtype),
-    )
-
-
-@support.gpu_only
-def test_call_on_a_side_stream():
-    a = torch.randn(512, 256, device=common.DEVICE, dtype=torch.float16, requires_grad=True)
-    b = torch.randn(256, 128, device=common.DEVICE, dtype=torch.float16, requires_grad=True)
-    grad_c = torch.randn(512, 128, device=common.DEVICE, dtype=torch.float16)
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        c = ex.matmul(a, b)
-        c.backward(grad_c)
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    common.assert_close(c, *reference64(a, b), 256, "side stream")
-    assert_gradients_match(a, b, grad_c, "side stream")
-
-
-def test_eager_gradients_skip_the_dispatcher_and_the_op_has_no_backward_of_its_own():
-    a, b = (torch.randn(8, 8, device=common.DEVICE, requires_grad=True) for _ in range(2))
-    assert support.dispatched_ops(lambda: ex.matmul(a, b).sum().backward()) == []
-    c, pre = torch.ops.triton_lessons.matmul(a, b)
-    assert pre.numel() == 0  # no activation: no pre-activation kept
-    with pytest.raises(RuntimeError, match="no autograd formula"):  # gradients: ex.matmul
-        c.sum().backward()
-
-
-# ---- Standard form: errors through the op, out= versions, the autotune key, benchmark rows ----
-
-
-@pytest.mark.parametrize("entry", ["matmul", "op"])
-def test_bad_input_through_the_entry_and_the_op_alike(entry):
-    fn = ex.matmul if entry == "matmul" else torch.ops.triton_lessons.matmul
-    a, b = torch.randn(4, 6, device=common.DEVICE), torch.randn(6, 5, device=common.DEVICE)
-    with pytest.raises(TypeError, match="dtype torch.int32"):
-        fn(a.int(), b)
-    with pytest.raises(TypeError, match="a torch.float32, b torch.float16"):
-        fn(a, b.half())
-    with pytest.raises(ValueError, match=r"b must be 2-D, got shape \(6,\)"):
-        fn(a, b[:, 0])
-    with pytest.raises(ValueError, match=r"a \(4, 6\) and b \(5, 6\) do not chain: 6 != 5"):
-        fn(a, b.T)
-    with pytest.raises(ValueError, match="is on meta"):
-        fn(a, torch.randn(6, 5, device="meta"))
-
-
-def test_fake_validates_like_the_entry():
-    with torch._subclasses.fake_tensor.FakeTensorMode(allow_non_fake_inputs=True):
-        a, b = torch.randn(4, 6, device=common.DEVICE), torch.randn(5, 6, device=common.DEVICE)
-        with pytest.raises(ValueError, match="do not chain"):
-            torch.ops.triton_lessons.matmul(a, b)
+def test_out_with_inputs_that_require_grad_is_refused():
+    a = torch.randn(8, 16, device=DEVICE, requires_grad=True)
+    out = torch.empty(8, 16, device=DEVICE)
+    with pytest.raises(ValueError, match="out= is not differentiable"):
+        op.matmul(a, torch.randn(16, 16, device=DEVICE), out=out)
 
 
 @pytest.mark.parametrize("overlapping", [False, True])
 def test_out_bumps_its_version_so_a_backward_that_saved_it_raises(overlapping):
-    a = torch.randn(3, 3, device=common.DEVICE)
-    out = a if overlapping else torch.zeros(3, 3, device=common.DEVICE)
-    w = torch.ones(3, 3, device=common.DEVICE, requires_grad=True)
+    a = torch.randn(3, 3, device=DEVICE)
+    out = a if overlapping else torch.zeros(3, 3, device=DEVICE)
+    w = torch.ones(3, 3, device=DEVICE, requires_grad=True)
     z = (w * out).sum()  # saves out for the backward
     version = out._version
-    ex.matmul(a, torch.randn(3, 3, device=common.DEVICE), out=out)
+    op.matmul(a, torch.randn(3, 3, device=DEVICE), out=out)
     assert out._version > version
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         z.backward()
 
 
 def test_out_that_requires_grad_is_refused():
-    out = torch.zeros(3, 2, device=common.DEVICE, requires_grad=True)
-    a, b = torch.ones(3, 4, device=common.DEVICE), torch.ones(4, 2, device=common.DEVICE)
+    out = torch.zeros(3, 2, device=DEVICE, requires_grad=True)
+    a, b = torch.ones(3, 4, device=DEVICE), torch.ones(4, 2, device=DEVICE)
     with pytest.raises(ValueError, match="out requires grad"):
-        ex.matmul(a, b, out=out)
+        op.matmul(a, b, out=out)
     with torch.no_grad():
-        ex.matmul(a, b, out=out)
-    assert torch.equal(out.detach(), torch.full((3, 2), 4.0, device=common.DEVICE))
+        op.matmul(a, b, out=out)
+    assert torch.equal(out.detach(), torch.full((3, 2), 4.0, device=DEVICE))
 
 
-def test_autotune_key_is_what_the_lesson_names():
-    assert ex.matmul_pointer_kernel.keys == [
-        "M", "N", "K", "stride_ak", "stride_bn", "INPUT_PRECISION"
-    ]  # fmt: skip
+# ---- op.py: bad input through the entry and every registered op ----
+
+
+ENTRIES = ["matmul", "op matmul", "op matmul_with_pre"]
+
+
+def entry_fn(entry):
+    """A function (a, b, bias=None, activation=None) calling matmul by `entry`: the entry, or
+    one of the registered ops ("op <name>")."""
+    if entry == "matmul":
+        return lambda a, b, bias=None, activation=None: op.matmul(
+            a, b, bias=bias, activation=activation
+        )
+    registered = getattr(torch.ops.triton_lessons, entry.removeprefix("op "))
+    return lambda a, b, bias=None, activation=None: registered(a, b, bias, activation)
 
 
 @pytest.mark.parametrize(
-    "dtype, m, expected", [("float16", 256, "persistent"), ("float32", 64, "pointer")]
-)
-def test_benchmark_rows(dtype, m, expected):
-    with support.float32_matmul_precision("high"):
-        rows = ex.benchmark(m, 32, 16, dtype)
-    names = [row["variant"] for row in rows]
-    assert names == [*VARIANT_NAMES, "matmul", f"matmul_{expected}_kernel[grid] bare", "torch"]
-    for row in rows:
-        assert set(row) == set(common.TIMING_COLUMNS) and row["unit"] == "TFLOP/s"
-        assert (row["host us"] is None) == common.INTERPRETED
+    "entry, fake", [(e, False) for e in ENTRIES] + [(e, True) for e in ENTRIES[1:]]
+)  # each op's fake too (the entry has none)
+def test_bad_input_through_the_entry_and_each_op_alike(entry, fake):
+    fn = entry_fn(entry)
+    mode = torch._subclasses.fake_tensor.FakeTensorMode(allow_non_fake_inputs=True)
+    with mode if fake else torch.no_grad():
+        a, b = torch.randn(4, 6, device=DEVICE), torch.randn(6, 5, device=DEVICE)
+        bias = torch.randn(5, device=DEVICE)
+        with pytest.raises(TypeError, match="dtype torch.int32"):
+            fn(a.int(), b)
+        with pytest.raises(TypeError, match="a torch.float32, b torch.float16"):
+            fn(a, b.half())
+        with pytest.raises(ValueError, match=r"b must be 2-D, got shape \(6,\)"):
+            fn(a, b[:, 0])
+        with pytest.raises(ValueError, match=r"a \(4, 6\) and b \(5, 6\) do not chain: 6 != 5"):
+            fn(a, b.T)
+        with pytest.raises(ValueError, match=r"bias has shape \(4,\), expected \(5,\)"):
+            fn(a, b, bias=bias[:4])
+        with pytest.raises(ValueError, match=r"bias must be 1-D, got shape \(1, 5\)"):
+            fn(a, b, bias=bias[None])
+        with pytest.raises(TypeError, match="bias torch.float64"):
+            fn(a, b, bias=bias.double())
+        with pytest.raises(ValueError, match="activation must be one of"):
+            fn(a, b, activation="gelu")
+    if not fake:
+        with pytest.raises(ValueError, match="is on meta"):
+            fn(a, torch.randn(6, 5, device="meta"))
 
 
-def test_pick_names_the_kernel_matmul_runs():
-    a = torch.randn(BIG, 32, device=common.DEVICE, dtype=torch.float16)
-    b = torch.randn(32, BIG, device=common.DEVICE, dtype=torch.float16)
-    c = a.new_empty((BIG, BIG))
-    assert ex.pick(a, b, c) == "persistent"
-    assert ex.pick(a.T.contiguous().T, b.T.contiguous().T, c) == "persistent"  # both transposed
-    assert ex.pick(a[:128], b, c[:128]) == "pointer"  # one row of 128-row tiles
-    assert ex.pick(a.double(), b.double(), c.double()) == "pointer"  # no fast dot for float64
+def test_bad_input_to_the_entry():
+    a, b = torch.randn(4, 6, device=DEVICE), torch.randn(6, 5, device=DEVICE)
+    with pytest.raises(TypeError, match="a must be a tensor of .*, got list"):
+        op.matmul([[1.0]], b)
+    with pytest.raises(ValueError, match=r"a must be 2-D, got shape \(2, 4, 6\)"):
+        op.matmul(torch.randn(2, 4, 6, device=DEVICE), b)
+    with pytest.raises(ValueError, match=r"out is \(5, 4\).*expected \(4, 5\)"):
+        op.matmul(a, b, out=torch.empty(5, 4, device=DEVICE))
+    with pytest.raises(ValueError, match="out is .* torch.float16.*expected .*torch.float32"):
+        op.matmul(a, b, out=torch.empty(4, 5, device=DEVICE, dtype=torch.float16))
+    with pytest.raises(TypeError, match="out must be a torch.Tensor"):
+        op.matmul(a, b, out=[0.0])
 
 
-# ---- The fused epilogue: bias and GELU (tanh form) ----
+# ---- op.py: the fused epilogue, bias and GELU (tanh form) ----
 
 
 def gelu64(p):
@@ -779,8 +691,9 @@ def gelu64(p):
 
 
 def epilogue_inputs(m, n, k, dtype, transposed=False, grad=False):
-    a, b = ex.random_matrix(m, k, dtype, transposed), ex.random_matrix(k, n, dtype, transposed)
-    bias = torch.randn(n, device=common.DEVICE).to(dtype)
+    a = common.random_matrix(m, k, dtype, transposed)
+    b = common.random_matrix(k, n, dtype, transposed)
+    bias = torch.randn(n, device=DEVICE).to(dtype)
     return [t.detach().requires_grad_(grad) for t in (a, b, bias)]
 
 
@@ -797,34 +710,41 @@ def test_bias_and_gelu_every_kernel(dtype, transposed, m, n, k):
     a, b, bias = epilogue_inputs(m, n, k, dtype, transposed)
     p64 = a.double() @ b.double() + bias.double()
     magnitude = 1.2 * (a.double().abs() @ b.double().abs() + bias.double().abs())
-    for name, fn in ex.variants_for(a, b).items():
-        if name == "simple":  # no epilogue
-            continue
+    kernels = {n_: WRAPPERS[n_] for n_ in ex.variants_for(a, b) if n_ != "simple"}
+    kernels["matmul"] = lambda a, b, bias, activation: op.matmul(  # noqa: E731
+        a, b, bias=bias, activation=activation
+    )
+    for name, fn in kernels.items():
         for activation, expected in ((None, p64), ("gelu_tanh", gelu64(p64))):
-            out = torch.full((m, n), float("nan"), dtype=dtype, device=common.DEVICE)
-            fn(a, b, out=out, bias=bias, activation=activation)
+            with common.uninitialized_memory_is_nan():
+                out = fn(a, b, bias, activation)
             what = f"{name} {activation} {dtype} {m}x{n}x{k}"
             common.assert_close(out, expected, magnitude, k, what, roundoff(dtype))
 
 
-@pytest.mark.parametrize("launch", ["pointer", "persistent"])
-def test_the_kept_pre_activation_is_a_at_b_plus_bias(launch):
+@pytest.mark.parametrize("kernel", ["tuned", "persistent"])
+def test_the_kept_pre_activation_is_a_at_b_plus_bias(kernel, monkeypatch):
+    monkeypatch.setattr(op, "pick", lambda a, b, c: kernel)
     a, b, bias = epilogue_inputs(BIG, 64, 32, torch.float32)
-    fn = ex.launch_pointer if launch == "pointer" else ex.launch_persistent
-    c, pre = ex.run(fn, a, b, bias=bias, activation="gelu_tanh", keep_pre=True)
+    with common.uninitialized_memory_is_nan():
+        c, pre = op.forward(a, b, bias, "gelu_tanh", keep_pre=True)
     p64 = a.double() @ b.double() + bias.double()
     magnitude = a.double().abs() @ b.double().abs() + bias.double().abs()
-    common.assert_close(pre, p64, magnitude, 32, f"{launch}: P", roundoff(torch.float32))
-    common.assert_close(c, gelu64(p64), 1.2 * magnitude, 32, f"{launch}: C", roundoff(a.dtype))
-    _, empty = ex.run(fn, a, b, bias=bias, keep_pre=True)
-    assert empty.numel() == 0  # no activation: nothing to keep
+    common.assert_close(pre, p64, magnitude, 32, f"{kernel}: P", roundoff(torch.float32))
+    common.assert_close(c, gelu64(p64), 1.2 * magnitude, 32, f"{kernel}: C", roundoff(a.dtype))
+    assert op.forward(a, b, bias, keep_pre=True)[1] is None  # no activation: nothing to keep
+    c, pre = torch.ops.triton_lessons.matmul_with_pre(a, b, bias, None)
+    assert pre.numel() == 0  # the op's "nothing kept"
 
 
-def test_bias_and_gelu_gradcheck_and_second_derivatives_float64():
+@pytest.mark.parametrize("entry", ["matmul", "op"])
+def test_bias_and_gelu_gradcheck_and_second_derivatives_float64(entry):
     inputs = epilogue_inputs(9, 7, 5, torch.float64, grad=True)
 
     def fn(a, b, bias):
-        return ex.matmul(a, b, bias=bias, activation="gelu_tanh")
+        if entry == "op":
+            return torch.ops.triton_lessons.matmul(a, b, bias, "gelu_tanh")
+        return op.matmul(a, b, bias=bias, activation="gelu_tanh")
 
     assert torch.autograd.gradcheck(fn, inputs)
     assert torch.autograd.gradgradcheck(fn, inputs)
@@ -835,8 +755,8 @@ def test_bias_and_gelu_gradcheck_and_second_derivatives_float64():
 def test_bias_and_gelu_gradients_match_float64(dtype, m):
     n, k = 64, 32
     a, b, bias = epilogue_inputs(m, n, k, dtype, transposed=True, grad=True)
-    grad_c = torch.randn(m, n, device=common.DEVICE).to(dtype)
-    ex.matmul(a, b, bias=bias, activation="gelu_tanh").backward(grad_c)
+    grad_c = torch.randn(m, n, device=DEVICE).to(dtype)
+    op.matmul(a, b, bias=bias, activation="gelu_tanh").backward(grad_c)
     a64, b64, bias64, g64 = (t.detach().double() for t in (a, b, bias, grad_c))
     p64 = a64 @ b64 + bias64
     d_p64 = torch.ops.aten.gelu_backward(g64, p64, approximate="tanh")
@@ -852,13 +772,76 @@ def test_bias_and_gelu_gradients_match_float64(dtype, m):
         common.assert_close(ours, expected, magnitude, length, name, epilogue_tolerance(dtype))
 
 
-def test_bias_and_gelu_compile_fullgraph():
+# ---- op.py: the registered ops, opcheck and torch.compile ----
+
+
+def opcheck_cases():
+    def leaf(*shape, dtype=torch.float32, grad=False):
+        return torch.randn(*shape, device=DEVICE).to(dtype).requires_grad_(grad)
+
+    return {
+        "float32": (leaf(5, 4), leaf(4, 3)),
+        "float16, grad": (
+            leaf(16, 32, dtype=torch.float16, grad=True),
+            leaf(32, 8, dtype=torch.float16, grad=True),
+        ),
+        "bfloat16": (leaf(7, 9, dtype=torch.bfloat16), leaf(9, 5, dtype=torch.bfloat16, grad=True)),
+        "float64, grad": (
+            leaf(6, 3, dtype=torch.float64, grad=True),
+            leaf(3, 4, dtype=torch.float64),
+        ),
+        "transposed view": (leaf(4, 6).T, leaf(5, 4).T.detach().requires_grad_()),
+        "sliced view": (leaf(12, 10)[::2, 1:9], leaf(8, 6)),
+        "bias and GELU, grad": (leaf(6, 5, grad=True), leaf(5, 4), leaf(4, grad=True), "gelu_tanh"),
+        "empty": (leaf(0, 4), leaf(4, 3)),
+        "k = 0": (leaf(3, 0, grad=True), leaf(0, 5, grad=True)),
+    }
+
+
+@pytest.mark.parametrize("case", list(opcheck_cases()))
+def test_opcheck(case):
+    # The op with its gradients: opcheck runs its autograd registration too where inputs require
+    # grad. matmul_with_pre has no gradients of its own (the entry's Function calls it), so it
+    # gets the inputs without grad.
+    inputs = opcheck_cases()[case]
+    torch.library.opcheck(torch.ops.triton_lessons.matmul.default, inputs)
+    plain = [t.detach() if isinstance(t, torch.Tensor) else t for t in inputs]
+    torch.library.opcheck(torch.ops.triton_lessons.matmul_with_pre.default, plain)
+
+
+@pytest.mark.parametrize(
+    "dtype, m, n, k", [(torch.float16, BIG, BIG, 32), (torch.float32, 33, 17, 65)]
+)
+@pytest.mark.parametrize("entry", ["matmul", "op"])
+def test_compile_fullgraph_forward_and_backward(monkeypatch, dtype, m, n, k, entry):
+    # float16 with 16-byte rows and M > 128: the compiled forward runs persistent.
+    picks = spy_on_pick(monkeypatch)
+    torch._dynamo.reset()
+    fn = op.matmul if entry == "matmul" else torch.ops.triton_lessons.matmul
+    compiled = torch.compile(fn, fullgraph=True)
+    a, b, grad_c = grad_inputs(m, n, k, dtype)
+    c = compiled(a, b)
+    expected, magnitude = reference64(a, b)
+    common.assert_close(c, expected, magnitude, k, f"compiled {dtype}", roundoff(dtype))
+    c.backward(grad_c)
+    assert_gradients_match(a, b, grad_c, f"compiled {dtype}")
+    assert ("persistent" in picks) == (dtype == torch.float16)
+    with torch.no_grad():  # no grad: the compiled graph still calls the op
+        c = compiled(a, b)
+    common.assert_close(c, expected, magnitude, k, f"compiled, no grad, {dtype}", roundoff(dtype))
+
+
+@pytest.mark.parametrize("entry", ["matmul", "op"])
+def test_bias_and_gelu_compile_fullgraph(entry):
     a, b, bias = epilogue_inputs(BIG, 64, 32, torch.float32, grad=True)
     torch._dynamo.reset()
-    compiled = torch.compile(
-        lambda a, b, bias: ex.matmul(a, b, bias=bias, activation="gelu_tanh"), fullgraph=True
-    )
-    c = compiled(a, b, bias)
+
+    def fn(a, b, bias):
+        if entry == "op":
+            return torch.ops.triton_lessons.matmul(a, b, bias, "gelu_tanh")
+        return op.matmul(a, b, bias=bias, activation="gelu_tanh")
+
+    c = torch.compile(fn, fullgraph=True)(a, b, bias)
     p64 = a.double() @ b.double() + bias.double()
     magnitude = 1.2 * (a.double().abs() @ b.double().abs() + bias.double().abs())
     common.assert_close(c, gelu64(p64), magnitude, 32, "compiled", roundoff(torch.float32))
@@ -868,20 +851,44 @@ def test_bias_and_gelu_compile_fullgraph():
     torch.testing.assert_close(a.grad.double(), a64.grad, rtol=1e-3, atol=1e-3)
 
 
-@pytest.mark.parametrize("entry", ["matmul", "op"])
-def test_bad_bias_or_activation_through_the_entry_and_the_op_alike(entry):
-    a, b, bias = epilogue_inputs(4, 5, 6, torch.float32)
-    if entry == "matmul":
-        fn = ex.matmul
-    else:
-        fn = lambda a, b, bias=None, activation=None: torch.ops.triton_lessons.matmul(  # noqa: E731
-            a, b, bias, activation
-        )
-    with pytest.raises(ValueError, match=r"bias has shape \(4,\), expected \(5,\)"):
-        fn(a, b, bias=bias[:4])
-    with pytest.raises(ValueError, match=r"bias must be 1-D, got shape \(1, 5\)"):
-        fn(a, b, bias=bias[None])
-    with pytest.raises(TypeError, match="bias torch.float64"):
-        fn(a, b, bias=bias.double())
-    with pytest.raises(ValueError, match="activation must be one of"):
-        fn(a, b, activation="gelu")
+def test_eager_gradients_skip_the_dispatcher_and_the_op_has_its_own():
+    a, b = (torch.randn(8, 8, device=DEVICE, requires_grad=True) for _ in range(2))
+    assert support.dispatched_ops(lambda: op.matmul(a, b).sum().backward()) == []
+    c = torch.ops.triton_lessons.matmul(a, b)
+    assert isinstance(c, torch.Tensor) and c.shape == (8, 8)  # C, as the entry returns
+    a.grad = None
+    c.sum().backward()
+    torch.testing.assert_close(a.grad, torch.ones(8, 8, device=DEVICE) @ b.detach().T)
+
+
+# ---- GPU only: CUDA graphs and side streams ----
+
+
+@support.gpu_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_capture_in_a_cuda_graph_and_replay(dtype):
+    a = torch.randn(256, 128, device=DEVICE, dtype=dtype)
+    b = torch.randn(128, 192, device=DEVICE, dtype=dtype)
+    out = torch.full((256, 192), float("nan"), device=DEVICE, dtype=dtype)
+    graph = common.capture_graph(lambda: op.matmul(a, b, out=out))
+    out.fill_(float("nan"))
+    a.copy_(torch.randn_like(a))  # new values in the same memory: the replay must read them
+    graph.replay()
+    torch.cuda.synchronize()
+    common.assert_close(out, *reference64(a, b), 128, "graph replay", roundoff(dtype))
+
+
+@support.gpu_only
+def test_call_on_a_side_stream():
+    a = torch.randn(512, 256, device=DEVICE, dtype=torch.float16, requires_grad=True)
+    b = torch.randn(256, 128, device=DEVICE, dtype=torch.float16, requires_grad=True)
+    grad_c = torch.randn(512, 128, device=DEVICE, dtype=torch.float16)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        c = op.matmul(a, b)
+        c.backward(grad_c)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    common.assert_close(c, *reference64(a, b), 256, "side stream")
+    assert_gradients_match(a, b, grad_c, "side stream")

@@ -18,7 +18,7 @@ from tools import example_paths, layouts, train_step
 EXAMPLES = [path.parent.name for path in example_paths()]
 VARIANT_STYLES = {
     "01_matmul_elementwise": set(),
-    "02_matmul_tiled": {"simple", "pointer", "persistent"},
+    "02_matmul_tiled": {"simple", "tuned", "persistent"},
     "03_blocked_sum": {"simple", "pointer", "block_ptr"},
     "04_weighted_sum": {"simple", "tuned"},
 }

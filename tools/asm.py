@@ -123,9 +123,9 @@ def probes_02(lesson, device):
         ),
     ]
     return [
-        Probe("matmul_pointer_kernel, float16", lesson.matmul_pointer_kernel,
+        Probe("matmul_kernel, float16", lesson.matmul_kernel,
               lesson.tile_grid(512, 512), args, epilogue, pointer_looks),
-        Probe("matmul_persistent_kernel, float16, B = W.T", lesson.matmul_persistent_kernel,
+        Probe("persistent_matmul_kernel, float16, B = W.T", lesson.persistent_matmul_kernel,
               (132,), persistent_args, persistent, persistent_looks),
     ]  # fmt: skip
 

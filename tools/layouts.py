@@ -30,7 +30,7 @@ def measure(shapes=None, dtypes=DTYPES):
     """A row per product (M, N, K) in `shapes`, dtype and layout: both times, torch's over ours,
     the kernel picked. shapes: the four MLP blocks' products unless given."""
     shapes = shapes or [shape for model in MODELS for shape in products(*model)]
-    lesson = load_example(REPO_ROOT / "02_matmul_tiled" / "main.py")
+    op = load_example(REPO_ROOT / "02_matmul_tiled" / "op.py")
     rows = []
     if not common.INTERPRETED:  # a second of matmuls brings the GPU to its sustained clock
         warm_up = torch.randn(4096, 4096, device=common.DEVICE)  # (results/NOTES.md item 28)
@@ -40,11 +40,11 @@ def measure(shapes=None, dtypes=DTYPES):
         with float32_matmul_precision(precision):
             for m, n, k in dict.fromkeys(shapes):
                 for layout, (transpose_a, transpose_b) in LAYOUTS.items():
-                    a = lesson.random_matrix(m, k, dtype, transpose_a)
-                    b = lesson.random_matrix(k, n, dtype, transpose_b)
+                    a = common.random_matrix(m, k, dtype, transpose_a)
+                    b = common.random_matrix(k, n, dtype, transpose_b)
                     torch_ms = gpu_ms(lambda: torch.matmul(a, b))
-                    ours = gpu_ms(lambda: lesson.matmul(a, b))
-                    kernel = lesson.pick(a, b, a.new_empty(m, n))
+                    ours = gpu_ms(lambda: op.matmul(a, b))
+                    kernel = op.pick(a, b, a.new_empty(m, n))
                     rows.append(
                         dict(case=f"{m}x{n}x{k}", dtype=label, layout=layout, kernel=kernel,
                              torch_ms=torch_ms, matmul_ms=ours, x_torch=torch_ms / ours)

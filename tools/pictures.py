@@ -161,8 +161,10 @@ def tile_of_program_kernel(
 
 def draw_02(lesson, figure):
     """02: the order of C's tiles, row-major and grouped (grouped_tile, whose comment draws 4 x 4
-    tiles with GROUP_M = 2), and the strips of A and B that one wave of programs reads"""
-    axes = figure.subplots(1, 2)
+    tiles with GROUP_M = 2), the strips of A and B that one wave of programs reads, and the tiles
+    each program of the persistent kernel walks"""
+    axes = figure.subplots(1, 3, width_ratios=[1, 1, 0.8])
+    draw_persistent_walk(lesson, axes[2])
     tiles, wave, block, red, grey = 9, 9, 16, 6, 15
     for ax, group_m in zip(axes, (1, 3)):
         where = torch.empty((tiles * tiles, 2), dtype=torch.int32, device=common.DEVICE)
@@ -194,7 +196,7 @@ def draw_02(lesson, figure):
             f"{name}.\nA number: the program id that computes that tile of C. Red: the "
             f"first {wave} programs\n(one wave, if {wave} SMs) and the {strips} strips of A and B "
             f"they read; grey: not read",
-            [],
+            [], width=62,
         )  # fmt: skip
 
 
@@ -276,6 +278,37 @@ def draw_04(lesson, figure):
         f"sum_partials_kernel then adds partial's rows into grad_w",
         [f"row {r} (tile {r // rows_tile})" for r in range(rows)] + [""]
         + [f"partial {p}" for p in range(programs)],
+    )  # fmt: skip
+
+
+def draw_persistent_walk(lesson, ax, programs=4, tiles=6):
+    """Which program of persistent_matmul_kernel stores each 128 x 128 tile of C, from runs with
+    1 to `programs` of its PROGRAMS programs launched (programs_along_axis), and at which turn of
+    its walk: tile t is program t % PROGRAMS's turn t // PROGRAMS, in grouped order."""
+    side, k = 128 * tiles, 64
+    a, b = (torch.randn(side, k, device=common.DEVICE, dtype=torch.float16) for _ in range(2))
+    c = torch.empty((side, side), device=common.DEVICE, dtype=torch.float16)
+    assert not lesson.wide_tiles(side, side, programs)  # the heuristics pick 128 x 128 tiles
+    common.set_descriptor_allocator()
+    launch = lambda n: lesson.persistent_matmul_kernel[(n,)](  # noqa: E731
+        a, b, c, None, None, side, side, k, k, k, side, PROGRAMS=programs,
+        A_TRANSPOSED=False, B_TRANSPOSED=True, INPUT_PRECISION="ieee", ACTIVATION=None,
+    )  # fmt: skip
+    owner = programs_along_axis(launch, programs, c)[::128, ::128]  # one cell a tile
+    where = torch.empty((tiles * tiles, 2), dtype=torch.int32, device=common.DEVICE)
+    tile_of_program_kernel[(tiles * tiles,)](
+        where, side, side, lesson.grouped_tile, BLOCK_M=128, BLOCK_N=128, GROUP_M=8
+    )
+    labels = [["" for _ in range(tiles)] for _ in range(tiles)]
+    for tile, (row, col) in enumerate(where.cpu().tolist()):
+        assert owner[row, col] == tile % programs  # the walk the lesson describes
+        labels[row][col] = f"p{tile % programs}, turn {tile // programs}"
+    cells(
+        ax, owner, labels,
+        f"persistent_matmul_kernel, PROGRAMS = {programs}, C of {tiles} x {tiles} tiles: the "
+        f"program that stored each tile (recorded from runs), and the turn of its walk: program p "
+        f"takes tiles p, p + {programs}, ... in grouped order (GROUP_M = 8: down whole columns)",
+        width=60,
     )  # fmt: skip
 
 

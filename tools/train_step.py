@@ -52,11 +52,11 @@ class Block(torch.nn.Module):
 
 def models(d, hidden, dtype):
     """(ours, PyTorch's): two Blocks with the same weights, on the lessons' ops and on torch's."""
-    lesson02 = load_example(REPO_ROOT / "02_matmul_tiled" / "main.py")
+    op02 = load_example(REPO_ROOT / "02_matmul_tiled" / "op.py")
     op04 = load_example(REPO_ROOT / "04_weighted_sum" / "op.py")
 
     def linear(a, w, bias, activation):  # 02's matmul, with its fused bias and activation
-        return lesson02.matmul(a, w, bias=bias, activation=activation)
+        return op02.matmul(a, w, bias=bias, activation=activation)
 
     with torch.random.fork_rng():  # the same weights on every run, the caller's RNG untouched
         torch.manual_seed(0)

@@ -1,0 +1,213 @@
+"""matmul: lesson 02's kernels as an op a model can call.
+
+main.py beside this file teaches the kernels; this file makes them safe to call from a model, and
+adds nothing to what they compute:
+- `matmul(a, b, out=None, *, bias=None, activation=None)` computes activation(a @ b + bias)
+  (ACTIVATIONS: None or "gelu_tanh"). It checks its inputs (TypeError or ValueError naming what
+  is wrong), writes into `out=` (which may overlap a or b), runs the lesson's persistent kernel
+  where it is fastest and its tuned kernel elsewhere, and records gradients, second ones too;
+- `torch.ops.triton_lessons.matmul(a, b, bias, activation)` is the same op registered with
+  PyTorch (`torch.library.custom_op`), with its gradients, so that `torch.compile(fullgraph=True)`
+  keeps it whole. `matmul` itself, compiled, calls a second op, `matmul_with_pre`, which also
+  returns P = a @ b + bias, so that its backward need not compute P again.
+
+From a script anywhere, load this file by its path (the README shows how, for lesson 01's op).
+Without a GPU, loading it sets TRITON_INTERPRET=1 for the process, so that Triton runs the kernels
+on the CPU.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+HERE = Path(__file__).resolve().parent
+
+
+# lesson_loader.py, at the repository's root, loads main.py beside this file (it says how, and
+# why); it is loaded by its path, so that no module of the caller's can hide it.
+LOADER = HERE.parent / "lesson_loader.py"
+spec = importlib.util.spec_from_file_location("_triton_lessons_loader", LOADER)
+spec.loader.exec_module(loader := importlib.util.module_from_spec(spec))
+lesson = loader.load_lesson(HERE)
+common = lesson.common  # the device, and the checks of out= that every op shares
+
+DTYPES = common.OP_DTYPES  # float16, bfloat16, float32 and float64
+ACTIVATIONS = (None, "gelu_tanh")  # what the kernels' epilogue applies after the bias
+
+
+def validate(a, b, bias=None, activation=None):
+    """(M, N, K), or a TypeError or ValueError naming why matmul cannot run."""
+    inputs = {"a": a, "b": b} if bias is None else {"a": a, "b": b, "bias": bias}
+    for arg, t in inputs.items():
+        if not isinstance(t, torch.Tensor) or t.dtype not in DTYPES:
+            got = f"dtype {t.dtype}" if isinstance(t, torch.Tensor) else type(t).__name__
+            names = ", ".join(str(dtype).removeprefix("torch.") for dtype in DTYPES)
+            raise TypeError(f"matmul: {arg} must be a tensor of {names}, got {got}")
+        if t.dim() != (dims := 1 if arg == "bias" else 2):
+            raise ValueError(f"matmul: {arg} must be {dims}-D, got shape {tuple(t.shape)}")
+    if len({t.dtype for t in inputs.values()}) > 1:
+        dtypes = ", ".join(f"{arg} {t.dtype}" for arg, t in inputs.items())
+        raise TypeError(f"matmul: the inputs must have one dtype, got {dtypes}")
+    if len({t.device for t in inputs.values()}) > 1 or a.device.type != common.DEVICE.type:
+        where = ", ".join(f"{arg} is on {t.device}" for arg, t in inputs.items())
+        raise ValueError(f"matmul: {where}; expected one {common.DEVICE.type}")
+    if a.shape[1] != b.shape[0]:
+        shapes = f"a {tuple(a.shape)} and b {tuple(b.shape)}"
+        raise ValueError(f"matmul: {shapes} do not chain: {a.shape[1]} != {b.shape[0]}")
+    if bias is not None and bias.shape[0] != b.shape[1]:
+        raise ValueError(f"matmul: bias has shape {tuple(bias.shape)}, expected ({b.shape[1]},)")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"matmul: activation must be one of {ACTIVATIONS}, got {activation!r}")
+    return a.shape[0], b.shape[1], a.shape[1]
+
+
+def pick(a, b, c):
+    """The lesson's kernel that computes c = a @ b fastest: "persistent" for 16-bit and TF32 dots
+    that descriptors can take, unless M <= 128 (one row of 128-row tiles: the tuned kernel's
+    smaller tiles win, results/NOTES.md items 43 and 60); else "tuned"."""
+    fast_dot = c.dtype in (torch.float16, torch.bfloat16)
+    fast_dot = fast_dot or lesson.input_precision(c.dtype) == "tf32"
+    many_rows = a.shape[0] > 128  # (and asked first: persistent_problem costs the host more)
+    taken = fast_dot and many_rows and lesson.persistent_problem(a, b, c) is None
+    return "persistent" if taken else "tuned"
+
+
+def launch(a, b, c, bias=None, pre=None, activation=None):
+    """c = activation(a @ b + bias) by the kernel pick() names, written into c; P = a @ b + bias
+    into pre where given. For validated inputs with c.numel() > 0."""
+    kernel, (m, k), n = pick(a, b, c), a.shape, b.shape[1]
+    a, b = common.dot_inputs(a, b)  # bfloat16 as float32 under the interpreter
+    precision = lesson.input_precision(c.dtype)
+    if kernel == "persistent":
+        a_arg, a_t, b_arg, b_t = lesson.persistent_operands(a, b)
+        programs = common.sm_count(a.device)
+        common.set_descriptor_allocator()
+        lesson.persistent_matmul_kernel[(programs,)](
+            a_arg, b_arg, c, bias, pre, m, n, k, a_arg.stride(0), b_arg.stride(0), c.stride(0),
+            PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t,
+            INPUT_PRECISION=precision, ACTIVATION=activation,
+        )  # fmt: skip
+        return
+    if c.dtype == torch.float32 and precision == "ieee" and lesson.transposed(b):
+        b = lesson.rows_contiguous(b)  # exact float32 reads a row-major B faster (NOTES 60, 63)
+    lesson.matmul_kernel[lesson.tile_grid(m, n)](
+        a, b, c, bias, pre, m, n, k, *a.stride(), *b.stride(), *c.stride(),
+        INPUT_PRECISION=precision, ACTIVATION=activation,
+    )  # fmt: skip
+
+
+def forward(a, b, bias=None, activation=None, out=None, keep_pre=False):
+    """(C, P) for validated inputs: C = activation(a @ b + bias), in out where given (a new
+    tensor if out overlaps an input: common.write_out then copies it); P = a @ b + bias where
+    keep_pre and an activation ask for it, else None. No autograd."""
+    m, n, _ = a.shape[0], b.shape[1], a.shape[1]
+    inputs = [t for t in (a, b, bias) if t is not None]
+    c = common.kernel_out(out, (m, n), a.dtype, a.device, inputs)
+    pre = torch.empty_like(c) if keep_pre and activation else None
+    bias = None if bias is None else bias.contiguous()  # the kernels read bias_ptr + column
+    if c.numel():  # (K = 0: the tuned kernel stores sums of no products, with the epilogue)
+        launch(a, b, c, bias, pre, activation)
+    return c, pre
+
+
+def gradients(a, b, bias, pre, grad_c, activation, needs_input_grad, through_op=False):
+    """(grad_a, grad_b, grad_bias) of C = activation(a @ b + bias), None where not needed, by
+    matmul, which autograd records under create_graph=True (second derivatives). P is computed
+    again where it is None, or where autograd records, so that it records P too. through_op:
+    by the registered op instead, which torch.compile records."""
+    product = matmul_op if through_op else matmul
+    if activation:
+        if pre is None or torch.is_grad_enabled():
+            pre = product(a, b, bias=bias)
+        grad_c = torch.ops.aten.gelu_backward(grad_c, pre, approximate="tanh")
+    grad_a = product(grad_c, b.T) if needs_input_grad[0] else None
+    grad_b = product(a.T, grad_c) if needs_input_grad[1] else None
+    grad_bias = grad_c.sum(0) if needs_input_grad[2] else None
+    return grad_a, grad_b, grad_bias
+
+
+class Matmul(torch.autograd.Function):
+    """The lesson's Function, with a bias and an activation, P kept for the backward, and a
+    backward that records second derivatives."""
+
+    @staticmethod
+    def forward(ctx, a, b, bias, activation):
+        if torch.compiler.is_compiling():  # torch.compile records the op, not the launch
+            c, pre = matmul_with_pre_op(a, b, bias, activation)
+        else:
+            c, pre = forward(a, b, bias, activation, keep_pre=True)
+        ctx.activation = activation
+        ctx.save_for_backward(a, b, bias, pre)
+        return c
+
+    @staticmethod
+    def backward(ctx, grad_c):
+        a, b, bias, pre = ctx.saved_tensors
+        grads = gradients(a, b, bias, pre, grad_c, ctx.activation, ctx.needs_input_grad)
+        return (*grads, None)
+
+
+def matmul(a, b, out=None, *, bias=None, activation=None):
+    """activation(a @ b + bias) for a (M, K), b (K, N), bias (N,) or None of one float dtype and
+    any strides, float32 as torch's matmul precision says (TF32 unless "highest"):
+    differentiable twice and compilable, or written into out (refused while an input requires
+    grad, as PyTorch's out= is)."""
+    validate(a, b, bias, activation)
+    wants_grad = torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in (a, b, bias)
+    )
+    if torch.compiler.is_compiling() or (out is None and wants_grad):
+        return common.write_out(Matmul.apply(a, b, bias, activation), out)
+    return common.write_out(forward(a, b, bias, activation, out)[0], out)  # out's version bumped
+
+
+# The registered ops. custom_op keeps each one opaque node under torch.compile (triton_op would
+# trace the launch, which fails under the interpreter); a fake gives the outputs' shapes without
+# a kernel, and validates as matmul does. torch.ops.triton_lessons.matmul returns C, as matmul
+# does; its backward computes P again where there is an activation. matmul_with_pre returns P
+# too (an empty tensor without an activation: an op returns tensors, never None), for Matmul.
+@torch.library.custom_op("triton_lessons::matmul", mutates_args=())
+def matmul_op(
+    a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | None = None
+) -> Tensor:
+    validate(a, b, bias, activation)
+    return forward(a, b, bias, activation)[0]
+
+
+@matmul_op.register_fake
+def _(a, b, bias=None, activation=None):
+    m, n, _ = validate(a, b, bias, activation)
+    return a.new_empty((m, n))
+
+
+def op_setup_context(ctx, inputs, output):
+    a, b, bias, activation = inputs
+    ctx.activation = activation
+    ctx.save_for_backward(a, b, bias)
+
+
+def op_backward(ctx, grad_c):  # P is computed again, where an activation needs it
+    a, b, bias = ctx.saved_tensors
+    needs = (*ctx.needs_input_grad, False, False)[:3]  # (the op may be called without bias)
+    grads = gradients(a, b, bias, None, grad_c, ctx.activation, needs, through_op=True)
+    return (*grads, None)
+
+
+matmul_op.register_autograd(op_backward, setup_context=op_setup_context)
+
+
+@torch.library.custom_op("triton_lessons::matmul_with_pre", mutates_args=())
+def matmul_with_pre_op(
+    a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | None = None
+) -> tuple[Tensor, Tensor]:
+    validate(a, b, bias, activation)
+    c, pre = forward(a, b, bias, activation, keep_pre=True)
+    return c, (c.new_empty(0) if pre is None else pre)
+
+
+@matmul_with_pre_op.register_fake
+def _(a, b, bias=None, activation=None):
+    m, n, _ = validate(a, b, bias, activation)
+    return a.new_empty((m, n)), a.new_empty((m, n) if activation else (0,))

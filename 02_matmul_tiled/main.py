@@ -64,7 +64,7 @@ def simple_matmul_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # C's tile
     BLOCK_K: tl.constexpr,  # values of k a step
 ):  # fmt: skip
-    # This program's tile, counting tiles along C's rows.
+    # This program's tile, tiles numbered row by row.
     tiles_n = tl.cdiv(N, BLOCK_N)
     pid_m = tl.program_id(0) // tiles_n
     pid_n = tl.program_id(0) % tiles_n
@@ -95,7 +95,7 @@ def matmul_simple(a, b):
     # int32 offsets: under 2^31 bytes, no element is 2^31 away.
     assert max(t.untyped_storage().nbytes() for t in (a, b, c)) < 2**31
     a, b = common.dot_inputs(a, b)  # on a CPU: bfloat16 as float32
-    grid = (triton.cdiv(M, 64) * triton.cdiv(N, 64),)  # a program a tile
+    grid = (triton.cdiv(M, 64) * triton.cdiv(N, 64),)  # one per tile
     strides = (*a.stride(), *b.stride(), *c.stride())
     simple_matmul_kernel[grid](a, b, c, M, N, K, *strides, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
     return c
@@ -111,7 +111,7 @@ def check(fn, a, b, what):
     grad_c = torch.randn(a.shape[0], b.shape[1], device=a.device).to(a.dtype)
     # Terms in each sum: K for C, N for grad_a, M for grad_b.
     terms, names = (a.shape[1], b.shape[1], a.shape[0]), ("C", "grad_a", "grad_b")
-    # Float32 dots may round their inputs to TF32 (2^-9 each).
+    # Float32 dots may round inputs to TF32: 2^-9 off per product.
     tf32 = 2.0**-9 if a.dtype == torch.float32 else 0.0
     common.assert_function_close(fn, (a, b), grad_c, reference, terms, names, what, tf32)
 
@@ -148,7 +148,7 @@ class Matmul(torch.autograd.Function):
 # read may stop after Part 2: Part 3 is for H100-class GPUs.
 #
 # ### (group) Grouped program order
-# The GPU starts programs about in the order of their ids, a
+# The GPU starts programs roughly in order of their ids, a
 # wave at a time (as many as fit on its SMs, streaming
 # multiprocessors: its cores). A tile that a wave reads twice
 # comes the second time from the L2 cache (on-chip memory that
@@ -156,8 +156,8 @@ class Matmul(torch.autograd.Function):
 # row of C tiles reads. In row-major order a wave computes whole
 # rows of C tiles: a strip of A, every strip of B. Grouped order
 # walks GROUP_M tile rows down, then right. Below, a wave of 4
-# reads 1 strip of A and 4 of B row-major, 2 and 2 grouped
-# (`main.py --draw` draws a 9 x 9 grid):
+# reads 1 strip of A and 4 of B row-major, 2 and 2 grouped. On
+# `main.py --draw`'s 9 x 9 grid, a wave of 9 reads 10 against 6:
 #
 #     row-major:   0  1  2  3      grouped,      0  2  4  6
 #                  4  5  6  7      GROUP_M = 2:  1  3  5  7
@@ -201,7 +201,7 @@ def input_precision(dtype):
 # writes GELU(P). Here the kernel adds the bias and applies GELU
 # to acc, in registers, and writes C once. GELU(P) = P * Φ(P),
 # Φ the normal distribution's CDF, which GPT-2 approximates
-# with tanh: Φ(P) ≈ sigmoid(2y), y = √(2/π) (P + 0.044715 P^3).
+# with tanh: Φ(P) ≈ sigmoid(y), y = 2√(2/π) (P + 0.044715 P^3).
 # op.py's backward needs P: pre_ptr, where given, keeps it (this
 # file passes None; the tests check bias and GELU through op.py).
 @triton.jit
@@ -216,7 +216,7 @@ def add_bias(acc, bias_ptr, cols, N):
 
 @triton.jit
 def activate(acc, ACTIVATION: tl.constexpr):  # None, "gelu_tanh"
-    if ACTIVATION == "gelu_tanh":  # 1.5958: 2 * √(2/π)
+    if ACTIVATION == "gelu_tanh":  # 1.5958: 2√(2/π)
         y = 1.5957691216057308 * (acc + 0.044715 * acc * acc * acc)
         acc = acc * tl.sigmoid(y)
     return acc
@@ -268,8 +268,8 @@ def matmul_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,  # (group)
 ):  # fmt: skip
-    c_dtype = c_ptr.dtype.element_ty  # (precision): acc's dtype
-    acc_dtype = tl.float64 if c_dtype == tl.float64 else tl.float32
+    c_dtype = c_ptr.dtype.element_ty
+    acc_dtype = tl.float64 if c_dtype == tl.float64 else tl.float32  # (precision)
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     rows = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
     cols = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
@@ -296,7 +296,7 @@ def matmul_kernel(
     tl.store(c_ptr + c_offsets, c, mask=c_mask)
 
 
-def tile_grid(M, N):  # a grid may be a function of the config
+def tile_grid(M, N):  # meta: the picked config's values by name
     return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
 
@@ -358,7 +358,8 @@ def wide_tiles(M, N, programs):
 # A 128 x 256 float32 tile outgrows the shared memory left for
 # its store. Narrow tiles would fit, but ran 10% slower in TF32:
 # so a float32 tile is stored in two halves. Triton has no
-# tile[:, :half]: reshape, move the 2 last, tl.split.
+# tile[:, :half]: (R, 256) reshaped to (R, 2, 128), permuted to
+# (R, 128, 2), and tl.split in two (R, 128) halves.
 @triton.jit
 def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
     """Stores tile at [row, col]: whole, or in halves."""
@@ -374,7 +375,7 @@ def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
 
 # ### (trans) Transposed operands
 # The backward hands the kernel .T views (last stride not 1). So
-# it describes A^T instead and takes each tile's .T
+# the kernel describes A^T instead, and takes each tile's .T
 # (A_TRANSPOSED, B_TRANSPOSED): 16-bit tensor cores read a tile
 # in either order. TF32 ones need K contiguous: transpose_kernel
 # first copies a .T A, and a row-major B to B^T.
@@ -403,8 +404,7 @@ def transpose_kernel(
 
 
 def rows_contiguous(t, block=64):
-    """t, or a copy with rows contiguous and of 16-byte multiples:
-    transpose_kernel writes X^T, and X = t.T gives X^T = t."""
+    """t, or a copy with contiguous 16-byte rows: from X = t.T."""
     if common.descriptor_problem(t) is None:
         return t
     rows, cols = t.shape
@@ -438,7 +438,7 @@ def persistent_problem(a, b, c):
 
 # ### The kernel, each idea marked
 # Triton compiles a new version of a kernel when an int argument
-# changes a fact it specializes on (it is 1; it divides by 16).
+# changes a fact it specializes on (== 1, divisible by 16).
 # do_not_specialize lists ints to leave out: a new size reuses it.
 @triton.heuristics({  # (heuristics)
     "BLOCK_N": lambda args: 256 if wide_tiles(args["M"], args["N"], args["PROGRAMS"]) else 128,

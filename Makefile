@@ -23,13 +23,18 @@ BENCH_ARGS ?=
 PY := $(VENV)/bin/python
 EXAMPLES := $(sort $(wildcard [0-9][0-9]_*/main.py))
 
-.PHONY: all test lint bench pictures env clean
+.PHONY: all test lint bench pictures exercises env clean
 
 all: env
 	@set -e; for example in $(EXAMPLES); do echo "==> $(PY) $$example"; $(PY) $$example; done
 
 test: env
 	$(PY) -m pytest tests $(PYTEST_ARGS)
+
+# Each lesson's practice checker: "passed" or "not yet" for every exercise (add --solutions by hand
+# to check the worked answers).
+exercises: env
+	@set -e; for f in $(sort $(wildcard [0-9][0-9]_*/exercises.py)); do echo "==> $(PY) $$f"; $(PY) $$f; done
 
 # ruff's lint and its formatter's check, with the settings in pyproject.toml (100 characters a line).
 lint: env

@@ -1,0 +1,166 @@
+"""The exercises (NN_name/exercises.py) and their checker (tools/practice.py): every worked
+solution passes, every untouched stub gets "not yet" with a report and no traceback, and a
+solution broken on purpose gets the report that names what it did wrong."""
+
+import dataclasses
+
+import pytest
+import torch
+
+import support
+from support import common
+import triton  # after support, whose import of common may switch on the interpreter
+import triton.language as tl
+from tools import practice
+
+FOLDERS = ["01_matmul_elementwise"]
+
+
+def module(folder, name):
+    return practice.sibling(support.REPO_ROOT / folder / "main.py", name)
+
+
+exercises01 = module("01_matmul_elementwise", "exercises")
+solutions01 = module("01_matmul_elementwise", "solutions")
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_every_solution_passes(folder):
+    solutions = module(folder, "solutions")
+    assert len(solutions.EXERCISES) >= 3
+    for number, exercise in enumerate(solutions.EXERCISES, 1):
+        passed, lines = practice.check(exercise, number)
+        assert passed and lines == [], f"{folder} solution {number}: {lines}"
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_every_untouched_stub_gets_not_yet_and_a_report(folder):
+    for number, exercise in enumerate(module(folder, "exercises").EXERCISES, 1):
+        passed, lines = practice.check(exercise, number)
+        assert not passed and lines, f"{folder} exercise {number}"
+        assert not any("Traceback" in line for line in lines)
+
+
+def test_the_stubs_reports_say_what_is_missing():
+    reports = [practice.check(e, n)[1] for n, e in enumerate(exercises01.EXERCISES, 1)]
+    assert reports[0] == [
+        "15 of 15 elements no program wrote: (0, 0), (0, 1), (0, 2), (1, 0), (1, 1)"
+    ]
+    assert reports[1][0].startswith("your code raised NotImplementedError: exercise 2")
+    assert reports[2][0].startswith("your code raised NotImplementedError: exercise 3")
+
+
+@triton.jit
+def row_kernel_mask_off_by_one(
+    a_ptr, b_ptr, c_ptr, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    in_n = cols <= N  # one column too many
+    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    for k in range(K):
+        a = tl.load(a_ptr + row * stride_am + k * stride_ak)
+        b = tl.load(b_ptr + k * stride_bk + cols * stride_bn, mask=in_n, other=0.0)
+        acc += a * b
+    tl.store(c_ptr + row * stride_cm + cols * stride_cn, acc, mask=in_n)
+
+
+def launch_off_by_one(a, b, out):
+    (M, K), N = a.shape, b.shape[1]
+    strides = (*a.stride(), *b.stride(), *out.stride())
+    block_n = triton.next_power_of_2(N)
+    row_kernel_mask_off_by_one[(M,)](a, b, out, N, K, *strides, BLOCK_N=block_n)
+
+
+def test_a_mask_off_by_one_gets_the_out_of_bounds_report():
+    # A (5, 7) @ B (7, 20): the extra column reads B[k, 20], which is B[k + 1, 0] but past B's
+    # end on the last k, and stores C[r, 20], past C's end on the last row.
+    exercise = dataclasses.replace(exercises01.EXERCISES[2], launch=launch_off_by_one)
+    passed, lines = practice.check(exercise, 3)
+    assert not passed
+    assert lines == [
+        "a store left the output: offsets 100, past its last (its elements are at offsets 0 to "
+        "99); program 4 (of 5) made it",
+        "a load read outside input b: offsets 140, past its last (its elements are at offsets 0 "
+        "to 139)",
+    ]
+
+
+@triton.jit
+def bias_kernel_reads_one_before(
+    a_ptr, b_ptr, bias_ptr, c_ptr, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    row, col = pid // N, pid % N
+    acc = tl.zeros((), dtype=tl.float32)
+    for k in range(K):
+        a = tl.load(a_ptr + row * stride_am + k * stride_ak)
+        acc += a * tl.load(b_ptr + k * stride_bk + col * stride_bn)
+    acc += tl.load(bias_ptr + col - 1)  # bias[col - 1]: one before, and bias[-1] for col 0
+    tl.store(c_ptr + row * stride_cm + col * stride_cn, acc)
+
+
+def launch_reads_one_before(a, b, bias, out):
+    (M, K), N = a.shape, b.shape[1]
+    strides = (*a.stride(), *b.stride(), *out.stride())
+    bias_kernel_reads_one_before[(M * N,)](a, b, bias, out, N, K, *strides)
+
+
+def test_a_load_before_the_first_element_and_wrong_values_are_reported():
+    exercise = dataclasses.replace(exercises01.EXERCISES[0], launch=launch_reads_one_before)
+    passed, lines = practice.check(exercise, 1)
+    assert not passed
+    assert lines[0].startswith(
+        "15 elements wrong, the first: (0, 0): expected "
+    )  # all: bias[col - 1]
+    assert lines[1] == (
+        "a load read outside input bias: offsets -1, before its first element (its elements "
+        "are at offsets 0 to 2)"
+    )
+
+
+@triton.jit
+def kernel_that_writes_into_a(a_ptr, c_ptr, n):
+    offsets = tl.arange(0, 16)
+    tl.store(c_ptr + offsets, tl.load(a_ptr + offsets, mask=offsets < n), mask=offsets < n)
+    tl.store(a_ptr + offsets, 0.0, mask=offsets < n)  # a store into an input
+
+
+def launch_writes_into_a(a, w, out):
+    kernel_that_writes_into_a[(1,)](a, out, out.numel())
+
+
+def test_a_store_into_an_input_is_reported():
+    exercise = dataclasses.replace(exercises01.EXERCISES[1], launch=launch_writes_into_a)
+    passed, lines = practice.check(exercise, 2)
+    assert not passed
+    assert any(line.startswith("a store wrote into input a: offsets 0, 1, 2") for line in lines), (
+        lines
+    )
+
+
+def test_the_command_line(tmp_path, capsys):
+    assert practice.main(exercises01, []) == 0  # "not yet" everywhere, still exit 0
+    printed = capsys.readouterr().out
+    assert "0 of 3 passed" in printed and "exercise 2, A @ W.T without a copy: not yet" in printed
+    assert practice.main(exercises01, ["--strict", "-e", "1"]) == 1
+    assert practice.main(exercises01, ["--solutions", "--strict"]) == 0
+    assert "3 of 3 passed" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_info:
+        practice.main(exercises01, ["-e", "4"])
+    assert exit_info.value.code == 2
+    picture = tmp_path / "who.png"
+    assert practice.main(exercises01, ["--solutions", "-e", "3", "--draw", str(picture)]) == 0
+    assert picture.stat().st_size > 1000
+
+
+def test_guards_hold_their_values_and_the_tensor_its_own():
+    t = torch.arange(6.0, device=common.DEVICE).reshape(2, 3)
+    buffer, view = practice.guarded(t, -1.0)
+    assert torch.equal(view, t) and view.data_ptr() == buffer.data_ptr() + practice.GUARD * 4
+    assert (buffer[: practice.GUARD] == -1).all() and (buffer[practice.GUARD + 6 :] == -1).all()
+    assert practice.outside(6)[:2] == [-practice.GUARD, -practice.GUARD + 1]
+    assert practice.outside(6)[practice.GUARD] == 6

@@ -1,0 +1,318 @@
+"""The checker behind each lesson's exercises.py: `python NN_name/exercises.py` checks every
+exercise and says, for each, "passed" or "not yet" and what is wrong.
+
+How it finds out, with public Triton and torch only:
+- every tensor the learner's launch gets lies inside a larger buffer, a guard band of `GUARD`
+  elements before and after it; the output starts as NaN, its guard band as SENTINEL;
+- an output element still NaN afterwards: no program wrote it;
+- an output guard element no longer SENTINEL, or an input changed: a store left its tensor;
+- the launch run again with an input's guard band changed: output elements that change read
+  memory outside that input; halving the changed part of the band finds the offsets read;
+- which program stored outside: the launch's kernel (recorded through a stand-in for its global
+  name) run again with 1, 2, 3, ... programs (a 1-D grid), until the guard band changes.
+It always exits 0, so that a learner can run it again and again; --strict exits 1 on any
+"not yet" (the tests use it)."""
+
+import argparse
+import dataclasses
+import importlib.util
+import traceback
+from pathlib import Path
+from typing import Callable
+
+import torch
+import common
+
+GUARD = 256  # elements of guard band on each side of every tensor
+SENTINEL = -12345.0  # what an output's guard band holds; a store there changes it
+SHOWN = 5  # wrong elements listed
+
+
+@dataclasses.dataclass
+class Exercise:
+    title: str
+    section: str  # the section of main.py it practises (its task: the comment above it)
+    inputs: Callable[[], dict]  # name -> tensor, fresh random values
+    reference: Callable[..., torch.Tensor]  # PyTorch: reference(**inputs)
+    terms: int  # the longest sum in one output element (the rounding allowed grows with it)
+    launch: Callable  # launch(**inputs, out=c): the learner's (or solution's) launch
+
+
+def guarded(t, guard_value):
+    """A copy of t, contiguous, inside a buffer with GUARD elements of guard_value on each side:
+    (the buffer, the view of t in it)."""
+    buffer = torch.full((t.numel() + 2 * GUARD,), guard_value, dtype=t.dtype, device=t.device)
+    view = buffer[GUARD : GUARD + t.numel()].view(t.shape)
+    view.copy_(t)
+    return buffer, view
+
+
+def outside(numel):  # the offsets of a tensor's guard band, from its first element
+    return list(range(-GUARD, 0)) + list(range(numel, numel + GUARD))
+
+
+class Recorder:
+    """Stands in for a kernel's global name while a launch runs: kernel[grid](...) launches the
+    kernel and records the grid and arguments, so that the checker can launch it again."""
+
+    def __init__(self, kernel):
+        self.kernel, self.launches = kernel, []
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.launches.append((grid, args, kwargs))
+            return self.kernel[grid](*args, **kwargs)
+
+        return launch
+
+
+def kernels_used_by(launch):
+    """{global name: kernel} of the @triton.jit kernels that the launch function names."""
+    names = launch.__code__.co_names
+    found = {n: launch.__globals__[n] for n in names if n in launch.__globals__}
+    # A @triton.jit function is a JITFunction, or under the interpreter an InterpretedFunction;
+    # @triton.autotune and @triton.heuristics wrap one: all come from triton.runtime.
+    return {n: k for n, k in found.items() if type(k).__module__.startswith("triton.runtime")}
+
+
+@dataclasses.dataclass
+class Run:
+    out: torch.Tensor  # the output, a view into out_buffer
+    out_buffer: torch.Tensor
+    views: dict  # input name -> its guarded view
+    buffers: dict  # input name -> (its buffer, the buffer's values before the launch)
+    recorders: dict = dataclasses.field(default_factory=dict)
+    error: str = None  # what the learner's code raised, in one line
+
+
+def prepare(inputs, out_shape, guard_values=None):
+    """Guarded copies of the inputs and a guarded output of NaN; guard_values: input name ->
+    the value of its whole guard band (default 0), or -> (offsets, value) to change only those."""
+    views, buffers = {}, {}
+    for name, t in inputs.items():
+        buffer, views[name] = guarded(t, 0.0)
+        spec = (guard_values or {}).get(name)
+        offsets, value = spec if isinstance(spec, tuple) else (outside(t.numel()), spec)
+        if value is not None:
+            buffer[[GUARD + o for o in offsets]] = value
+        buffers[name] = (buffer, buffer.clone())
+    dtype = next(iter(inputs.values())).dtype
+    template = torch.full(out_shape, float("nan"), dtype=dtype, device=common.DEVICE)
+    out_buffer, out = guarded(template, SENTINEL)
+    return Run(out, out_buffer, views, buffers)
+
+
+def run_once(exercise, inputs, out_shape, guard_values=None):
+    """The learner's launch on prepare()'s tensors, each kernel it names recorded."""
+    run = prepare(inputs, out_shape, guard_values)
+    run.recorders = {n: Recorder(k) for n, k in kernels_used_by(exercise.launch).items()}
+    saved = {n: exercise.launch.__globals__[n] for n in run.recorders}
+    try:
+        exercise.launch.__globals__.update(run.recorders)
+        exercise.launch(**run.views, out=run.out)
+        if common.DEVICE.type == "cuda":
+            torch.cuda.synchronize()
+    except Exception as error:  # the learner's code: report it in a line, no traceback
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        run.error = f"{type(error).__name__}: {error} (line {where.lineno}, in {where.name})"
+    finally:
+        exercise.launch.__globals__.update(saved)
+    return run
+
+
+def stores_outside(run):
+    """[(tensor name, offsets from its first element)] where a store left its tensor."""
+    found = []
+    band = torch.cat([run.out_buffer[:GUARD], run.out_buffer[GUARD + run.out.numel() :]])
+    changed = (band != SENTINEL).nonzero().flatten().tolist()
+    if changed:
+        found.append(("out", [outside(run.out.numel())[i] for i in changed]))
+    for name, (buffer, before) in run.buffers.items():
+        hit = (buffer != before).nonzero().flatten().tolist()
+        if hit:
+            found.append((name, [h - GUARD for h in hit]))
+    return found
+
+
+def the_launch(run):
+    """(the recorded kernel, its grid, args, kwargs), or a reason why there is not one."""
+    launches = [(r.kernel, *launch) for r in run.recorders.values() for launch in r.launches]
+    if len(launches) != 1:
+        return f"(the launch launched {len(launches)} kernels: the checker cannot tell which)"
+    kernel, grid, args, kwargs = launches[0]
+    if not isinstance(grid, tuple) or len(grid) != 1:
+        return "(the grid is not a tuple of one axis: the checker cannot tell which program)"
+    return kernel, grid, args, kwargs
+
+
+def remapped(run, fresh, args):
+    """The launch's arguments, with the tensors of `run` replaced by those of `fresh`."""
+    old = [*run.views.values(), run.out]
+    new = [*fresh.views.values(), fresh.out]
+    return [next((n for o, n in zip(old, new) if a is o), a) for a in args]
+
+
+def relaunch(run, programs, inputs, out_shape):
+    """The recorded launch again with its first `programs` programs only, on fresh tensors."""
+    kernel, _, args, kwargs = the_launch(run)
+    fresh = prepare(inputs, out_shape)
+    kernel[(programs,)](*remapped(run, fresh, args), **kwargs)
+    return fresh
+
+
+def who_stored_outside(run, inputs, out_shape, most=64):
+    """Which program (on a 1-D grid) first stored outside, or why that cannot be told."""
+    launch = the_launch(run)
+    if isinstance(launch, str):
+        return launch
+    total = launch[1][0]
+    for programs in range(1, min(total, most) + 1):
+        if stores_outside(relaunch(run, programs, inputs, out_shape)):
+            return f"program {programs - 1} (of {total}) made it"
+    return f"(none of the first {most} programs alone did)"
+
+
+def same_output(run, other):
+    """Whether two runs left the same output buffer, guard bands included (a value read from
+    outside an input may be stored outside the output too)."""
+    return torch.equal(run.out_buffer.nan_to_num(7.0), other.out_buffer.nan_to_num(7.0))
+
+
+def read_offsets(exercise, inputs, out_shape, name, base, runs=64):
+    """The offsets outside input `name` that the launch reads, found by changing halves of its
+    guard band and seeing whether the output changes (at most `runs` launches)."""
+    found, todo = [], [outside(inputs[name].numel())]
+    while todo and runs > 0:
+        part, runs = todo.pop(), runs - 1
+        probe = run_once(exercise, inputs, out_shape, {name: (part, 1000.0)})
+        if same_output(probe, base):
+            continue
+        if len(part) == 1:
+            found.append(part[0])
+        else:
+            todo += [part[: len(part) // 2], part[len(part) // 2 :]]
+    return sorted(found)
+
+
+def describe(offsets, numel):
+    """Where offsets lie against a tensor of numel elements (offsets 0 to numel - 1)."""
+    before = [o for o in offsets if o < 0]
+    after = [o for o in offsets if o >= numel]
+    parts = [f"offsets {short(before)}, before its first element"] if before else []
+    parts += [f"offsets {short(after)}, past its last"] if after else []
+    inside = "" if before or after else f"offsets {short(offsets)}"
+    return " and ".join(parts) + inside + f" (its elements are at offsets 0 to {numel - 1})"
+
+
+def short(values):
+    shown = ", ".join(str(v) for v in values[:6])
+    return shown + (", ..." if len(values) > 6 else "")
+
+
+def check(exercise, number):
+    """The exercise's report: (passed, lines)."""
+    inputs = exercise.inputs()
+    expected = exercise.reference(**{n: t.double() for n, t in inputs.items()})
+    magnitude = exercise.reference(**{n: t.double().abs() for n, t in inputs.items()})
+    run = run_once(exercise, inputs, expected.shape)
+    lines = []
+    if run.error:
+        return False, [f"your code raised {run.error}"]
+    for name, offsets in stores_outside(run):
+        where = describe(offsets, run.out.numel() if name == "out" else inputs[name].numel())
+        whom = who_stored_outside(run, inputs, expected.shape)
+        if name == "out":
+            lines.append(f"a store left the output: {where}; {whom}")
+        else:
+            lines.append(f"a store wrote into input {name}: offsets {short(offsets)}; {whom}")
+    unwritten = run.out.isnan().nonzero().tolist()
+    if unwritten:
+        shown = ", ".join(str(tuple(i)) for i in unwritten[:SHOWN])
+        lines.append(f"{len(unwritten)} of {run.out.numel()} elements no program wrote: {shown}")
+    got = run.out.double()
+    bound = 1e-5 * magnitude * max(exercise.terms, 1) ** 0.5 + 1e-6
+    wrong = ((got - expected).abs() > bound) & ~run.out.isnan()
+    if wrong.any():
+        shown = [
+            f"{tuple(i)}: expected {expected[tuple(i)].item():.5g}, got {got[tuple(i)].item():.5g}"
+            for i in wrong.nonzero().tolist()[:SHOWN]
+        ]
+        lines.append(f"{int(wrong.sum())} elements wrong, the first: " + "; ".join(shown))
+    for name, t in inputs.items():
+        changed = run_once(exercise, inputs, expected.shape, {name: 1000.0})
+        if not same_output(changed, run):
+            offsets = read_offsets(exercise, inputs, expected.shape, name, run)
+            lines.append(f"a load read outside input {name}: {describe(offsets, t.numel())}")
+    return not lines, lines
+
+
+def draw(exercise, path):
+    """A picture of which program wrote which output element, from the learner's kernel."""
+    from matplotlib.figure import Figure
+
+    from tools import pictures
+
+    inputs = exercise.inputs()
+    shape = exercise.reference(**inputs).shape
+    run = run_once(exercise, inputs, shape)
+    launch = run.error or the_launch(run)
+    if isinstance(launch, str):
+        print(f"--draw cannot draw this launch: {launch}")
+        return
+    fresh = prepare(inputs, shape)
+
+    kernel, grid, args, kwargs = launch
+    args = remapped(run, fresh, args)
+
+    def launch_first(programs):  # the recorded launch, its first `programs` programs
+        kernel[(programs,)](*args, **kwargs)
+
+    owner = pictures.programs_along_axis(launch_first, grid[0], fresh.out)
+    owner = owner if owner.dim() == 2 else owner.reshape(1, -1)
+    figure = Figure(figsize=(8, 4), layout="constrained")
+    labels = [[f"p{int(p)}" if p >= 0 else "none" for p in row] for row in owner]
+    title = f"{exercise.title}: the program that wrote each output element (none: no program)"
+    pictures.cells(figure.subplots(), owner, labels, title)
+    figure.savefig(path, dpi=90)
+    print(f"wrote {path}")
+
+
+def sibling(module_file, name):
+    """The module `name`.py beside module_file, loaded by its path."""
+    path = Path(module_file).resolve().parent / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{path.parent.name}_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(exercises_module, argv=None):
+    """The command line of an exercises.py: check every exercise, or one (-e N)."""
+    parser = argparse.ArgumentParser(description=exercises_module.__doc__.splitlines()[0])
+    parser.add_argument("-e", type=int, metavar="N", help="check exercise N only")
+    parser.add_argument("--solutions", action="store_true", help="check solutions.py instead")
+    parser.add_argument("--strict", action="store_true", help="exit 1 on any 'not yet'")
+    parser.add_argument("--draw", metavar="FILE.png", help="with -e N: draw who wrote what")
+    args = parser.parse_args(argv)
+    module = exercises_module
+    if args.solutions:
+        module = sibling(exercises_module.__file__, "solutions")
+    chosen = range(1, len(module.EXERCISES) + 1) if args.e is None else [args.e]
+    if args.e is not None and not 1 <= args.e <= len(module.EXERCISES):
+        parser.error(f"-e takes 1 to {len(module.EXERCISES)}")
+    if args.draw:
+        if args.e is None:
+            parser.error("--draw needs -e N")
+        draw(module.EXERCISES[args.e - 1], args.draw)
+        return 0
+    print(common.describe_run())
+    missed = 0
+    for number in chosen:
+        exercise = module.EXERCISES[number - 1]
+        passed, lines = check(exercise, number)
+        missed += not passed
+        print(f"\nexercise {number}, {exercise.title}: {'passed' if passed else 'not yet'}")
+        for line in lines:
+            print(f"  - {line}")
+    print(f"\n{len(chosen) - missed} of {len(chosen)} passed")
+    return 1 if args.strict and missed else 0

@@ -8,8 +8,9 @@ Read main.py first. Then write each exercise's code where it says
 
 Each exercise gets "passed" or "not yet", and for "not yet" what is
 wrong: the first wrong elements, the elements no program wrote, and
-any load or store that left its tensor (with the offsets, and the
-program that stored outside). It runs on a CPU too (Triton's
+any load or store that left its tensor, with the offsets (and the
+program, for a store). A load outside is seen when its value
+reaches the output, not when a mask drops it. It runs on a CPU too (Triton's
 interpreter), at small sizes. `-e N --draw FILE.png` draws which
 program wrote which element. solutions.py holds worked answers
 (`--solutions` checks them): try first, then compare.
@@ -39,8 +40,9 @@ def random(*shape):  # a random float32 tensor where the kernels run
 # ## Exercise 1. A bias in the same kernel (main.py: "The simplest
 # kernel")
 # Compute C = A @ B + bias, where bias has one value per column of C
-# (shape (N,)). Each program adds bias[col] to its sum before its
-# store: one more tl.load, no second kernel. The launch is written.
+# (shape (N,), contiguous: bias[col] is at bias_ptr + col). Each
+# program adds bias[col] to its sum before its store: one more
+# tl.load, no second kernel. The launch is written.
 def reference_1(a, b, bias):
     return a @ b + bias
 
@@ -90,7 +92,8 @@ def launch_2(a, w, out):
 # columns: for each k it loads one value A[r, k] and a block of B's
 # row k, and adds their product to a block acc. A mask stops the
 # loads and the store past N (BLOCK_N is N rounded up to a power of
-# 2: triton.next_power_of_2). Write the kernel's body and the launch.
+# 2: triton.next_power_of_2). Write the kernel's body and the launch;
+# a constexpr goes in by keyword: row_kernel[grid](..., BLOCK_N=...).
 def reference_3(a, b):
     return a @ b
 

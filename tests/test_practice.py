@@ -137,8 +137,9 @@ def test_a_store_into_an_input_is_reported():
     exercise = dataclasses.replace(exercises01.EXERCISES[1], launch=launch_writes_into_a)
     passed, lines = practice.check(exercise, 2)
     assert not passed
-    assert any(line.startswith("a store wrote into input a: offsets 0, 1, 2") for line in lines), (
-        lines
+    assert lines[0] == (
+        "a store wrote into input a: offsets 0 to 15 (its elements are at offsets 0 to 53); "
+        "program 0 (of 1) made it"
     )
 
 
@@ -160,7 +161,32 @@ def test_the_command_line(tmp_path, capsys):
 def test_guards_hold_their_values_and_the_tensor_its_own():
     t = torch.arange(6.0, device=common.DEVICE).reshape(2, 3)
     buffer, view = practice.guarded(t, -1.0)
-    assert torch.equal(view, t) and view.data_ptr() == buffer.data_ptr() + practice.GUARD * 4
-    assert (buffer[: practice.GUARD] == -1).all() and (buffer[practice.GUARD + 6 :] == -1).all()
-    assert practice.outside(6)[:2] == [-practice.GUARD, -practice.GUARD + 1]
-    assert practice.outside(6)[practice.GUARD] == 6
+    band = practice.guard(6)
+    assert band >= 4096 and buffer.numel() == 6 + 2 * band
+    assert torch.equal(view, t) and view.data_ptr() == buffer.data_ptr() + band * 4
+    assert (buffer[:band] == -1).all() and (buffer[band + 6 :] == -1).all()
+    assert practice.outside(6)[:2] == [-band, -band + 1] and practice.outside(6)[band] == 6
+
+
+def launch_grid_too_large(a, b, out):
+    # Exercise 3's solution kernel on a program per element: rows 5 to 99 do not exist.
+    (M, K), N = a.shape, b.shape[1]
+    strides = (*a.stride(), *b.stride(), *out.stride())
+    row_kernel[(M * N,)](a, b, out, N, K, *strides, BLOCK_N=triton.next_power_of_2(N))
+
+
+row_kernel = solutions01.row_kernel
+
+
+def test_a_grid_too_large_is_caught_in_the_guard_band():
+    # 100 programs for 5 rows of 20: rows 5 to 99 are stored 100 to 1999 elements past C's end,
+    # inside its guard band (a narrow band let them corrupt the interpreter's own memory).
+    exercise = dataclasses.replace(solutions01.EXERCISES[2], launch=launch_grid_too_large)
+    passed, lines = practice.check(exercise, 3)
+    assert not passed
+    assert lines[0] == (
+        "a store left the output: offsets 100 to 1999, past its last (its elements are at "
+        "offsets 0 to 99); program 5 (of 100) made it"
+    )
+    # Programs 5 to 99 also read rows of A past its end: 35 to 699, the first and the last.
+    assert "a load read outside input a: offsets 35 to 699, past its last" in lines[-1]

@@ -2,12 +2,16 @@
 exercise and says, for each, "passed" or "not yet" and what is wrong.
 
 How it finds out, with public Triton and torch only:
-- every tensor the learner's launch gets lies inside a larger buffer, a guard band of `GUARD`
-  elements before and after it; the output starts as NaN, its guard band as SENTINEL;
+- every tensor the learner's launch gets lies inside a larger buffer, a guard band of
+  guard(numel) elements before and after it (wide: a grid too large, or a wrong stride, lands
+  in it rather than in memory the interpreter uses); the output starts as NaN, its band as
+  SENTINEL;
 - an output element still NaN afterwards: no program wrote it;
 - an output guard element no longer SENTINEL, or an input changed: a store left its tensor;
-- the launch run again with an input's guard band changed: output elements that change read
-  memory outside that input; halving the changed part of the band finds the offsets read;
+- the launch run again with an input's guard band changed: if the output (bands included)
+  changes, a load read outside that input; halving the changed part of the band finds the
+  offsets read. A load outside whose value reaches no output (a masked-off column's) goes
+  unseen: the checker sees values, never the loads themselves;
 - which program stored outside: the launch's kernel (recorded through a stand-in for its global
   name) run again with 1, 2, 3, ... programs (a 1-D grid), until the guard band changes.
 It always exits 0, so that a learner can run it again and again; --strict exits 1 on any
@@ -23,7 +27,11 @@ from typing import Callable
 import torch
 import common
 
-GUARD = 256  # elements of guard band on each side of every tensor
+
+def guard(numel):  # elements of guard band on each side of a tensor of numel elements
+    return 4096 + 32 * numel
+
+
 SENTINEL = -12345.0  # what an output's guard band holds; a store there changes it
 SHOWN = 5  # wrong elements listed
 
@@ -39,16 +47,17 @@ class Exercise:
 
 
 def guarded(t, guard_value):
-    """A copy of t, contiguous, inside a buffer with GUARD elements of guard_value on each side:
-    (the buffer, the view of t in it)."""
-    buffer = torch.full((t.numel() + 2 * GUARD,), guard_value, dtype=t.dtype, device=t.device)
-    view = buffer[GUARD : GUARD + t.numel()].view(t.shape)
+    """A copy of t, contiguous, inside a buffer with guard(t.numel()) elements of guard_value on
+    each side: (the buffer, the view of t in it)."""
+    band = guard(t.numel())
+    buffer = torch.full((t.numel() + 2 * band,), guard_value, dtype=t.dtype, device=t.device)
+    view = buffer[band : band + t.numel()].view(t.shape)
     view.copy_(t)
     return buffer, view
 
 
 def outside(numel):  # the offsets of a tensor's guard band, from its first element
-    return list(range(-GUARD, 0)) + list(range(numel, numel + GUARD))
+    return list(range(-guard(numel), 0)) + list(range(numel, numel + guard(numel)))
 
 
 class Recorder:
@@ -94,7 +103,7 @@ def prepare(inputs, out_shape, guard_values=None):
         spec = (guard_values or {}).get(name)
         offsets, value = spec if isinstance(spec, tuple) else (outside(t.numel()), spec)
         if value is not None:
-            buffer[[GUARD + o for o in offsets]] = value
+            buffer[[guard(t.numel()) + o for o in offsets]] = value
         buffers[name] = (buffer, buffer.clone())
     dtype = next(iter(inputs.values())).dtype
     template = torch.full(out_shape, float("nan"), dtype=dtype, device=common.DEVICE)
@@ -123,14 +132,15 @@ def run_once(exercise, inputs, out_shape, guard_values=None):
 def stores_outside(run):
     """[(tensor name, offsets from its first element)] where a store left its tensor."""
     found = []
-    band = torch.cat([run.out_buffer[:GUARD], run.out_buffer[GUARD + run.out.numel() :]])
+    numel, width = run.out.numel(), guard(run.out.numel())
+    band = torch.cat([run.out_buffer[:width], run.out_buffer[width + numel :]])
     changed = (band != SENTINEL).nonzero().flatten().tolist()
     if changed:
-        found.append(("out", [outside(run.out.numel())[i] for i in changed]))
+        found.append(("out", [outside(numel)[i] for i in changed]))
     for name, (buffer, before) in run.buffers.items():
         hit = (buffer != before).nonzero().flatten().tolist()
         if hit:
-            found.append((name, [h - GUARD for h in hit]))
+            found.append((name, [h - guard(run.views[name].numel()) for h in hit]))
     return found
 
 
@@ -178,35 +188,57 @@ def same_output(run, other):
     return torch.equal(run.out_buffer.nan_to_num(7.0), other.out_buffer.nan_to_num(7.0))
 
 
-def read_offsets(exercise, inputs, out_shape, name, base, runs=64):
-    """The offsets outside input `name` that the launch reads, found by changing halves of its
-    guard band and seeing whether the output changes (at most `runs` launches)."""
-    found, todo = [], [outside(inputs[name].numel())]
-    while todo and runs > 0:
-        part, runs = todo.pop(), runs - 1
-        probe = run_once(exercise, inputs, out_shape, {name: (part, 1000.0)})
-        if same_output(probe, base):
+def read_offsets(exercise, inputs, out_shape, name, base):
+    """Where, outside input `name`, the launch reads: on each side of the tensor, the nearest
+    and the farthest offset read, as (first, last) ranges. Each is found by a binary search on
+    windows of the guard band that start at the tensor's edge (nearest) or end at the band's
+    (farthest): changing a window changes the output iff the launch reads inside it."""
+    numel, width = inputs[name].numel(), guard(inputs[name].numel())
+
+    def reads(offsets):  # whether changing these guard elements changes the output
+        probe = run_once(exercise, inputs, out_shape, {name: (offsets, 1000.0)})
+        return not same_output(probe, base)
+
+    found = []
+    for side in (list(range(-1, -width - 1, -1)), list(range(numel, numel + width))):
+        if not reads(side):  # side: offsets from the tensor's edge outward
             continue
-        if len(part) == 1:
-            found.append(part[0])
-        else:
-            todo += [part[: len(part) // 2], part[len(part) // 2 :]]
+        low, high = 1, len(side)  # the shortest window from the edge that is read
+        while low < high:
+            middle = (low + high) // 2
+            low, high = (low, middle) if reads(side[:middle]) else (middle + 1, high)
+        nearest = low - 1
+        low, high = nearest, len(side) - 1  # the last start of a window to the band's end
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if reads(side[middle:]) else (low, middle - 1)
+        found.append(tuple(sorted((side[nearest], side[low]))))
     return sorted(found)
 
 
-def describe(offsets, numel):
-    """Where offsets lie against a tensor of numel elements (offsets 0 to numel - 1)."""
-    before = [o for o in offsets if o < 0]
-    after = [o for o in offsets if o >= numel]
-    parts = [f"offsets {short(before)}, before its first element"] if before else []
-    parts += [f"offsets {short(after)}, past its last"] if after else []
-    inside = "" if before or after else f"offsets {short(offsets)}"
-    return " and ".join(parts) + inside + f" (its elements are at offsets 0 to {numel - 1})"
+def describe(offsets, numel, ends_only=False):
+    """Where offsets (numbers, or (first, last) ranges) lie against a tensor of numel elements;
+    ends_only: a range's ends are known to be read, not each offset between."""
+    ranges = []
+    for first, last in sorted(o if isinstance(o, tuple) else (o, o) for o in offsets):
+        if ranges and first <= ranges[-1][1] + 1:  # neighbours joined: 3, 4 and 5 is 3 to 5
+            ranges[-1] = (ranges[-1][0], max(last, ranges[-1][1]))
+        else:
+            ranges.append((first, last))
+    before = [r for r in ranges if r[1] < 0]
+    after = [r for r in ranges if r[0] >= numel]
+    parts = [f"offsets {spans(before)}, before its first element"] if before else []
+    parts += [f"offsets {spans(after)}, past its last"] if after else []
+    inside = "" if parts else f"offsets {spans(ranges)}"
+    note = (
+        "; a range: its two ends were read" if ends_only and any(a < b for a, b in ranges) else ""
+    )
+    return " and ".join(parts) + inside + f" (its elements are at offsets 0 to {numel - 1}{note})"
 
 
-def short(values):
-    shown = ", ".join(str(v) for v in values[:6])
-    return shown + (", ..." if len(values) > 6 else "")
+def spans(ranges):  # "3, 5 to 9, 12"
+    text = [str(a) if a == b else f"{a} to {b}" for a, b in ranges]
+    return ", ".join(text[:6]) + (", ..." if len(text) > 6 else "")
 
 
 def check(exercise, number):
@@ -224,7 +256,7 @@ def check(exercise, number):
         if name == "out":
             lines.append(f"a store left the output: {where}; {whom}")
         else:
-            lines.append(f"a store wrote into input {name}: offsets {short(offsets)}; {whom}")
+            lines.append(f"a store wrote into input {name}: {where}; {whom}")
     unwritten = run.out.isnan().nonzero().tolist()
     if unwritten:
         shown = ", ".join(str(tuple(i)) for i in unwritten[:SHOWN])
@@ -242,7 +274,8 @@ def check(exercise, number):
         changed = run_once(exercise, inputs, expected.shape, {name: 1000.0})
         if not same_output(changed, run):
             offsets = read_offsets(exercise, inputs, expected.shape, name, run)
-            lines.append(f"a load read outside input {name}: {describe(offsets, t.numel())}")
+            where = describe(offsets, t.numel(), ends_only=True)
+            lines.append(f"a load read outside input {name}: {where}")
     return not lines, lines
 
 

@@ -41,13 +41,6 @@ def bias_kernel(
     tl.store(c_ptr + row * stride_cm + col * stride_cn, c)
 
 
-def launch_1(a, b, bias, out):
-    M, K = a.shape
-    N = b.shape[1]
-    strides = (*a.stride(), *b.stride(), *out.stride())
-    bias_kernel[(M * N,)](a, b, bias, out, N, K, *strides, num_warps=1)
-
-
 # ## Exercise 2: W.T's strides are W's, swapped: (w.stride(1),
 # w.stride(0)). Its rows, K, are W's columns.
 def launch_2(a, w, out):
@@ -89,6 +82,8 @@ def launch_3(a, b, out):
     row_kernel[(M,)](a, b, out, N, K, *strides, BLOCK_N=block_n)
 
 
+# Exercise 1's launch is written: the same, with this file's kernel.
+launch_1 = practice.with_kernels(exercises.launch_1, bias_kernel=bias_kernel)
 LAUNCHES = [launch_1, launch_2, launch_3]
 EXERCISES = [
     dataclasses.replace(exercise, launch=launch)

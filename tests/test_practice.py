@@ -13,7 +13,7 @@ import triton  # after support, whose import of common may switch on the interpr
 import triton.language as tl
 from tools import practice
 
-FOLDERS = ["01_matmul_elementwise"]
+FOLDERS = ["01_matmul_elementwise", "04_weighted_sum"]
 
 
 def module(folder, name):
@@ -22,6 +22,7 @@ def module(folder, name):
 
 exercises01 = module("01_matmul_elementwise", "exercises")
 solutions01 = module("01_matmul_elementwise", "solutions")
+solutions04 = module("04_weighted_sum", "solutions")
 
 
 @pytest.mark.parametrize("folder", FOLDERS)
@@ -190,3 +191,49 @@ def test_a_grid_too_large_is_caught_in_the_guard_band():
     )
     # Programs 5 to 99 also read rows of A past its end: 35 to 699, the first and the last.
     assert "a load read outside input a: offsets 35 to 699, past its last" in lines[-1]
+
+
+@triton.jit
+def first_dim_kernel_mask_off_by_one(
+    x_ptr, w_ptr, y_ptr, rows, D, stride_row, stride_col,
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,
+):  # fmt: skip
+    cols = tl.program_id(0) * D_TILE + tl.arange(0, D_TILE)
+    col_mask = cols <= D  # one column too many
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
+    for r0 in range(0, rows, ROWS_TILE):
+        row_ids = r0 + tl.arange(0, ROWS_TILE)
+        mask = (row_ids < rows)[:, None] & col_mask[None, :]
+        x = tl.load(x_ptr + row_ids[:, None] * stride_row + cols[None, :] * stride_col, mask=mask)
+        acc += x * tl.load(w_ptr + row_ids, mask=row_ids < rows, other=0.0)[:, None]
+    tl.store(y_ptr + cols, tl.sum(acc, axis=0), mask=col_mask)
+
+
+def test_04_a_mask_off_by_one_gets_the_out_of_bounds_report():
+    # x (37, 50): column 50 of row r is x[r + 1, 0], but past x's end on the last row; y[50] is
+    # past y's end, stored by the second of two programs.
+    launch = practice.with_kernels(
+        solutions04.exercises.launch_1, first_dim_kernel=first_dim_kernel_mask_off_by_one
+    )
+    exercise = dataclasses.replace(solutions04.EXERCISES[0], launch=launch)
+    passed, lines = practice.check(exercise, 1)
+    assert not passed
+    assert lines[0] == (
+        "a store left the output: offsets 50, past its last (its elements are at offsets 0 to "
+        "49); program 1 (of 2) made it"
+    )
+    assert lines[-1].startswith("a load read outside input x: offsets 1850, past its last")
+
+
+def test_an_output_that_changes_run_to_run_is_named_as_such():
+    # As a sum over torch.empty's memory, or programs racing to one element, would: a launch
+    # whose output is new on every run, on the same inputs.
+    runs = iter(range(100))
+
+    def launch_changing(x, grad_y, out):
+        out.fill_(float(next(runs)))
+
+    exercise = dataclasses.replace(solutions04.EXERCISES[2], launch=launch_changing)
+    passed, lines = practice.check(exercise, 3)
+    assert not passed
+    assert lines[-1].startswith("the output differs from one run to the next on the same inputs")

@@ -136,13 +136,7 @@ def assert_close(actual, expected, magnitude, reduction_length, what, product_ro
     if actual.shape != expected.shape:
         shapes = tuple(actual.shape), tuple(expected.shape)
         raise AssertionError("{}: shape {}, expected {}".format(what, *shapes))
-    u_out = torch.finfo(actual.dtype).eps / 2  # unit roundoff: 2^-11 in float16, 2^-24 in float32
-    if INTERPRETED and actual.dtype == torch.bfloat16:
-        u_out *= 2  # the interpreter rounds float32 to bfloat16 by truncation: a whole ulp
-    u_acc = torch.finfo(torch.float64 if actual.dtype == torch.float64 else torch.float32).eps / 2
-    floor = torch.finfo(actual.dtype).tiny  # below it (subnormals) the spacing stops shrinking
-    summed = (4 * max(reduction_length, 1) ** 0.5 * u_acc + product_roundoff) * magnitude
-    allowed = u_out * expected.abs().clamp_min(floor) + summed
+    allowed = allowed_error(actual.dtype, expected, magnitude, reduction_length, product_roundoff)
     error = (actual.double() - expected).abs()
     excess = torch.where(error <= allowed, 0.0, (error - allowed).nan_to_num(float("inf")) + 1.0)
     if excess.any():
@@ -152,6 +146,17 @@ def assert_close(actual, expected, magnitude, reduction_length, what, product_ro
             f"{what}: {int((excess > 0).sum())} of {actual.numel()} elements off; worst at "
             f"{index}: got {got:.6g}, expected {want:.6g}, error {err:.3g} > allowed {bound:.3g}"
         )
+
+
+def allowed_error(dtype, expected, magnitude, reduction_length, product_roundoff=0.0):
+    """assert_close's bound, per element, for a result of `dtype` (float64 tensors in)."""
+    u_out = torch.finfo(dtype).eps / 2  # unit roundoff: 2^-11 in float16, 2^-24 in float32
+    if INTERPRETED and dtype == torch.bfloat16:
+        u_out *= 2  # the interpreter rounds float32 to bfloat16 by truncation: a whole ulp
+    u_acc = torch.finfo(torch.float64 if dtype == torch.float64 else torch.float32).eps / 2
+    floor = torch.finfo(dtype).tiny  # below it (subnormals) the spacing stops shrinking
+    summed = (4 * max(reduction_length, 1) ** 0.5 * u_acc + product_roundoff) * magnitude
+    return u_out * expected.abs().clamp_min(floor) + summed
 
 
 def assert_function_close(fn, inputs, grad_out, reference, terms, names, what, roundoff=0.0):

@@ -13,7 +13,7 @@ import triton  # after support, whose import of common may switch on the interpr
 import triton.language as tl
 from tools import practice
 
-FOLDERS = ["01_matmul_elementwise", "04_weighted_sum"]
+FOLDERS = ["01_matmul_elementwise", "03_blocked_sum", "04_weighted_sum"]
 
 
 def module(folder, name):

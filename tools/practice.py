@@ -45,6 +45,7 @@ class Exercise:
     reference: Callable[..., torch.Tensor]  # PyTorch: reference(**inputs)
     terms: int  # the longest sum in one output element (the rounding allowed grows with it)
     launch: Callable  # launch(**inputs, out=c): the learner's (or solution's) launch
+    roundoff: float = 0.0  # each product's rounding: 2**-9 where tl.dot rounds to TF32
 
 
 def guarded(t, guard_value):
@@ -263,7 +264,8 @@ def check(exercise, number):
         shown = ", ".join(str(tuple(i)) for i in unwritten[:SHOWN])
         lines.append(f"{len(unwritten)} of {run.out.numel()} elements no program wrote: {shown}")
     got = run.out.double()
-    bound = 1e-5 * magnitude * max(exercise.terms, 1) ** 0.5 + 1e-6
+    dtype, terms = run.out.dtype, exercise.terms
+    bound = common.allowed_error(dtype, expected, magnitude, terms, exercise.roundoff)
     wrong = ((got - expected).abs() > bound) & ~run.out.isnan()
     if wrong.any():
         shown = [

@@ -1,0 +1,137 @@
+"""Lesson 03, practice: three reductions to write, each checked on the spot.
+
+Read main.py's Part 1 first. Then write each exercise's code where
+it says "Your code", and run
+
+    python 03_blocked_sum/exercises.py        # all three
+    python 03_blocked_sum/exercises.py -e 2   # one
+
+Each exercise gets "passed" or "not yet", and for "not yet" what is
+wrong: the first wrong elements, the elements no program wrote, and
+any store that left its tensor (its offsets, and which program), or
+load whose value reached the output. It runs on a CPU too (Triton's
+interpreter). `-e N --draw FILE.png` draws which program wrote
+which element; solutions.py holds worked answers (`--solutions`).
+"""
+
+import sys
+from pathlib import Path
+
+import torch
+
+# The repository's root, for common and tools.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import common  # noqa: E402  (before triton, which it configures)
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from tools import practice  # noqa: E402
+
+
+def random(*shape):  # a random float32 tensor where the kernels run
+    return torch.randn(shape, device=common.DEVICE)
+
+
+# ## Exercise 1. Row sums instead of column sums (main.py: "Part 1.
+# The simplest kernel")
+# Compute y = x.sum(1): one program per block of BLOCK_M rows; it
+# walks the columns BLOCK_N at a time, adds each tile into a 2-D
+# acc, and sums acc along its columns once, at the end
+# (tl.sum(acc, axis=1)). Masks for the last rows and columns. The
+# launch is written.
+def reference_1(x):
+    return x.sum(1)
+
+
+@triton.jit
+def row_sum_kernel(
+    x_ptr, out_ptr,  # x[0, 0] and out[0]
+    M, N, stride_m, stride_n,  # x's sizes and strides
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    # Your code: a float32 acc, the loop over column blocks, the
+    # sum over acc's columns, the store of out[rows].
+    pass
+
+
+def launch_1(x, out):
+    M, N = x.shape
+    grid = (triton.cdiv(M, 16),)  # a program per 16 rows
+    row_sum_kernel[grid](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=32)
+
+
+# ## Exercise 2. Column maxima (main.py: "Part 1. The simplest
+# kernel")
+# Compute y = x.amax(0): simple_column_sum_kernel, with a maximum in
+# place of each sum. A masked-off element must not win: load it as
+# -inf (other=float("-inf")), and start acc at -inf too (tl.full).
+# tl.maximum(a, b) is the elementwise max, tl.max(acc, axis=0) the
+# reduction. Write the kernel's body and the launch.
+def reference_2(x):
+    return x.amax(0)
+
+
+@triton.jit
+def column_max_kernel(
+    x_ptr, out_ptr,
+    M, N, stride_m, stride_n,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    # Your code.
+    pass
+
+
+def launch_2(x, out):
+    # Your code: one column_max_kernel[grid](...) launch into out.
+    raise NotImplementedError("exercise 2: write the launch")
+
+
+# ## Exercise 3. A mean and a max in one pass (main.py: "Part 1.
+# The simplest kernel")
+# out is (2, N): out[0] the column means, out[1] the column maxima.
+# One pass over x: each tile feeds a sum and a max at once. Write
+# the kernel (its signature too) and the launch.
+def reference_3(x):
+    return torch.stack([x.mean(0), x.amax(0)])
+
+
+# Your code: mean_max_kernel.
+
+
+def launch_3(x, out):
+    # Your code: one launch of your kernel into out (out.stride(0)
+    # is the step from out[0] to out[1]).
+    raise NotImplementedError("exercise 3: write the kernel and the launch")
+
+
+EXERCISES = [
+    practice.Exercise(
+        title="row sums",
+        section="Part 1. The simplest kernel",
+        inputs=lambda: dict(x=random(37, 50)),
+        reference=reference_1,
+        terms=50,
+        launch=launch_1,
+    ),
+    practice.Exercise(
+        title="column maxima",
+        section="Part 1. The simplest kernel",
+        inputs=lambda: dict(x=random(37, 50)),
+        reference=reference_2,
+        terms=1,
+        launch=launch_2,
+    ),
+    practice.Exercise(
+        title="a mean and a max in one pass",
+        section="Part 1. The simplest kernel",
+        inputs=lambda: dict(x=random(37, 50)),
+        reference=reference_3,
+        terms=37,
+        launch=launch_3,
+    ),
+]
+
+
+if __name__ == "__main__":
+    sys.exit(practice.main(sys.modules[__name__]))

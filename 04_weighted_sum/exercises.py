@@ -38,7 +38,8 @@ def random(*shape):  # a random float32 tensor where the kernels run
 # tile of D_TILE columns; it walks the rows ROWS_TILE at a time,
 # adds x * w into a 2-D acc, and sums acc over its rows once, at
 # the end (tl.sum(acc, axis=0)). Masks for the last row tile and
-# the last column tile. The launch is written.
+# the last column tile. w now runs along the rows: w[:, None]
+# broadcasts it over the columns. The launch is written.
 def reference_1(x, w):
     return (w[:, None] * x).sum(0)
 
@@ -68,7 +69,7 @@ def launch_1(x, w, out):
 # tiles of 32: load grad_y for its rows once, w for each column
 # tile, and store their outer product into grad_x (out: a
 # contiguous (rows, D)). Write the kernel's body and the launch.
-def reference_2(x, w, grad_y):
+def reference_2(x, w, grad_y):  # (x gives grad_x its shape only)
     return grad_y[:, None] * w[None, :] + 0 * x
 
 
@@ -92,9 +93,11 @@ def launch_2(x, w, grad_y, out):
 # 1b. The simplest backward")
 # grad_w[d] = sum over r of x[r, d] * grad_y[r] sums over every
 # row. Program p adds its 16 rows' share into row p of partial, a
-# float32 (programs, D) buffer; the launch (written) then adds
-# partial's rows. Write the kernel's body: one D tile at a time,
-# a tl.sum over the tile's rows, a store into partial's row p.
+# float32 (programs, D) buffer the checker gives the launch (NaN to
+# start, so that a row no program writes shows in out); the launch
+# (written) then adds partial's rows. Write the kernel's body: one
+# D tile at a time, a tl.sum over the tile's rows, a store into
+# partial's row p.
 def reference_3(x, grad_y):
     return (x * grad_y[:, None]).sum(0)
 
@@ -112,11 +115,9 @@ def partial_kernel(
     pass
 
 
-def launch_3(x, grad_y, out):
+def launch_3(x, grad_y, partial, out):
     rows, D = x.shape
-    programs = triton.cdiv(rows, 16)
-    # NaN to start: a partial row no program writes shows in out.
-    partial = torch.full((programs, D), float("nan"), device=x.device)
+    programs = partial.shape[0]  # triton.cdiv(rows, 16)
     partial_kernel[(programs,)](x, grad_y, partial, rows, D, *x.stride(), ROWS_TILE=16, D_TILE=32)
     out.copy_(partial.sum(0))  # the second pass
 
@@ -145,6 +146,7 @@ EXERCISES = [
         reference=reference_3,
         terms=37,
         launch=launch_3,
+        scratch=dict(partial=lambda x, grad_y: (triton.cdiv(x.shape[0], 16), x.shape[1])),
     ),
 ]
 

@@ -13,7 +13,7 @@ import triton  # after support, whose import of common may switch on the interpr
 import triton.language as tl
 from tools import practice
 
-FOLDERS = ["01_matmul_elementwise", "03_blocked_sum", "04_weighted_sum"]
+FOLDERS = ["01_matmul_elementwise", "02_matmul_tiled", "03_blocked_sum", "04_weighted_sum"]
 
 
 def module(folder, name):
@@ -230,10 +230,41 @@ def test_an_output_that_changes_run_to_run_is_named_as_such():
     # whose output is new on every run, on the same inputs.
     runs = iter(range(100))
 
-    def launch_changing(x, grad_y, out):
+    def launch_changing(x, grad_y, partial, out):
         out.fill_(float(next(runs)))
 
     exercise = dataclasses.replace(solutions04.EXERCISES[2], launch=launch_changing)
     passed, lines = practice.check(exercise, 3)
     assert not passed
     assert lines[-1].startswith("the output differs from one run to the next on the same inputs")
+
+
+@triton.jit
+def partial_kernel_store_unmasked(
+    x_ptr, grad_y_ptr, partial_ptr, rows, D, stride_row, stride_col,
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,
+):  # fmt: skip
+    p = tl.program_id(0)
+    row_ids = p * ROWS_TILE + tl.arange(0, ROWS_TILE)
+    grad_y = tl.load(grad_y_ptr + row_ids, mask=row_ids < rows, other=0.0)
+    for d0 in range(0, D, D_TILE):
+        cols = d0 + tl.arange(0, D_TILE)
+        mask = (row_ids < rows)[:, None] & (cols < D)[None, :]
+        offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+        tl.store(partial_ptr + p * D + cols, tl.sum(x * grad_y[:, None], axis=0))  # no mask
+
+
+def test_04_a_store_past_the_partial_buffer_is_reported():
+    # The slip a learner made first: the last program's last D tile (columns 32 to 63 of 50)
+    # stores 14 values past partial's end. partial is the checker's, guarded as out is.
+    launch = practice.with_kernels(
+        solutions04.exercises.launch_3, partial_kernel=partial_kernel_store_unmasked
+    )
+    exercise = dataclasses.replace(solutions04.EXERCISES[2], launch=launch)
+    passed, lines = practice.check(exercise, 3)
+    assert not passed
+    assert lines[0] == (
+        "a store left the buffer partial: offsets 150 to 163, past its last (its elements are at "
+        "offsets 0 to 149); program 2 (of 3) made it"
+    )

@@ -46,6 +46,9 @@ class Exercise:
     terms: int  # the longest sum in one output element (the rounding allowed grows with it)
     launch: Callable  # launch(**inputs, out=c): the learner's (or solution's) launch
     roundoff: float = 0.0  # each product's rounding: 2**-9 where tl.dot rounds to TF32
+    # Buffers the launch writes and reads back, given it as its output is (NaN inside, its
+    # guard band watched): name -> shape(**inputs).
+    scratch: dict = dataclasses.field(default_factory=dict)
 
 
 def guarded(t, guard_value):
@@ -92,11 +95,12 @@ class Run:
     out_buffer: torch.Tensor
     views: dict  # input name -> its guarded view
     buffers: dict  # input name -> (its buffer, the buffer's values before the launch)
+    scratch: dict = dataclasses.field(default_factory=dict)  # name -> (buffer, view)
     recorders: dict = dataclasses.field(default_factory=dict)
     error: str = None  # what the learner's code raised, in one line
 
 
-def prepare(inputs, out_shape, guard_values=None):
+def prepare(inputs, out_shape, guard_values=None, scratch=None):
     """Guarded copies of the inputs and a guarded output of NaN; guard_values: input name ->
     the value of its whole guard band (default 0), or -> (offsets, value) to change only those."""
     views, buffers = {}, {}
@@ -110,17 +114,22 @@ def prepare(inputs, out_shape, guard_values=None):
     dtype = next(iter(inputs.values())).dtype
     template = torch.full(out_shape, float("nan"), dtype=dtype, device=common.DEVICE)
     out_buffer, out = guarded(template, SENTINEL)
-    return Run(out, out_buffer, views, buffers)
+    run = Run(out, out_buffer, views, buffers)
+    for name, shape in (scratch or {}).items():
+        nan = torch.full(shape(**inputs), float("nan"), dtype=dtype, device=common.DEVICE)
+        run.scratch[name] = guarded(nan, SENTINEL)
+    return run
 
 
 def run_once(exercise, inputs, out_shape, guard_values=None):
     """The learner's launch on prepare()'s tensors, each kernel it names recorded."""
-    run = prepare(inputs, out_shape, guard_values)
+    run = prepare(inputs, out_shape, guard_values, exercise.scratch)
     run.recorders = {n: Recorder(k) for n, k in kernels_used_by(exercise.launch).items()}
     saved = {n: exercise.launch.__globals__[n] for n in run.recorders}
     try:
         exercise.launch.__globals__.update(run.recorders)
-        exercise.launch(**run.views, out=run.out)
+        scratch = {name: view for name, (_, view) in run.scratch.items()}
+        exercise.launch(**run.views, **scratch, out=run.out)
         if common.DEVICE.type == "cuda":
             torch.cuda.synchronize()
     except Exception as error:  # the learner's code: report it in a line, no traceback
@@ -134,11 +143,13 @@ def run_once(exercise, inputs, out_shape, guard_values=None):
 def stores_outside(run):
     """[(tensor name, offsets from its first element)] where a store left its tensor."""
     found = []
-    numel, width = run.out.numel(), guard(run.out.numel())
-    band = torch.cat([run.out_buffer[:width], run.out_buffer[width + numel :]])
-    changed = (band != SENTINEL).nonzero().flatten().tolist()
-    if changed:
-        found.append(("out", [outside(numel)[i] for i in changed]))
+    written = {"out": (run.out_buffer, run.out), **run.scratch}
+    for name, (buffer, view) in written.items():
+        numel, width = view.numel(), guard(view.numel())
+        band = torch.cat([buffer[:width], buffer[width + numel :]])
+        changed = (band != SENTINEL).nonzero().flatten().tolist()
+        if changed:
+            found.append((name, [outside(numel)[i] for i in changed]))
     for name, (buffer, before) in run.buffers.items():
         hit = (buffer != before).nonzero().flatten().tolist()
         if hit:
@@ -159,27 +170,27 @@ def the_launch(run):
 
 def remapped(run, fresh, args):
     """The launch's arguments, with the tensors of `run` replaced by those of `fresh`."""
-    old = [*run.views.values(), run.out]
-    new = [*fresh.views.values(), fresh.out]
+    old = [*run.views.values(), *(v for _, v in run.scratch.values()), run.out]
+    new = [*fresh.views.values(), *(v for _, v in fresh.scratch.values()), fresh.out]
     return [next((n for o, n in zip(old, new) if a is o), a) for a in args]
 
 
-def relaunch(run, programs, inputs, out_shape):
+def relaunch(run, programs, inputs, out_shape, scratch):
     """The recorded launch again with its first `programs` programs only, on fresh tensors."""
     kernel, _, args, kwargs = the_launch(run)
-    fresh = prepare(inputs, out_shape)
+    fresh = prepare(inputs, out_shape, scratch=scratch)
     kernel[(programs,)](*remapped(run, fresh, args), **kwargs)
     return fresh
 
 
-def who_stored_outside(run, inputs, out_shape, most=64):
+def who_stored_outside(run, inputs, out_shape, scratch, most=64):
     """Which program (on a 1-D grid) first stored outside, or why that cannot be told."""
     launch = the_launch(run)
     if isinstance(launch, str):
         return launch
     total = launch[1][0]
     for programs in range(1, min(total, most) + 1):
-        if stores_outside(relaunch(run, programs, inputs, out_shape)):
+        if stores_outside(relaunch(run, programs, inputs, out_shape, scratch)):
             return f"program {programs - 1} (of {total}) made it"
     return f"(none of the first {most} programs alone did)"
 
@@ -253,10 +264,13 @@ def check(exercise, number):
     if run.error:
         return False, [f"your code raised {run.error}"]
     for name, offsets in stores_outside(run):
-        where = describe(offsets, run.out.numel() if name == "out" else inputs[name].numel())
-        whom = who_stored_outside(run, inputs, expected.shape)
+        sizes = {"out": run.out, **{n: v for n, (_, v) in run.scratch.items()}, **inputs}
+        where = describe(offsets, sizes[name].numel())
+        whom = who_stored_outside(run, inputs, expected.shape, exercise.scratch)
         if name == "out":
             lines.append(f"a store left the output: {where}; {whom}")
+        elif name in run.scratch:
+            lines.append(f"a store left the buffer {name}: {where}; {whom}")
         else:
             lines.append(f"a store wrote into input {name}: {where}; {whom}")
     unwritten = run.out.isnan().nonzero().tolist()
@@ -299,7 +313,7 @@ def draw(exercise, path):
     if isinstance(launch, str):
         print(f"--draw cannot draw this launch: {launch}")
         return
-    fresh = prepare(inputs, shape)
+    fresh = prepare(inputs, shape, scratch=exercise.scratch)
 
     kernel, grid, args, kwargs = launch
     args = remapped(run, fresh, args)
@@ -309,10 +323,16 @@ def draw(exercise, path):
 
     owner = pictures.programs_along_axis(launch_first, grid[0], fresh.out)
     owner = owner if owner.dim() == 2 else owner.reshape(1, -1)
+    # Neighbouring rows (columns) that the same programs wrote are drawn as one: a tile a cell.
+    rows, row_names = runs(owner)
+    cols, col_names = runs(owner.T)
+    owner = owner[rows][:, cols]
     figure = Figure(figsize=(8, 4), layout="constrained")
     labels = [[f"p{int(p)}" if p >= 0 else "none" for p in row] for row in owner]
     title = f"{exercise.title}: the program that wrote each output element (none: no program)"
-    pictures.cells(figure.subplots(), owner, labels, title)
+    if len(cols) < fresh.out.shape[-1]:
+        title += "\ncolumns, left to right: " + ", ".join(col_names)
+    pictures.cells(figure.subplots(), owner, labels, title, row_names if len(rows) > 1 else [])
     figure.savefig(path, dpi=90)
     print(f"wrote {path}")
 
@@ -322,6 +342,14 @@ def with_kernels(launch, **kernels):
     reuses an exercise's written launch with its own kernel)."""
     names = {**launch.__globals__, **kernels}
     return types.FunctionType(launch.__code__, names, launch.__name__, launch.__defaults__)
+
+
+def runs(owner):
+    """(the first row of each run of equal rows of owner, the runs as "first-last" names)."""
+    firsts = [0] + [i for i in range(1, len(owner)) if not torch.equal(owner[i], owner[i - 1])]
+    ends = [*firsts[1:], len(owner)]
+    names = [f"{a}" if b - a == 1 else f"{a}-{b - 1}" for a, b in zip(firsts, ends)]
+    return firsts, names
 
 
 def sibling(module_file, name):

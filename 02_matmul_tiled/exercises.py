@@ -1,0 +1,178 @@
+"""Lesson 02, practice: three tiled kernels to write, each checked on the spot.
+
+Read main.py's Part 1 and Part 2's (group) and (epilogue) first.
+Then write each exercise's code where it says "Your code", and run
+
+    python 02_matmul_tiled/exercises.py        # all three
+    python 02_matmul_tiled/exercises.py -e 2   # one
+
+Each exercise gets "passed" or "not yet", and for "not yet" what is
+wrong: the first wrong elements, the elements no program wrote, and
+any store that left its tensor (its offsets, and which program), or
+load whose value reached the output. It runs on a CPU too (Triton's
+interpreter). `-e N --draw FILE.png` draws which program wrote
+which element (a grid of one axis); solutions.py holds worked
+answers (`--solutions`). The inputs are float16: tl.dot multiplies
+them exactly and adds in float32.
+"""
+
+import sys
+from pathlib import Path
+
+import torch
+
+# The repository's root, for common and tools.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import common  # noqa: E402  (before triton, which it configures)
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from tools import practice  # noqa: E402
+
+
+def random(*shape):  # a random float16 tensor where the kernels run
+    return torch.randn(shape, device=common.DEVICE).half()
+
+
+# ## Exercise 1. A ReLU epilogue (main.py: Part 1, and Part 2's
+# (epilogue))
+# Compute C = relu(A @ B): simple_matmul_kernel, and before the
+# store acc = tl.maximum(acc, 0.0). The launch is written: 32 x 32
+# tiles of C, 16 values of k a step.
+def reference_1(a, b):
+    return torch.relu(a @ b)
+
+
+@triton.jit
+def relu_matmul_kernel(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    pid_m = tl.program_id(0) // tiles_n
+    pid_n = tl.program_id(0) % tiles_n
+    # Your code: simple_matmul_kernel's rows, cols, ks, acc and K
+    # loop, then the ReLU, then the masked store.
+    pass
+
+
+def launch_1(a, b, out):
+    (M, K), N = a.shape, b.shape[1]
+    grid = (triton.cdiv(M, 32) * triton.cdiv(N, 32),)
+    strides = (*a.stride(), *b.stride(), *out.stride())
+    relu_matmul_kernel[grid](a, b, out, M, N, K, *strides, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16)
+
+
+# ## Exercise 2. A batch of products on a grid's second axis
+# (main.py: Part 1)
+# For a (batch, M, K) and b (batch, K, N), compute out[i] = a[i] @
+# b[i] for every i. Launch a grid of two axes: (tiles of C, batch).
+# tl.program_id(1) is then the batch index: move a_ptr, b_ptr and
+# c_ptr by it times their first strides, and the rest is Part 1's
+# kernel. Write the kernel's body and the launch.
+def reference_2(a, b):
+    return a @ b
+
+
+@triton.jit
+def batched_matmul_kernel(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_ab, stride_am, stride_ak,  # a's strides: batch, row, column
+    stride_bb, stride_bk, stride_bn,
+    stride_cb, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    batch = tl.program_id(1)
+    # Your code.
+    pass
+
+
+def launch_2(a, b, out):
+    # Your code: batched_matmul_kernel[grid](...), grid of two axes.
+    raise NotImplementedError("exercise 2: write the launch")
+
+
+# ## Exercise 3. Grouped order, written by you (main.py: Part 2's
+# (group))
+# The kernel below is Part 1's, but it asks tile_of(pid, ...) which
+# tile program pid computes. Write tile_of: grouped order, GROUP_M
+# tile rows down, then right, the last group maybe shorter (as
+# grouped_tile, without copying it: try first). Any order passes if
+# every tile is computed once; `-e 3 --draw FILE.png` shows yours.
+def reference_3(a, b):
+    return a @ b
+
+
+@triton.jit
+def tile_of(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    # Your code: return (tile row, tile column) of program pid.
+    return 0, 0
+
+
+@triton.jit
+def grouped_matmul_kernel(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):  # fmt: skip
+    pid_m, pid_n = tile_of(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a_offsets = rows[:, None] * stride_am + (k + ks)[None, :] * stride_ak
+        b_offsets = (k + ks)[:, None] * stride_bk + cols[None, :] * stride_bn
+        a_mask = (rows[:, None] < M) & ((k + ks)[None, :] < K)
+        b_mask = ((k + ks)[:, None] < K) & (cols[None, :] < N)
+        a = tl.load(a_ptr + a_offsets, mask=a_mask, other=0.0)
+        b = tl.load(b_ptr + b_offsets, mask=b_mask, other=0.0)
+        acc = tl.dot(a, b, acc)
+    c_offsets = rows[:, None] * stride_cm + cols[None, :] * stride_cn
+    c_mask = (rows[:, None] < M) & (cols[None, :] < N)
+    tl.store(c_ptr + c_offsets, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+
+
+def launch_3(a, b, out):
+    (M, K), N = a.shape, b.shape[1]
+    grid = (triton.cdiv(M, 16) * triton.cdiv(N, 16),)
+    strides = (*a.stride(), *b.stride(), *out.stride())
+    grouped_matmul_kernel[grid](
+        a, b, out, M, N, K, *strides, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_M=3
+    )
+
+
+EXERCISES = [
+    practice.Exercise(
+        title="a ReLU epilogue",
+        section="Part 1; Part 2's (epilogue)",
+        inputs=lambda: dict(a=random(40, 24), b=random(24, 36)),
+        reference=reference_1,
+        terms=24,
+        launch=launch_1,
+    ),
+    practice.Exercise(
+        title="a batch of products",
+        section="Part 1",
+        inputs=lambda: dict(a=random(3, 40, 24), b=random(3, 24, 36)),
+        reference=reference_2,
+        terms=24,
+        launch=launch_2,
+    ),
+    practice.Exercise(
+        title="grouped order",
+        section="Part 2's (group)",
+        inputs=lambda: dict(a=random(90, 24), b=random(24, 70)),
+        reference=reference_3,
+        terms=24,
+        launch=launch_3,
+    ),
+]
+
+
+if __name__ == "__main__":
+    sys.exit(practice.main(sys.modules[__name__]))

@@ -81,12 +81,18 @@ def test_a_mask_off_by_one_gets_the_out_of_bounds_report():
     exercise = dataclasses.replace(exercises01.EXERCISES[2], launch=launch_off_by_one)
     passed, lines = practice.check(exercise, 3)
     assert not passed
-    assert lines == [
+    assert lines[0] == (
         "a store left the output: offsets 100, past its last (its elements are at offsets 0 to "
-        "99); program 4 (of 5) made it",
-        "a load read outside input b: offsets 140, past its last (its elements are at offsets 0 "
-        "to 139)",
-    ]
+        "99); program 4 (of 5) made it"
+    )
+    # Under the interpreter programs run one after another: C[r, 20], which is C[r + 1, 0], is
+    # written again by program r + 1. On a GPU they race for it, and may leave it wrong.
+    assert lines[-1].startswith("a load read outside input b: offsets 140")
+    if common.INTERPRETED:
+        assert lines[1:] == [
+            "a load read outside input b: offsets 140, past its last (its elements are at "
+            "offsets 0 to 139)"
+        ]
 
 
 @triton.jit

@@ -341,7 +341,12 @@ def with_kernels(launch, **kernels):
     """A copy of the function launch that finds these kernels under their names (a solution
     reuses an exercise's written launch with its own kernel)."""
     names = {**launch.__globals__, **kernels}
-    return types.FunctionType(launch.__code__, names, launch.__name__, launch.__defaults__)
+    copy = types.FunctionType(launch.__code__, names, launch.__name__, launch.__defaults__)
+    # Triton reads a kernel's tl.constexpr parameters from its annotations: keep them.
+    copy.__annotations__ = dict(launch.__annotations__)
+    copy.__kwdefaults__, copy.__doc__ = launch.__kwdefaults__, launch.__doc__
+    copy.__qualname__, copy.__module__ = launch.__qualname__, launch.__module__
+    return copy
 
 
 def runs(owner):

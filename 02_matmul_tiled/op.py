@@ -102,7 +102,7 @@ def forward(a, b, bias=None, activation=None, out=None, keep_pre=False):
     """(C, P) for validated inputs: C = activation(a @ b + bias), in out where given (a new
     tensor if out overlaps an input: common.write_out then copies it); P = a @ b + bias where
     keep_pre and an activation ask for it, else None. No autograd."""
-    m, n, _ = a.shape[0], b.shape[1], a.shape[1]
+    m, n = a.shape[0], b.shape[1]
     inputs = [t for t in (a, b, bias) if t is not None]
     c = common.kernel_out(out, (m, n), a.dtype, a.device, inputs)
     pre = torch.empty_like(c) if keep_pre and activation else None

@@ -11,13 +11,13 @@ import support
 from support import common
 import triton  # after support, whose import of common may switch on the interpreter
 import triton.language as tl
-from tools import practice
+from tools import load_example, practice
 
 FOLDERS = ["01_matmul_elementwise", "02_matmul_tiled", "03_blocked_sum", "04_weighted_sum"]
 
 
 def module(folder, name):
-    return practice.sibling(support.REPO_ROOT / folder / "main.py", name)
+    return load_example(support.REPO_ROOT / folder / f"{name}.py")
 
 
 exercises01 = module("01_matmul_elementwise", "exercises")
@@ -30,20 +30,20 @@ def test_every_solution_passes(folder):
     solutions = module(folder, "solutions")
     assert len(solutions.EXERCISES) >= 3
     for number, exercise in enumerate(solutions.EXERCISES, 1):
-        passed, lines = practice.check(exercise, number)
+        passed, lines = practice.check(exercise)
         assert passed and lines == [], f"{folder} solution {number}: {lines}"
 
 
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_every_untouched_stub_gets_not_yet_and_a_report(folder):
     for number, exercise in enumerate(module(folder, "exercises").EXERCISES, 1):
-        passed, lines = practice.check(exercise, number)
+        passed, lines = practice.check(exercise)
         assert not passed and lines, f"{folder} exercise {number}"
         assert not any("Traceback" in line for line in lines)
 
 
 def test_the_stubs_reports_say_what_is_missing():
-    reports = [practice.check(e, n)[1] for n, e in enumerate(exercises01.EXERCISES, 1)]
+    reports = [practice.check(e)[1] for e in exercises01.EXERCISES]
     assert reports[0] == [
         "15 of 15 elements no program wrote: (0, 0), (0, 1), (0, 2), (1, 0), (1, 1)"
     ]
@@ -79,7 +79,7 @@ def test_a_mask_off_by_one_gets_the_out_of_bounds_report():
     # A (5, 7) @ B (7, 20): the extra column reads B[k, 20], which is B[k + 1, 0] but past B's
     # end on the last k, and stores C[r, 20], past C's end on the last row.
     exercise = dataclasses.replace(exercises01.EXERCISES[2], launch=launch_off_by_one)
-    passed, lines = practice.check(exercise, 3)
+    passed, lines = practice.check(exercise)
     assert not passed
     assert lines[0] == (
         "a store left the output: offsets 100, past its last (its elements are at offsets 0 to "
@@ -118,7 +118,7 @@ def launch_reads_one_before(a, b, bias, out):
 
 def test_a_load_before_the_first_element_and_wrong_values_are_reported():
     exercise = dataclasses.replace(exercises01.EXERCISES[0], launch=launch_reads_one_before)
-    passed, lines = practice.check(exercise, 1)
+    passed, lines = practice.check(exercise)
     assert not passed
     assert lines[0].startswith(
         "15 elements wrong, the first: (0, 0): expected "
@@ -142,7 +142,7 @@ def launch_writes_into_a(a, w, out):
 
 def test_a_store_into_an_input_is_reported():
     exercise = dataclasses.replace(exercises01.EXERCISES[1], launch=launch_writes_into_a)
-    passed, lines = practice.check(exercise, 2)
+    passed, lines = practice.check(exercise)
     assert not passed
     assert lines[0] == (
         "a store wrote into input a: offsets 0 to 15 (its elements are at offsets 0 to 53); "
@@ -189,7 +189,7 @@ def test_a_grid_too_large_is_caught_in_the_guard_band():
     # 100 programs for 5 rows of 20: rows 5 to 99 are stored 100 to 1999 elements past C's end,
     # inside its guard band (a narrow band let them corrupt the interpreter's own memory).
     exercise = dataclasses.replace(solutions01.EXERCISES[2], launch=launch_grid_too_large)
-    passed, lines = practice.check(exercise, 3)
+    passed, lines = practice.check(exercise)
     assert not passed
     assert lines[0] == (
         "a store left the output: offsets 100 to 1999, past its last (its elements are at "
@@ -222,7 +222,7 @@ def test_04_a_mask_off_by_one_gets_the_out_of_bounds_report():
         solutions04.exercises.launch_1, first_dim_kernel=first_dim_kernel_mask_off_by_one
     )
     exercise = dataclasses.replace(solutions04.EXERCISES[0], launch=launch)
-    passed, lines = practice.check(exercise, 1)
+    passed, lines = practice.check(exercise)
     assert not passed
     assert lines[0] == (
         "a store left the output: offsets 50, past its last (its elements are at offsets 0 to "
@@ -240,7 +240,7 @@ def test_an_output_that_changes_run_to_run_is_named_as_such():
         out.fill_(float(next(runs)))
 
     exercise = dataclasses.replace(solutions04.EXERCISES[2], launch=launch_changing)
-    passed, lines = practice.check(exercise, 3)
+    passed, lines = practice.check(exercise)
     assert not passed
     assert lines[-1].startswith("the output differs from one run to the next on the same inputs")
 
@@ -268,7 +268,7 @@ def test_04_a_store_past_the_partial_buffer_is_reported():
         solutions04.exercises.launch_3, partial_kernel=partial_kernel_store_unmasked
     )
     exercise = dataclasses.replace(solutions04.EXERCISES[2], launch=launch)
-    passed, lines = practice.check(exercise, 3)
+    passed, lines = practice.check(exercise)
     assert not passed
     assert lines[0] == (
         "a store left the buffer partial: offsets 150 to 163, past its last (its elements are at "

@@ -15,11 +15,12 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 def load_example(path):
     """A lesson's main.py, by lesson_loader as op.py loads it (the module example_<folder>,
-    one copy for all), or an op.py, as the module op_<folder>; each imported once."""
+    one copy for all), or another file of a lesson's folder (op.py, exercises.py, ...) as the
+    module <file>_<folder>; each imported once."""
     path = Path(path).resolve()
     if path.stem == "main":
         return lesson_loader.load_lesson(path.parent)
-    name = "op_" + path.parent.name
+    name = f"{path.stem}_{path.parent.name}"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, path)
         sys.modules[name] = importlib.util.module_from_spec(spec)

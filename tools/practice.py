@@ -19,7 +19,6 @@ It always exits 0, so that a learner can run it again and again; --strict exits 
 
 import argparse
 import dataclasses
-import importlib.util
 import traceback
 import types
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Callable
 
 import torch
 import common
+from tools import load_example
 
 
 def guard(numel):  # elements of guard band on each side of a tensor of numel elements
@@ -107,9 +107,12 @@ def prepare(inputs, out_shape, guard_values=None, scratch=None):
     for name, t in inputs.items():
         buffer, views[name] = guarded(t, 0.0)
         spec = (guard_values or {}).get(name)
-        offsets, value = spec if isinstance(spec, tuple) else (outside(t.numel()), spec)
-        if value is not None:
+        if isinstance(spec, tuple):  # (offsets, value): those guard elements only
+            offsets, value = spec
             buffer[[guard(t.numel()) + o for o in offsets]] = value
+        elif spec is not None:  # the whole band
+            band = guard(t.numel())
+            buffer[:band], buffer[band + t.numel() :] = spec, spec
         buffers[name] = (buffer, buffer.clone())
     dtype = next(iter(inputs.values())).dtype
     template = torch.full(out_shape, float("nan"), dtype=dtype, device=common.DEVICE)
@@ -254,7 +257,7 @@ def spans(ranges):  # "3, 5 to 9, 12"
     return ", ".join(text[:6]) + (", ..." if len(text) > 6 else "")
 
 
-def check(exercise, number):
+def check(exercise):
     """The exercise's report: (passed, lines)."""
     inputs = exercise.inputs()
     expected = exercise.reference(**{n: t.double() for n, t in inputs.items()})
@@ -263,10 +266,12 @@ def check(exercise, number):
     lines = []
     if run.error:
         return False, [f"your code raised {run.error}"]
-    for name, offsets in stores_outside(run):
-        sizes = {"out": run.out, **{n: v for n, (_, v) in run.scratch.items()}, **inputs}
-        where = describe(offsets, sizes[name].numel())
+    stored = stores_outside(run)
+    if stored:  # the first program to store outside, wherever it stored
         whom = who_stored_outside(run, inputs, expected.shape, exercise.scratch)
+    sizes = {"out": run.out, **{n: v for n, (_, v) in run.scratch.items()}, **inputs}
+    for name, offsets in stored:
+        where = describe(offsets, sizes[name].numel())
         if name == "out":
             lines.append(f"a store left the output: {where}; {whom}")
         elif name in run.scratch:
@@ -358,12 +363,8 @@ def runs(owner):
 
 
 def sibling(module_file, name):
-    """The module `name`.py beside module_file, loaded by its path."""
-    path = Path(module_file).resolve().parent / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"{path.parent.name}_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The module `name`.py beside module_file (tools.load_example: loaded by its path, once)."""
+    return load_example(Path(module_file).resolve().parent / f"{name}.py")
 
 
 def main(exercises_module, argv=None):
@@ -389,7 +390,7 @@ def main(exercises_module, argv=None):
     missed = 0
     for number in chosen:
         exercise = module.EXERCISES[number - 1]
-        passed, lines = check(exercise, number)
+        passed, lines = check(exercise)
         missed += not passed
         print(f"\nexercise {number}, {exercise.title}: {'passed' if passed else 'not yet'}")
         for line in lines:

@@ -4,8 +4,9 @@ main.py beside this file teaches the kernels; this file makes one of them safe t
 model, and adds nothing to what the kernel computes:
 - `matmul_elementwise(a, b, out=None)` checks its inputs (TypeError or ValueError naming what is
   wrong), writes into `out=` (which may overlap a or b), and records gradients, second ones too;
-- `torch.ops.triton_lessons.matmul_elementwise(a, b)` is the same op registered with PyTorch
-  (`torch.library.custom_op`), so that `torch.compile(fullgraph=True)` keeps it whole.
+- `torch.ops.triton_lessons.matmul_elementwise(a, b)` is the same op registered with PyTorch,
+  so that `torch.compile(fullgraph=True)` takes it: on a GPU a `torch.library.triton_op`,
+  whose kernel the compiled code launches itself; under the interpreter a `custom_op`.
 
 From a script anywhere, load this file by its path (the README shows how). Without a GPU, loading
 it sets TRITON_INTERPRET=1 for the process, so that Triton runs the kernels on the CPU.
@@ -48,13 +49,15 @@ def validate(a, b):
     return a.shape[0], b.shape[1], a.shape[1]
 
 
-def product(a, b, out=None):
+def product(a, b, out=None, in_op=False):
     """a @ b by the lesson's vector_k_kernel, into out or a new tensor; records no gradient.
-    a and b must have passed validate(): each call validates once, as it costs microseconds."""
+    a and b must have passed validate(): each call validates once, as it costs microseconds.
+    in_op: from the registered op's body (common.traceable)."""
     (m, k), n = a.shape, b.shape[1]
     c = common.kernel_out(out, (m, n), a.dtype, a.device, (a, b))  # out, or a new tensor
     strides = (*a.stride(), *b.stride(), *c.stride())
-    lesson.vector_k_kernel[(m * n,)](a, b, c, n, k, *strides, **lesson.VECTOR_K_LAUNCH)
+    kernel = common.traceable(lesson.vector_k_kernel, in_op)
+    kernel[(m * n,)](a, b, c, n, k, *strides, **lesson.VECTOR_K_LAUNCH)
     return common.write_out(c, out)  # c, or out holding c (out may overlap a or b)
 
 
@@ -92,14 +95,14 @@ def matmul_elementwise(a, b, out=None):
     return product(a, b, out)
 
 
-# The registered op, torch.ops.triton_lessons.matmul_elementwise. custom_op keeps it one opaque
-# node under torch.compile (triton_op would trace the kernel, which fails under the interpreter).
-# register_fake gives the output's shape and dtype without running the kernel, and raises the
-# entry's errors; the op's backward calls the op again, so it has second derivatives too.
-@torch.library.custom_op("triton_lessons::matmul_elementwise", mutates_args=())
+# The registered op, torch.ops.triton_lessons.matmul_elementwise (common.register_op: which kind
+# of op, and why). register_fake gives the output's shape and dtype without running the kernel,
+# and raises the entry's errors; the op's backward calls the op again, so it has second
+# derivatives too.
+@common.register_op("triton_lessons::matmul_elementwise")
 def matmul_elementwise_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     validate(a, b)
-    return product(a, b)
+    return product(a, b, in_op=True)
 
 
 matmul_elementwise_op.register_fake(lambda a, b: a.new_empty(validate(a, b)[:2]))

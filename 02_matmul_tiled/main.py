@@ -403,15 +403,15 @@ def transpose_kernel(
     tl.store(xt_ptr + xt_offsets, tl.trans(tile), mask=xt_mask)
 
 
-def rows_contiguous(t, block=64):
-    """t, or a copy with contiguous 16-byte rows: from X = t.T."""
+def rows_contiguous(t, block=64, kernel=transpose_kernel):
+    """t, or `kernel`'s copy of it with contiguous 16-byte rows."""
     if common.descriptor_problem(t) is None:
         return t
     rows, cols = t.shape
     per_16 = 16 // t.element_size()  # elements in 16 bytes
     copy = t.new_empty((rows, triton.cdiv(cols, per_16) * per_16))[:, :cols]
     grid = (triton.cdiv(cols, block) * triton.cdiv(rows, block),)
-    transpose_kernel[grid](t.T, copy, cols, rows, *t.T.stride(), copy.stride(0), BLOCK=block)
+    kernel[grid](t.T, copy, cols, rows, *t.T.stride(), copy.stride(0), BLOCK=block)
     return copy
 
 

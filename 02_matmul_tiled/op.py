@@ -7,9 +7,10 @@ adds nothing to what they compute:
   is wrong), writes into `out=` (which may overlap a or b), runs the lesson's persistent kernel
   where it is fastest and its tuned kernel elsewhere, and records gradients, second ones too;
 - `torch.ops.triton_lessons.matmul(a, b, bias, activation)` is the same op registered with
-  PyTorch (`torch.library.custom_op`), with its gradients, so that `torch.compile(fullgraph=True)`
-  keeps it whole. `matmul` itself, compiled, calls a second op, `matmul_with_pre`, which also
-  returns P = a @ b + bias, so that its backward need not compute P again.
+  PyTorch, with its gradients, so that `torch.compile(fullgraph=True)` takes it: on a GPU a
+  `torch.library.triton_op`, whose kernels the compiled code launches itself; under the
+  interpreter a `custom_op`. `matmul` itself, compiled, calls a second op, `matmul_with_pre`,
+  which also returns P = a @ b + bias, so that its backward need not compute P again.
 
 From a script anywhere, load this file by its path (the README shows how, for lesson 01's op).
 Without a GPU, loading it sets TRITON_INTERPRET=1 for the process, so that Triton runs the kernels
@@ -74,41 +75,50 @@ def pick(a, b, c):
     return "persistent" if taken else "tuned"
 
 
-def launch(a, b, c, bias=None, pre=None, activation=None):
+def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
     """c = activation(a @ b + bias) by the kernel pick() names, written into c; P = a @ b + bias
-    into pre where given. For validated inputs with c.numel() > 0."""
+    into pre where given. For validated inputs with c.numel() > 0. in_op: from a registered op's
+    body (common.traceable)."""
     kernel, (m, k), n = pick(a, b, c), a.shape, b.shape[1]
     a, b = common.dot_inputs(a, b)  # bfloat16 as float32 under the interpreter
     precision = lesson.input_precision(c.dtype)
+    transpose = common.traceable(lesson.transpose_kernel, in_op)
     if kernel == "persistent":
-        a_arg, a_t, b_arg, b_t = lesson.persistent_operands(a, b)
+        if precision == "tf32":  # lesson.persistent_operands, its copies launched as here
+            a_arg, a_t = lesson.rows_contiguous(a, kernel=transpose), False
+            b_arg, b_t = lesson.rows_contiguous(b.T, kernel=transpose), True
+        else:
+            a_arg, a_t, b_arg, b_t = lesson.persistent_operands(a, b)
         programs = common.sm_count(a.device)
         common.set_descriptor_allocator()
-        lesson.persistent_matmul_kernel[(programs,)](
-            a_arg, b_arg, c, bias, pre, m, n, k, a_arg.stride(0), b_arg.stride(0), c.stride(0),
+        persistent, args = common.heuristics_applied(lesson.persistent_matmul_kernel, dict(
+            a_ptr=a_arg, b_ptr=b_arg, c_ptr=c, bias_ptr=bias, pre_ptr=pre, M=m, N=n, K=k,
+            stride_a=a_arg.stride(0), stride_b=b_arg.stride(0), stride_cm=c.stride(0),
             PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t,
             INPUT_PRECISION=precision, ACTIVATION=activation,
-        )  # fmt: skip
+        ))  # fmt: skip
+        common.traceable(persistent, in_op)[(programs,)](**args)
         return
     if c.dtype == torch.float32 and precision == "ieee" and lesson.transposed(b):
-        b = lesson.rows_contiguous(b)  # exact float32 reads a row-major B faster (NOTES 60, 63)
-    lesson.matmul_kernel[lesson.tile_grid(m, n)](
+        # exact float32 reads a row-major B faster (NOTES 60, 63)
+        b = lesson.rows_contiguous(b, kernel=transpose)
+    common.traceable(lesson.matmul_kernel, in_op)[lesson.tile_grid(m, n)](
         a, b, c, bias, pre, m, n, k, *a.stride(), *b.stride(), *c.stride(),
         INPUT_PRECISION=precision, ACTIVATION=activation,
     )  # fmt: skip
 
 
-def forward(a, b, bias=None, activation=None, out=None, keep_pre=False):
+def forward(a, b, bias=None, activation=None, out=None, keep_pre=False, in_op=False):
     """(C, P) for validated inputs: C = activation(a @ b + bias), in out where given (a new
     tensor if out overlaps an input: common.write_out then copies it); P = a @ b + bias where
-    keep_pre and an activation ask for it, else None. No autograd."""
+    keep_pre and an activation ask for it, else None. No autograd. in_op: as launch's."""
     m, n = a.shape[0], b.shape[1]
     inputs = [t for t in (a, b, bias) if t is not None]
     c = common.kernel_out(out, (m, n), a.dtype, a.device, inputs)
     pre = torch.empty_like(c) if keep_pre and activation else None
     bias = None if bias is None else bias.contiguous()  # the kernels read bias_ptr + column
     if c.numel():  # (K = 0: the tuned kernel stores sums of no products, with the epilogue)
-        launch(a, b, c, bias, pre, activation)
+        launch(a, b, c, bias, pre, activation, in_op)
     return c, pre
 
 
@@ -163,17 +173,17 @@ def matmul(a, b, out=None, *, bias=None, activation=None):
     return common.write_out(forward(a, b, bias, activation, out)[0], out)  # out's version bumped
 
 
-# The registered ops. custom_op keeps each one opaque node under torch.compile (triton_op would
-# trace the launch, which fails under the interpreter); a fake gives the outputs' shapes without
-# a kernel, and validates as matmul does. torch.ops.triton_lessons.matmul returns C, as matmul
-# does; its backward computes P again where there is an activation. matmul_with_pre returns P
-# too (an empty tensor without an activation: an op returns tensors, never None), for Matmul.
-@torch.library.custom_op("triton_lessons::matmul", mutates_args=())
+# The registered ops (common.register_op: which kind of op, and why). A fake gives the outputs'
+# shapes without a kernel, and validates as matmul does. torch.ops.triton_lessons.matmul returns
+# C, as matmul does; its backward computes P again where there is an activation. matmul_with_pre
+# returns P too (an empty tensor without an activation: an op returns tensors, never None), for
+# Matmul.
+@common.register_op("triton_lessons::matmul")
 def matmul_op(
     a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | None = None
 ) -> Tensor:
     validate(a, b, bias, activation)
-    return forward(a, b, bias, activation)[0]
+    return forward(a, b, bias, activation, in_op=True)[0]
 
 
 @matmul_op.register_fake
@@ -198,12 +208,12 @@ def op_backward(ctx, grad_c):  # P is computed again, where an activation needs 
 matmul_op.register_autograd(op_backward, setup_context=op_setup_context)
 
 
-@torch.library.custom_op("triton_lessons::matmul_with_pre", mutates_args=())
+@common.register_op("triton_lessons::matmul_with_pre")
 def matmul_with_pre_op(
     a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | None = None
 ) -> tuple[Tensor, Tensor]:
     validate(a, b, bias, activation)
-    c, pre = forward(a, b, bias, activation, keep_pre=True)
+    c, pre = forward(a, b, bias, activation, keep_pre=True, in_op=True)
     return c, (c.new_empty(0) if pre is None else pre)
 
 

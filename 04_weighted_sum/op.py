@@ -6,8 +6,10 @@ adds nothing to what they compute:
   naming what is wrong), writes into `out=` (which may overlap x), and records gradients, second
   ones too; `style` picks the lesson's kernels, "simple" or "tuned";
 - `torch.ops.triton_lessons.weighted_sum(x, weight, style)` is the same op registered with
-  PyTorch (`torch.library.custom_op`), so that `torch.compile(fullgraph=True)` keeps it whole.
-  Its backward is a second op, `torch.ops.triton_lessons.weighted_sum_backward`.
+  PyTorch, so that `torch.compile(fullgraph=True)` takes it: on a GPU a
+  `torch.library.triton_op`, whose kernels the compiled code launches itself; under the
+  interpreter a `custom_op`. Its backward is a second op of the same kind,
+  `torch.ops.triton_lessons.weighted_sum_backward`.
 
 From a script anywhere, load this file by its path (the README shows how, for lesson 01's op).
 Without a GPU, loading it sets TRITON_INTERPRET=1 for the process, so that Triton runs the kernels
@@ -18,6 +20,7 @@ import importlib.util
 from pathlib import Path
 
 import torch
+import triton
 from einops import rearrange
 
 HERE = Path(__file__).resolve().parent
@@ -68,23 +71,66 @@ def validate_backward(x2d, weight, grad_y, style="tuned"):
         raise ValueError(f"{shapes}: expected grad_y of shape (rows,)")
 
 
-def forward(x, weight, style):
-    """y = x @ weight by the lesson's forward of `style`, for validated inputs; no autograd."""
+def forward(x, weight, style, in_op=False):
+    """y = x @ weight by the lesson's forward kernel of `style`, launched as its wrapper does, for
+    validated inputs; no autograd. in_op: from a registered op's body (common.traceable)."""
     x2d = rearrange(x, "... d -> (...) d")  # a view where the leading dims merge, else a copy
     if x2d.numel() == 0:  # sums of no terms are 0: no launch, so no autotuner times an empty one
         return x.new_zeros(x.shape[:-1])
-    return lesson.KERNELS[style][0](x2d, weight.contiguous()).reshape(x.shape[:-1])
+    (rows, d), weight = x2d.shape, weight.contiguous()
+    y = x2d.new_empty(rows)
+    if style == "simple":  # lesson.forward_simple
+        kernel, grid, tiles = lesson.simple_forward_kernel, (triton.cdiv(rows, 16),), SIMPLE_TILES
+    else:  # lesson.forward_tuned
+        kernel, tiles = lesson.forward_kernel, lesson.alignment(x2d)
+        grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
+    common.traceable(kernel, in_op)[grid](x2d, weight, y, rows, d, *x2d.stride(), **tiles)
+    return y.reshape(x.shape[:-1])
 
 
-def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True):
-    """(grad_x, grad_w) of y = x2d @ weight by the lesson's backward of `style`, None where not
-    needed; x2d (rows, D), grad_y (rows,)."""
+def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_op=False):
+    """(grad_x, grad_w) of y = x2d @ weight by the lesson's backward kernels of `style`, launched
+    as its wrapper does, None where not needed; x2d (rows, D), grad_y (rows,). in_op: as
+    forward's."""
     weight, grad_y = weight.contiguous(), grad_y.contiguous()  # y.sum()'s grad_y is expanded
+    (rows, d), strides = x2d.shape, x2d.stride()
     if x2d.numel() == 0:  # grad_x has no elements or is 0; grad_w, a sum of no rows, is 0
-        grads = x2d.new_zeros(x2d.shape), weight.new_zeros(weight.shape)
-    else:  # the kernels compute both in one pass over x
-        grads = lesson.KERNELS[style][1](x2d, weight, grad_y)
-    return grads[0] if need_grad_x else None, grads[1] if need_grad_w else None
+        grad_x, grad_w = x2d.new_zeros(x2d.shape), weight.new_zeros(weight.shape)
+    elif style == "simple":  # lesson.backward_simple: a program per 16 rows, a partial row each
+        grad_x, partial = x2d.new_empty((rows, d)), partials(triton.cdiv(rows, 16), x2d)
+        common.traceable(lesson.simple_backward_kernel, in_op)[(partial.shape[0],)](
+            x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **SIMPLE_TILES
+        )
+        grad_w = partial.sum(0).to(weight.dtype)
+    else:  # lesson.backward_tuned: P programs down each D tile, then the fixed-order sum
+        grad_x, partial = x2d.new_empty((rows, d)), partials(split(rows, d, x2d.device), x2d)
+        programs = partial.shape[0]
+        grid = lambda meta: (triton.cdiv(d, meta["D_TILE"]), programs)  # noqa: E731
+        common.traceable(lesson.backward_kernel, in_op)[grid](
+            x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **lesson.alignment(x2d)
+        )
+        grad_w = torch.empty_like(weight)
+        rows_tile = min(triton.next_power_of_2(programs), 1024)  # tall: few steps
+        d_tile = max(16, 4096 // rows_tile)  # at least 16 columns
+        common.traceable(lesson.sum_partials_kernel, in_op)[(triton.cdiv(d, d_tile),)](
+            partial, grad_w, programs, d, ROWS_TILE=rows_tile, D_TILE=d_tile
+        )
+    return grad_x if need_grad_x else None, grad_w if need_grad_w else None
+
+
+SIMPLE_TILES = dict(ROWS_TILE=16, D_TILE=64)  # the simple kernels' tile, as the lesson's
+
+
+def partials(programs, x2d):  # a row of grad_w's partial sums a program, in float32 or float64
+    sum_dtype = torch.promote_types(x2d.dtype, torch.float32)
+    return x2d.new_empty((programs, x2d.shape[1]), dtype=sum_dtype)
+
+
+def split(rows, d, device):
+    """P, the programs down each D tile of the tuned backward, as lesson.backward_tuned picks."""
+    sms = common.sm_count(device) if device.type == "cuda" else 1
+    wanted = triton.cdiv(lesson.PROGRAMS_PER_SM * sms, triton.cdiv(d, lesson.D_TILE_GUESS))
+    return min(max(sms, wanted), rows)  # at most a program per row
 
 
 def gradients(x, weight, grad_y, needs_input_grad, style, through_op=False):
@@ -133,14 +179,14 @@ def weighted_sum(x, weight, out=None, style="tuned"):
     return common.write_out(forward(x, weight, style), out)  # out, if given, its version bumped
 
 
-# The registered op, torch.ops.triton_lessons.weighted_sum. custom_op keeps it one opaque node
-# under torch.compile (triton_op would trace the launch, which fails under the interpreter). Its
-# fake gives the output's shape without a kernel, and validates. Its backward is a second op,
-# weighted_sum_backward, which returns both gradients (an op returns tensors, never None).
-@torch.library.custom_op("triton_lessons::weighted_sum", mutates_args=())
+# The registered op, torch.ops.triton_lessons.weighted_sum (common.register_op: which kind of
+# op, and why). Its fake gives the output's shape without a kernel, and validates. Its backward
+# is a second op, weighted_sum_backward, which returns both gradients (an op returns tensors,
+# never None).
+@common.register_op("triton_lessons::weighted_sum")
 def weighted_sum_op(x: torch.Tensor, weight: torch.Tensor, style: str = "tuned") -> torch.Tensor:
     validate(x, weight, style)
-    return forward(x, weight, style)
+    return forward(x, weight, style, in_op=True)
 
 
 weighted_sum_op.register_fake(
@@ -148,12 +194,12 @@ weighted_sum_op.register_fake(
 )
 
 
-@torch.library.custom_op("triton_lessons::weighted_sum_backward", mutates_args=())
+@common.register_op("triton_lessons::weighted_sum_backward")
 def weighted_sum_backward_op(
     x2d: torch.Tensor, weight: torch.Tensor, grad_y: torch.Tensor, style: str = "tuned"
 ) -> list[torch.Tensor]:
     validate_backward(x2d, weight, grad_y, style)
-    return list(backward(x2d, weight, grad_y, style))
+    return list(backward(x2d, weight, grad_y, style, in_op=True))
 
 
 @weighted_sum_backward_op.register_fake

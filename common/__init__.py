@@ -249,13 +249,22 @@ def descriptor_problem(tensor):
         return "the tensor is empty"
     if max(tensor.shape) >= 2**31:
         return f"shape {tuple(tensor.shape)} has a dimension of 2^31 or more (sizes are int32)"
-    if tensor.data_ptr() % 16:
-        return f"its base address {tensor.data_ptr():#x} is not 16-byte aligned"
+    if address(tensor) % 16:
+        return f"its base address {address(tensor):#x} is not 16-byte aligned"
     if tensor.stride(-1) != 1:
         return f"its last stride is {tensor.stride(-1)}, not 1"
     for dim, stride in enumerate(tensor.stride()[:-1]):
         if (nbytes := stride * tensor.element_size()) % 16 or stride == 0:
             return f"stride {stride} of dim {dim} is {nbytes} bytes, not a positive multiple of 16"
+
+
+def address(tensor):
+    """tensor's first element's address; for a tensor that torch.compile traces, which has none,
+    its offset into its storage, as torch.compile keeps a storage's start 16-byte aligned."""
+    try:
+        return tensor.data_ptr()
+    except RuntimeError:  # "Cannot access data pointer of Tensor (e.g. FakeTensor ...)"
+        return tensor.storage_offset() * tensor.element_size()
 
 
 @functools.cache  # asked once per device
@@ -275,3 +284,30 @@ def set_descriptor_allocator():
     """Scratch memory for in-kernel tensor descriptors: allocator(size, alignment, stream). Triton
     keeps it per thread (a context variable): set it before each launch."""
     triton.set_allocator(lambda size, *_: torch.empty(size, dtype=torch.int8, device=DEVICE))
+
+
+def register_op(name):
+    """A decorator that registers a function as the op torch.ops.<name>. On a GPU it is a
+    torch.library.triton_op: torch.compile traces its body and launches its kernels itself, so
+    the body launches each through traceable(). Under the interpreter a custom_op, which the
+    compiler never enters: tracing would run the interpreted kernels on tensors without data."""
+    register = torch.library.custom_op if INTERPRETED else torch.library.triton_op
+    return lambda fn: register(name, fn, mutates_args=())
+
+
+def traceable(kernel, in_op):
+    """kernel as op.py launches it. in_op: from a registered op's body, where on a GPU it goes
+    through wrap_triton, so that torch.compile records the launch (an eager call of the op
+    launches directly). Elsewhere the kernel itself: an eager launch through wrap_triton passes
+    through a higher-order op's dispatch, which costs the host far more than the launch."""
+    return torch.library.wrap_triton(kernel) if in_op and not INTERPRETED else kernel
+
+
+def heuristics_applied(kernel, args):
+    """(the kernel inside a @triton.heuristics kernel, args with the arguments its rules set):
+    wrap_triton takes no heuristics kernel, so op.py applies the rules itself. args by name.
+    A rule sets a constant: a size that torch.compile keeps symbolic is fixed to its value."""
+    args = {k: int(v) if isinstance(v, torch.SymInt) else v for k, v in args.items()}
+    for name, rule in kernel.values.items():
+        args[name] = rule(args)
+    return kernel.fn, args

@@ -67,6 +67,38 @@ def test_entry_is_a_registered_op(folder):
     )
 
 
+# A registered op of each lesson whose op.py launches through common.traceable, with inputs.
+TRACEABLE_OPS = {
+    "01_matmul_elementwise": ("matmul_elementwise", lambda t: (t(8, 8), t(8, 8))),
+    "02_matmul_tiled": ("matmul", lambda t: (t(256, 64), t(64, 32), t(32), "gelu_tanh")),
+    "04_weighted_sum": ("weighted_sum", lambda t: (t(40, 24), t(24), "tuned")),
+}
+
+
+@pytest.mark.parametrize("folder", list(TRACEABLE_OPS))
+def test_compiled_code_launches_the_ops_kernels_itself_on_a_gpu(folder):
+    # On a GPU the op is a triton_op: torch.compile records its kernels and the compiled code
+    # launches them, with no call of the op left. Under the interpreter a custom_op: called whole
+    # (aot_eager: no C++ compile on the CPU).
+    support.load_op(folder)
+    name, make_inputs = TRACEABLE_OPS[folder]
+    op = getattr(torch.ops.triton_lessons, name)
+
+    def tensor(*shape):
+        dtype = torch.float16 if support.ON_GPU else torch.float32
+        return torch.randn(shape, device=common.DEVICE, dtype=dtype, requires_grad=True)
+
+    inputs = make_inputs(tensor)
+    backend = "inductor" if support.ON_GPU else "aot_eager"
+    compiled = torch.compile(lambda *args: op(*args).float().square().sum(), backend=backend)
+    compiled(*inputs).backward()  # the first call compiles
+    called = support.dispatched_ops(lambda: compiled(*inputs).backward())
+    if support.ON_GPU:
+        assert called == [], called
+    else:
+        assert f"triton_lessons::{name}" in called, called
+
+
 def test_readme_snippet_loads_an_op_from_a_script_elsewhere(tmp_path):
     """The README's snippet, run as a user's script in another directory that has modules of its
     own named common and tools: the op works, and the user's modules stay the user's."""

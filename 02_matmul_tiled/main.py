@@ -202,8 +202,7 @@ def input_precision(dtype):
 # to acc, in registers, and writes C once. GELU(P) = P * Φ(P),
 # Φ the normal distribution's CDF, which GPT-2 approximates
 # with tanh: Φ(P) ≈ sigmoid(y), y = 2√(2/π) (P + 0.044715 P^3).
-# op.py's backward needs P: pre_ptr, where given, keeps it (this
-# file passes None; the tests check bias and GELU through op.py).
+# pre_ptr, where given, keeps P for op.py's backward.
 @triton.jit
 def add_bias(acc, bias_ptr, cols, N):
     """acc + bias[cols] on every row; acc if bias_ptr is None."""
@@ -247,13 +246,14 @@ CONFIGS = [
 # @triton.autotune(configs=CONFIGS, key=["M", "N", "K"]) on a
 # kernel times every config at the first launch with new values
 # of the key's arguments, and keeps the fastest for them. Below,
-# the key adds the layout (stride_ak and stride_bn are 1 for a
-# row-major A and B, larger for a .T view) and the precision;
+# M and K enter rounded up to powers of 2 (M_BUCKET, K_BUCKET),
+# so a new token count reuses a pick; the layout (stride_ak and
+# stride_bn: 1 for a row-major A and B) and precision join them;
 # Triton adds the dtypes. do_bench times each config (5 ms of
 # warm-up, 20 of timing); cache_results keeps picks on disk.
 @triton.autotune(  # (tune)
     configs=CONFIGS,
-    key=["M", "N", "K", "stride_ak", "stride_bn", "INPUT_PRECISION"],
+    key=["M_BUCKET", "N", "K_BUCKET", "stride_ak", "stride_bn", "INPUT_PRECISION"],
     do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
     cache_results=True,
 )
@@ -263,6 +263,7 @@ def matmul_kernel(
     bias_ptr, pre_ptr,  # (epilogue): None where not used
     M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
     stride_cm, stride_cn,  # P, if kept, has C's strides
+    M_BUCKET, K_BUCKET,  # (tune) the key's sizes, unused here
     INPUT_PRECISION: tl.constexpr,  # (precision)
     ACTIVATION: tl.constexpr,  # (epilogue)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -307,8 +308,9 @@ def matmul_tuned(a, b, bias=None, activation=None):
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     a, b = common.dot_inputs(a, b)  # on a CPU: bfloat16 as float32
     strides = (*a.stride(), *b.stride(), *c.stride())
+    buckets = (triton.next_power_of_2(M), triton.next_power_of_2(K))
     matmul_kernel[tile_grid(M, N)](
-        a, b, c, bias, None, M, N, K, *strides,
+        a, b, c, bias, None, M, N, K, *strides, *buckets,
         INPUT_PRECISION=input_precision(c.dtype), ACTIVATION=activation,
     )  # fmt: skip
     return c
@@ -374,11 +376,10 @@ def store_c_tile(desc, tile, row, col, HALVES: tl.constexpr):
 
 
 # ### (trans) Transposed operands
-# The backward hands the kernel .T views (last stride not 1). So
-# the kernel describes A^T instead, and takes each tile's .T
-# (A_TRANSPOSED, B_TRANSPOSED): 16-bit tensor cores read a tile
-# in either order. TF32 ones need K contiguous: transpose_kernel
-# first copies a .T A, and a row-major B to B^T.
+# The backward hands the kernel .T views (last stride not 1):
+# the kernel describes A^T, and takes each tile's .T (A_TRANSPOSED,
+# B_TRANSPOSED); 16-bit tensor cores read a tile either way. TF32
+# ones need K contiguous: transpose_kernel copies a .T A, B to B^T.
 def transposed(t):  # a .T view: read t.T instead
     return t.stride(-1) != 1 and t.stride(0) == 1
 
@@ -473,10 +474,9 @@ def persistent_matmul_kernel(
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     if pre_ptr is not None:  # P has C's strides
         pre_desc = tl.make_tensor_descriptor(pre_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
-    # (persist) store_tile equals `tile` at each store, but is a
-    # counter of its own: with `tile` in both the next tile's
-    # loads and this store, the compiler mishandled it (Triton's
-    # tutorial 09 keeps such a counter too).
+    # (persist) store_tile, a counter of its own, equals `tile` at
+    # each store: with `tile` in the next tile's loads and in this
+    # store, the compiler mishandled it (as Triton's tutorial 09).
     store_tile = tl.program_id(0) - PROGRAMS
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
@@ -503,8 +503,7 @@ def matmul_persistent(a, b, bias=None, activation=None):
     (M, K), N = a.shape, b.shape[1]
     assert K == b.shape[0], "a's columns must match b's rows"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    problem = persistent_problem(a, b, c)
-    assert problem is None, problem
+    assert (problem := persistent_problem(a, b, c)) is None, problem
     a, b = common.dot_inputs(a, b)
     a_arg, a_t, b_arg, b_t = persistent_operands(a, b)
     strides = (a_arg.stride(0), b_arg.stride(0), c.stride(0))
@@ -547,7 +546,8 @@ def benchmark(m, n, k, dtype="float16"):
     calls = {name: functools.partial(f, a, b) for name, f in variants_for(a, b).items()}
     # A bare launch: its arguments made ahead, no Python around.
     c, precision, grid = a.new_empty((m, n)), input_precision(dtype), tile_grid(m, n)
-    args = (a, b, c, None, None, m, n, k, *a.stride(), *b.stride(), *c.stride())
+    buckets = (triton.next_power_of_2(m), triton.next_power_of_2(k))
+    args = (a, b, c, None, None, m, n, k, *a.stride(), *b.stride(), *c.stride(), *buckets)
     named = dict(INPUT_PRECISION=precision, ACTIVATION=None)
     calls["matmul_kernel[grid] bare"] = lambda: matmul_kernel[grid](*args, **named)
     calls["torch"] = functools.partial(reference, a, b)

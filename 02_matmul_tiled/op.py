@@ -21,6 +21,7 @@ import importlib.util
 from pathlib import Path
 
 import torch
+import triton
 from torch import Tensor
 
 HERE = Path(__file__).resolve().parent
@@ -102,8 +103,10 @@ def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
     if c.dtype == torch.float32 and precision == "ieee" and lesson.transposed(b):
         # exact float32 reads a row-major B faster (NOTES 60, 63)
         b = lesson.rows_contiguous(b, kernel=transpose)
+    # The tuning key's M_BUCKET, K_BUCKET (a size torch.compile traces is fixed to its value).
+    buckets = (triton.next_power_of_2(int(m)), triton.next_power_of_2(int(k)))
     common.traceable(lesson.matmul_kernel, in_op)[lesson.tile_grid(m, n)](
-        a, b, c, bias, pre, m, n, k, *a.stride(), *b.stride(), *c.stride(),
+        a, b, c, bias, pre, m, n, k, *a.stride(), *b.stride(), *c.stride(), *buckets,
         INPUT_PRECISION=precision, ACTIVATION=activation,
     )  # fmt: skip
 

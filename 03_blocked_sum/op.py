@@ -5,8 +5,9 @@ adds nothing to what they compute:
 - `blocked_sum(x, out=None, style="pointer")` checks its inputs (TypeError or ValueError naming
   what is wrong), writes into `out=` (which may overlap x), and records gradients, second ones
   too; `style` picks one of the lesson's VARIANTS;
-- `torch.ops.triton_lessons.blocked_sum(x, style)` is the same op registered with PyTorch
-  (`torch.library.custom_op`), so that `torch.compile(fullgraph=True)` keeps it whole.
+- `torch.ops.triton_lessons.blocked_sum(x, style)` is the same op registered with PyTorch, so
+  that `torch.compile(fullgraph=True)` takes it: on a GPU a `torch.library.triton_op`, whose
+  kernels the compiled code launches itself; under the interpreter a `custom_op`.
 
 From a script anywhere, load this file by its path (the README shows how, for lesson 01's op).
 Without a GPU, loading it sets TRITON_INTERPRET=1 for the process, so that Triton runs the kernels
@@ -17,6 +18,7 @@ import importlib.util
 from pathlib import Path
 
 import torch
+import triton
 
 HERE = Path(__file__).resolve().parent
 
@@ -51,11 +53,39 @@ def validate(x, style="pointer"):
     return x.shape[1]  # N, the length of the output
 
 
-def forward(x, style):
-    """x.sum(0) by the lesson's variant `style`, for a validated x; records no gradient."""
+def forward(x, style, in_op=False):
+    """x.sum(0) by the lesson's kernels of `style`, launched as its wrappers launch them, for a
+    validated x; records no gradient. in_op: from the registered op's body (common.traceable)."""
+    (M, N), sum_dtype = x.shape, torch.promote_types(x.dtype, torch.float32)
     if x.numel() == 0:  # a sum of no rows is 0; no launch, nothing for an autotuner to time
-        return x.new_zeros(x.shape[1])
-    return lesson.VARIANTS[style](x)
+        return x.new_zeros(N)
+    out = x.new_empty(N)
+    kernel = common.traceable(KERNELS[style], in_op)
+    if style in ("simple", "one_d"):  # lesson.column_sums_simple: a program per 64 columns
+        kernel[(triton.cdiv(N, 64),)](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=64)
+        return out
+    # lesson.column_sums (a plan is cached by its sizes: a size torch.compile traces is fixed)
+    splits, rows_per_split = lesson.plan_splits(int(M), int(N), x.device)
+    partial = out if splits == 1 else x.new_empty((splits, N), dtype=sum_dtype)
+    grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
+    kernel[grid](x, partial, M, N, *x.stride(), rows_per_split)
+    if splits > 1:  # lesson.sum_partials: the second pass, by the simple kernel
+        block_m = min(triton.next_power_of_2(splits), 256)
+        block_n = max(16, min(256, 4096 // block_m))
+        second_pass = common.traceable(lesson.simple_column_sum_kernel, in_op)
+        second_pass[(triton.cdiv(N, block_n),)](
+            partial, out, splits, N, *partial.stride(), BLOCK_M=block_m, BLOCK_N=block_n
+        )
+    return out
+
+
+# The kernel each style launches first (the lesson's VARIANTS list the styles that run here).
+KERNELS = {
+    "simple": lesson.simple_column_sum_kernel,
+    "one_d": lesson.one_d_column_sum_kernel,
+    "pointer": lesson.column_sum_kernel,
+    "block_ptr": lesson.column_sum_block_ptr_kernel,
+}
 
 
 class BlockedSum(torch.autograd.Function):
@@ -87,13 +117,12 @@ def blocked_sum(x, out=None, style="pointer"):
     return common.write_out(forward(x, style), out)  # out, if given, with its version bumped
 
 
-# The registered op, torch.ops.triton_lessons.blocked_sum. custom_op keeps it one opaque node
-# under torch.compile (triton_op would trace the launch, which fails under the interpreter). Its
-# fake gives the output's shape without a kernel, and validates.
-@torch.library.custom_op("triton_lessons::blocked_sum", mutates_args=())
+# The registered op, torch.ops.triton_lessons.blocked_sum (common.register_op: which kind of op,
+# and why). Its fake gives the output's shape without a kernel, and validates.
+@common.register_op("triton_lessons::blocked_sum")
 def blocked_sum_op(x: torch.Tensor, style: str = "pointer") -> torch.Tensor:
     validate(x, style)
-    return forward(x, style)
+    return forward(x, style, in_op=True)
 
 
 blocked_sum_op.register_fake(lambda x, style="pointer": x.new_empty(validate(x, style)))

@@ -365,7 +365,7 @@ def test_sweep_covers_the_issue_sizes():
 
 def test_autotune_key_is_what_the_lesson_names():
     assert ex.matmul_kernel.keys == [
-        "M", "N", "K", "stride_ak", "stride_bn", "INPUT_PRECISION"
+        "M_BUCKET", "N", "K_BUCKET", "stride_ak", "stride_bn", "INPUT_PRECISION"
     ]  # fmt: skip
 
 

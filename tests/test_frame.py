@@ -67,10 +67,11 @@ def test_entry_is_a_registered_op(folder):
     )
 
 
-# A registered op of each lesson whose op.py launches through common.traceable, with inputs.
+# A registered op of each lesson, with inputs (03's x tall enough to split: two kernels).
 TRACEABLE_OPS = {
     "01_matmul_elementwise": ("matmul_elementwise", lambda t: (t(8, 8), t(8, 8))),
     "02_matmul_tiled": ("matmul", lambda t: (t(256, 64), t(64, 32), t(32), "gelu_tanh")),
+    "03_blocked_sum": ("blocked_sum", lambda t: (t(2000, 24), "pointer")),
     "04_weighted_sum": ("weighted_sum", lambda t: (t(40, 24), t(24), "tuned")),
 }
 

@@ -103,7 +103,7 @@ def probes_01(lesson, device):
 def probes_02(lesson, device):
     a, w, c = (torch.randn(512, 512, device=device, dtype=torch.float16) for _ in range(3))
     epilogue = dict(INPUT_PRECISION="ieee", ACTIVATION=None)
-    args = (a, w, c, None, None, 512, 512, 512, *a.stride(), *w.stride(), *c.stride())
+    args = (a, w, c, None, None, 512, 512, 512, *a.stride(), *w.stride(), *c.stride(), 512, 512)
     pointer_looks = [
         (r"wgmma\.mma_async|mma\.sync", "tl.dot on the tensor cores: wgmma on an H100"),
         (

@@ -18,10 +18,11 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() and not INTERPRETED el
 import triton  # noqa: E402  (imported after the interpreter switch on purpose)
 
 # A call costs the GPU its kernels' time and the host (Python) the time to queue them. The host
-# does not wait, so in a loop a call costs about the larger; a CUDA graph replays without Python.
+# does not wait, so in a loop a call costs about the larger ("loop ms"); a CUDA graph replays the
+# kernels without Python ("GPU ms").
 TIMING_COLUMNS = (
-    "case", "variant", "GPU ms", "GPU x torch", "host us", "host x torch",
-    "throughput", "unit", "% of ceiling",
+    "case", "variant", "GPU ms", "GPU x torch", "loop ms", "loop x torch", "host us",
+    "host x torch", "throughput", "unit", "% of ceiling",
 )  # fmt: skip
 
 
@@ -31,17 +32,19 @@ def describe_run():  # one line naming what the numbers were measured on
 
 
 def measure(fn, setup=lambda: None):
-    """(GPU ms, host us) of fn(), each after setup(). GPU: do_bench's median (L2 flushed) of fn()
-    replayed from a CUDA graph, so the host's Python is not counted. Host: the median over nine
-    rounds of 100 calls back to back, which the GPU queues (the host never waits). Interpreted:
-    the median wall time of three calls, and no host time, since the host does all the work."""
+    """(GPU ms, host us, loop ms) of fn(), each after setup(). GPU: do_bench's median (L2 flushed)
+    of fn() replayed from a CUDA graph, so the host's Python is not counted. Host: the median over
+    nine rounds of 100 calls back to back, which the GPU queues (the host never waits). Loop:
+    do_bench's median of fn() itself, a plain call as a model makes it: where the host is slower
+    than the kernels, its time shows. Interpreted: the median wall time of three calls, and
+    neither host nor loop time, since the host does all the work."""
     if INTERPRETED:
         setup()
         fn()
-        return statistics.median(timeit.repeat(fn, number=1, repeat=3)) * 1e3, None
+        return statistics.median(timeit.repeat(fn, number=1, repeat=3)) * 1e3, None, None
     gpu = triton.testing.do_bench(capture_graph(fn, setup).replay, return_mode="median")
     setup()
-    return gpu, host_us(fn)
+    return gpu, host_us(fn), triton.testing.do_bench(fn, return_mode="median")
 
 
 def measure_backward(fn, inputs, grad_out):
@@ -69,12 +72,14 @@ def host_us(fn, calls=100, rounds=9):  # host us of a call of fn() on a GPU, as 
 
 
 def timing_row(case, variant, times, torch_times, throughput, unit, ceiling=None):
-    """A row of TIMING_COLUMNS; times: (GPU ms, host us). "x torch": torch's time over ours."""
-    (gpu, host), (torch_gpu, torch_host) = times, torch_times
+    """A row of TIMING_COLUMNS; times: measure()'s (GPU ms, host us, loop ms). "x torch": torch's
+    time over ours."""
+    (gpu, host, loop), (torch_gpu, torch_host, torch_loop) = times, torch_times
     host_ratio = None if host is None else torch_host / host
+    loop_ratio = None if loop is None else torch_loop / loop
     percent = None if ceiling is None else 100 * throughput / ceiling
-    values = (case, variant, gpu, torch_gpu / gpu, host, host_ratio, throughput, unit, percent)
-    return dict(zip(TIMING_COLUMNS, values))
+    values = (case, variant, gpu, torch_gpu / gpu, loop, loop_ratio, host, host_ratio)
+    return dict(zip(TIMING_COLUMNS, (*values, throughput, unit, percent)))
 
 
 def gbps(nbytes, ms):  # GB/s (10^9 bytes) of moving nbytes in ms milliseconds
@@ -124,8 +129,9 @@ def print_table(rows, columns):
         print("\nCPU ms: the interpreter's wall time of a call, which says nothing of a GPU's")
         print("speed; x torch: PyTorch's time over ours. On a GPU this table times the kernels.")
     elif columns == TIMING_COLUMNS:  # what the timing columns measure
-        print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed; host us: a call's")
-        print("CPU time; x torch: PyTorch's time over ours.")
+        print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed; loop ms: the same")
+        print("of plain calls, Python included; host us: a call's CPU time; x torch: PyTorch's")
+        print("time over ours.")
 
 
 def assert_close(actual, expected, magnitude, reduction_length, what, product_roundoff=0.0):

@@ -247,7 +247,7 @@ def test_print_table_aligns_columns(capsys):
 @pytest.mark.parametrize("interpreted", [False, True])
 def test_timing_table_names_what_it_timed(interpreted, capsys, monkeypatch):
     monkeypatch.setattr(common, "INTERPRETED", interpreted)
-    row = common.timing_row("c", "v", (1.0, None), (2.0, None), 1.0, "TFLOP/s")
+    row = common.timing_row("c", "v", (1.0, None, None), (2.0, None, None), 1.0, "TFLOP/s")
     common.print_table([row], common.TIMING_COLUMNS)
     header, *_, note = capsys.readouterr().out.splitlines()
     shown, hidden = ("CPU ms", "GPU ms") if interpreted else ("GPU ms", "CPU ms")
@@ -347,18 +347,21 @@ def test_write_out_copies_and_bumps_the_version():
 
 
 def test_timing_row():
-    row = common.timing_row("case", "v", (2.0, 10.0), (4.0, 5.0), 50.0, "GB/s", ceiling=100.0)
-    assert set(row) == set(common.TIMING_COLUMNS)
+    times, torch_times = (2.0, 10.0, 4.0), (4.0, 5.0, 3.0)
+    row = common.timing_row("case", "v", times, torch_times, 50.0, "GB/s", ceiling=100.0)
+    assert list(row) == list(common.TIMING_COLUMNS)
     assert row["GPU x torch"] == 2.0 and row["host x torch"] == 0.5 and row["% of ceiling"] == 50.0
-    interpreted = common.timing_row("c", "v", (1.0, None), (2.0, None), 1.0, "TFLOP/s")
+    assert row["loop ms"] == 4.0 and row["loop x torch"] == 0.75
+    interpreted = common.timing_row("c", "v", (1.0, None, None), (2.0, None, None), 1.0, "TFLOP/s")
     assert interpreted["host x torch"] is None and interpreted["% of ceiling"] is None
+    assert interpreted["loop ms"] is None and interpreted["loop x torch"] is None
 
 
 @pytest.mark.skipif(support.ON_GPU, reason="what the interpreter reports; a GPU times for real")
 def test_the_interpreter_has_no_host_time_and_times_wall_clock():
     calls = []
-    gpu, host = common.measure(lambda: calls.append(1), setup=lambda: calls.append(0))
-    assert gpu >= 0 and host is None
+    gpu, host, loop = common.measure(lambda: calls.append(1), setup=lambda: calls.append(0))
+    assert gpu >= 0 and host is None and loop is None
     assert calls[0] == 0 and len(calls) == 5  # setup, a first call, then three timed calls
 
 

@@ -86,13 +86,16 @@ def test_a_mask_off_by_one_gets_the_out_of_bounds_report():
         "99); program 4 (of 5) made it"
     )
     # Under the interpreter programs run one after another: C[r, 20], which is C[r + 1, 0], is
-    # written again by program r + 1. On a GPU they race for it, and may leave it wrong.
-    assert lines[-1].startswith("a load read outside input b: offsets 140")
+    # written again by program r + 1. On a GPU they race for it, and may leave it wrong: the
+    # checker then says the output changes run to run, beside or instead of the load.
     if common.INTERPRETED:
         assert lines[1:] == [
             "a load read outside input b: offsets 140, past its last (its elements are at "
             "offsets 0 to 139)"
         ]
+    else:
+        reports = ("a load read outside input b: offsets 140", "the output differs from one run")
+        assert any(line.startswith(reports) for line in lines[1:]), lines
 
 
 @triton.jit

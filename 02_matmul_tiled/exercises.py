@@ -150,7 +150,7 @@ EXERCISES = [
     practice.Exercise(
         title="a ReLU epilogue",
         section="Part 1; Part 2's (epilogue)",
-        inputs=lambda: dict(a=random(40, 24), b=random(24, 36)),
+        inputs=lambda: dict(a=random(70, 24), b=random(24, 36)),  # 3 x 2 tiles: not square
         reference=reference_1,
         terms=24,
         launch=launch_1,
@@ -166,7 +166,7 @@ EXERCISES = [
     practice.Exercise(
         title="grouped order",
         section="Part 2's (group)",
-        inputs=lambda: dict(a=random(90, 24), b=random(24, 70)),
+        inputs=lambda: dict(a=random(100, 24), b=random(24, 70)),  # 7 tile rows: a short group
         reference=reference_3,
         terms=24,
         launch=launch_3,

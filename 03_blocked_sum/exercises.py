@@ -37,7 +37,7 @@ def random(*shape):  # a random float32 tensor where the kernels run
 # walks the columns BLOCK_N at a time, adds each tile into a 2-D
 # acc, and sums acc along its columns once, at the end
 # (tl.sum(acc, axis=1)). Masks for the last rows and columns. The
-# launch is written.
+# launch is written. x comes as a .T view: its strides matter.
 def reference_1(x):
     return x.sum(1)
 
@@ -64,9 +64,11 @@ def launch_1(x, out):
 # kernel")
 # Compute y = x.amax(0): simple_column_sum_kernel, with a maximum in
 # place of each sum. A masked-off element must not win: load it as
-# -inf (other=float("-inf")), and start acc at -inf too (tl.full).
-# tl.maximum(a, b) is the elementwise max, tl.max(acc, axis=0) the
-# reduction. Write the kernel's body and the launch.
+# -inf (other=float("-inf")), and start acc at -inf too:
+# tl.full((BLOCK_M, BLOCK_N), float("-inf"), tl.float32). x is all
+# negative here, so a 0 in their place would win. tl.maximum(a, b)
+# is the elementwise max, tl.max(acc, axis=0) the reduction. Write
+# the kernel's body and the launch.
 def reference_2(x):
     return x.amax(0)
 
@@ -90,8 +92,11 @@ def launch_2(x, out):
 # ## Exercise 3. A mean and a max in one pass (main.py: "Part 1.
 # The simplest kernel")
 # out is (2, N): out[0] the column means, out[1] the column maxima.
-# One pass over x: each tile feeds a sum and a max at once. Write
-# the kernel (its signature too) and the launch.
+# One pass over x: each tile feeds a sum and a max at once. The
+# sum wants masked-off elements as 0, the max as -inf:
+# tl.where(mask, tile, float("-inf")) turns one into the other.
+# x: a .T view, all negative. Write the kernel (its signature too)
+# and the launch.
 def reference_3(x):
     return torch.stack([x.mean(0), x.amax(0)])
 
@@ -109,7 +114,7 @@ EXERCISES = [
     practice.Exercise(
         title="row sums",
         section="Part 1. The simplest kernel",
-        inputs=lambda: dict(x=random(37, 50)),
+        inputs=lambda: dict(x=random(50, 37).T),  # strides (1, 37)
         reference=reference_1,
         terms=50,
         launch=launch_1,
@@ -117,7 +122,7 @@ EXERCISES = [
     practice.Exercise(
         title="column maxima",
         section="Part 1. The simplest kernel",
-        inputs=lambda: dict(x=random(37, 50)),
+        inputs=lambda: dict(x=-0.5 - random(37, 50).abs()),  # all negative
         reference=reference_2,
         terms=1,
         launch=launch_2,
@@ -125,7 +130,7 @@ EXERCISES = [
     practice.Exercise(
         title="a mean and a max in one pass",
         section="Part 1. The simplest kernel",
-        inputs=lambda: dict(x=random(37, 50)),
+        inputs=lambda: dict(x=(-0.5 - random(50, 37).abs()).T),
         reference=reference_3,
         terms=37,
         launch=launch_3,

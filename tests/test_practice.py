@@ -3,6 +3,7 @@ solution passes, every untouched stub gets "not yet" with a report and no traceb
 solution broken on purpose gets the report that names what it did wrong."""
 
 import dataclasses
+import inspect
 
 import pytest
 import torch
@@ -277,3 +278,73 @@ def test_04_a_store_past_the_partial_buffer_is_reported():
         "a store left the buffer partial: offsets 150 to 163, past its last (its elements are at "
         "offsets 0 to 149); program 2 (of 3) made it"
     )
+
+
+solutions03 = module("03_blocked_sum", "solutions")
+
+
+@triton.jit
+def row_sum_kernel_ignoring_stride_n(
+    x_ptr, out_ptr, M, N, stride_m, stride_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr
+):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for j0 in range(0, N, BLOCK_N):
+        cols = j0 + tl.arange(0, BLOCK_N)
+        mask = (rows < M)[:, None] & (cols < N)[None, :]
+        offsets = rows[:, None] * stride_m + cols[None, :]  # stride_n dropped: 1 only if rows are
+        acc += tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    tl.store(out_ptr + rows, tl.sum(acc, axis=1), mask=rows < M)
+
+
+def test_a_kernel_that_ignores_a_stride_gets_wrong_values():
+    # 03's exercise 1 hands x as a .T view (strides (1, 37)), and the checker keeps it one.
+    launch = practice.with_kernels(
+        solutions03.exercises.launch_1, row_sum_kernel=row_sum_kernel_ignoring_stride_n
+    )
+    passed, lines = practice.check(dataclasses.replace(solutions03.EXERCISES[0], launch=launch))
+    assert not passed and any(" elements wrong, the first: " in line for line in lines), lines
+
+
+@triton.jit
+def column_max_kernel_padding_with_zero(
+    x_ptr, out_ptr, M, N, stride_m, stride_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr
+):
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)  # 0, not -inf: wins over negatives
+    for i0 in range(0, M, BLOCK_M):
+        rows = i0 + tl.arange(0, BLOCK_M)
+        mask = (rows < M)[:, None] & (cols < N)[None, :]
+        offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
+        acc = tl.maximum(acc, tl.load(x_ptr + offsets, mask=mask, other=0.0))
+    tl.store(out_ptr + cols, tl.max(acc, axis=0), mask=cols < N)
+
+
+def test_a_max_padded_with_zero_gets_wrong_values():
+    # 03's exercise 2 hands an all-negative x: a masked-off 0 would win every column's max.
+    launch = practice.with_kernels(
+        solutions03.launch_2, column_max_kernel=column_max_kernel_padding_with_zero
+    )
+    passed, lines = practice.check(dataclasses.replace(solutions03.EXERCISES[1], launch=launch))
+    assert not passed
+    assert any("elements wrong" in line and "got 0" in line for line in lines), lines
+
+
+@triton.jit
+def row_sum_kernel_with_a_typo(
+    x_ptr, out_ptr, M, N, stride_m, stride_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr
+):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    tl.store(out_ptr + rows, acc_sum, mask=rows < M)  # noqa: F821  (the typo: no acc_sum)
+
+
+def test_an_error_inside_a_kernel_names_the_learners_line():
+    launch = practice.with_kernels(
+        solutions03.exercises.launch_1, row_sum_kernel=row_sum_kernel_with_a_typo
+    )
+    passed, lines = practice.check(dataclasses.replace(solutions03.EXERCISES[0], launch=launch))
+    assert not passed and "acc_sum" in lines[0], lines
+    if common.INTERPRETED:  # (compiled, Triton's message quotes the kernel's line itself)
+        source, first = inspect.getsourcelines(row_sum_kernel_with_a_typo.fn)
+        line = first + next(i for i, text in enumerate(source) if "acc_sum" in text)
+        assert lines[0].endswith(f"(line {line}, in row_sum_kernel_with_a_typo)"), lines

@@ -52,11 +52,14 @@ class Exercise:
 
 
 def guarded(t, guard_value):
-    """A copy of t, contiguous, inside a buffer with guard(t.numel()) elements of guard_value on
-    each side: (the buffer, the view of t in it)."""
+    """A copy of t inside a buffer with guard(t.numel()) elements of guard_value on each side:
+    (the buffer, the view of t in it). The copy keeps the order of t's strides, so that a .T
+    view stays one: a kernel that ignores a stride gets wrong values."""
     band = guard(t.numel())
     buffer = torch.full((t.numel() + 2 * band,), guard_value, dtype=t.dtype, device=t.device)
-    view = buffer[band : band + t.numel()].view(t.shape)
+    order = sorted(range(t.dim()), key=lambda d: -t.stride(d))  # outermost dimension first
+    dense = buffer[band : band + t.numel()].view([t.shape[d] for d in order])
+    view = dense.permute([order.index(d) for d in range(t.dim())])
     view.copy_(t)
     return buffer, view
 
@@ -136,11 +139,24 @@ def run_once(exercise, inputs, out_shape, guard_values=None):
         if common.DEVICE.type == "cuda":
             torch.cuda.synchronize()
     except Exception as error:  # the learner's code: report it in a line, no traceback
-        where = traceback.extract_tb(error.__traceback__)[-1]
+        where = learners_line(error)
         run.error = f"{type(error).__name__}: {error} (line {where.lineno}, in {where.name})"
     finally:
         exercise.launch.__globals__.update(saved)
     return run
+
+
+def learners_line(error):
+    """The last line of the learner's code (no installed package's, nor this file's) in error's
+    traceback or in those of the errors it was raised from (the interpreter raises its own, from
+    the kernel's); else the traceback's last line."""
+    frames, cause = [], error
+    while cause is not None:
+        for frame in traceback.extract_tb(cause.__traceback__):
+            installed = {"site-packages", "dist-packages"} & set(Path(frame.filename).parts)
+            frames += [] if installed or frame.filename == __file__ else [frame]
+        cause = cause.__cause__ or cause.__context__
+    return frames[-1] if frames else traceback.extract_tb(error.__traceback__)[-1]
 
 
 def stores_outside(run):
@@ -377,6 +393,8 @@ def main(exercises_module, argv=None):
     args = parser.parse_args(argv)
     module = exercises_module
     if args.solutions:
+        if not (Path(exercises_module.__file__).parent / "solutions.py").exists():
+            parser.error("--solutions: there is no solutions.py beside this file")
         module = sibling(exercises_module.__file__, "solutions")
     chosen = range(1, len(module.EXERCISES) + 1) if args.e is None else [args.e]
     if args.e is not None and not 1 <= args.e <= len(module.EXERCISES):

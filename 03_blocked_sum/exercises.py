@@ -1,9 +1,9 @@
-"""Lesson 03, practice: three reductions to write, each checked on the spot.
+"""Lesson 03, practice: four reductions to write, each checked on the spot.
 
-Read main.py's Part 1 first. Then write each exercise's code where
+Read main.py's Part 1 first (and Part 2 for exercise 4). Then write each exercise's code where
 it says "Your code", and run
 
-    python 03_blocked_sum/exercises.py        # all three
+    python 03_blocked_sum/exercises.py        # all four
     python 03_blocked_sum/exercises.py -e 2   # one
 
 Each exercise gets "passed" or "not yet", and for "not yet" what is
@@ -110,6 +110,43 @@ def launch_3(x, out):
     raise NotImplementedError("exercise 3: write the kernel and the launch")
 
 
+# ## Exercise 4. A tall x split over more programs (main.py: "Part
+# 2", change (1))
+# x is tall and narrow (300 x 20): one program per column block
+# would be one program. Split the rows into chunks of
+# ROWS_PER_SPLIT = 64. Program (c, s), on a grid of two axes (c:
+# tl.program_id(0), s: tl.program_id(1)), adds up rows s * 64 to
+# s * 64 + 63 of column block c, those below M, and stores the sums
+# at partial[s, cols], a float32 (splits, N) buffer the checker
+# gives the launch. The launch's second pass (written) then adds
+# up partial's rows. Write the kernel's body and its launch.
+def reference_4(x):
+    return x.sum(0)
+
+
+@triton.jit
+def split_column_sum_kernel(
+    x_ptr, partial_ptr,  # partial: a contiguous (splits, N)
+    M, N, stride_m, stride_n, ROWS_PER_SPLIT,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    split = tl.program_id(1)
+    # Your code: the chunk's rows, BLOCK_M at a time (masked: below
+    # M, and inside the chunk), a 2-D acc, and its column sums
+    # stored at partial[split, cols].
+    pass
+
+
+def launch_4(x, partial, out):
+    M, N = x.shape
+    splits = partial.shape[0]  # triton.cdiv(M, 64)
+    # Your code, in place of the next line: split_column_sum_kernel[
+    # grid](...), with ROWS_PER_SPLIT=64, BLOCK_M=16, BLOCK_N=16.
+    raise NotImplementedError("exercise 4: write the launch")
+    out.copy_(partial.sum(0))  # the second pass
+
+
 EXERCISES = [
     practice.Exercise(
         title="row sums",
@@ -134,6 +171,15 @@ EXERCISES = [
         reference=reference_3,
         terms=37,
         launch=launch_3,
+    ),
+    practice.Exercise(
+        title="a tall x split over more programs",
+        section="Part 2, change (1)",
+        inputs=lambda: dict(x=random(300, 20)),
+        reference=reference_4,
+        terms=300,
+        launch=launch_4,
+        scratch=dict(partial=lambda x: (triton.cdiv(x.shape[0], 64), x.shape[1])),
     ),
 ]
 

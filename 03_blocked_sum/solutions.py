@@ -92,9 +92,39 @@ def launch_3(x, out):
     mean_max_kernel[grid](x, out, M, N, *x.stride(), out.stride(0), BLOCK_M=16, BLOCK_N=32)
 
 
+# ## Exercise 4: the simple kernel's loop, over one chunk of rows;
+# the mask keeps rows below M and inside the chunk.
+@triton.jit
+def split_column_sum_kernel(
+    x_ptr, partial_ptr,
+    M, N, stride_m, stride_n, ROWS_PER_SPLIT,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    split = tl.program_id(1)
+    col_mask = cols < N
+    first = split * ROWS_PER_SPLIT
+    end = tl.minimum(first + ROWS_PER_SPLIT, M)  # the chunk's end, or M
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for i0 in range(first, first + ROWS_PER_SPLIT, BLOCK_M):
+        rows = i0 + tl.arange(0, BLOCK_M)
+        offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
+        mask = (rows < end)[:, None] & col_mask[None, :]
+        acc += tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    tl.store(partial_ptr + split * N + cols, tl.sum(acc, axis=0), mask=col_mask)
+
+
+def launch_4(x, partial, out):
+    M, N = x.shape
+    splits = partial.shape[0]
+    grid = (triton.cdiv(N, 16), splits)
+    split_column_sum_kernel[grid](x, partial, M, N, *x.stride(), 64, BLOCK_M=16, BLOCK_N=16)
+    out.copy_(partial.sum(0))  # the second pass
+
+
 # Exercise 1's launch is written: the same, with this file's kernel.
 launch_1 = practice.with_kernels(exercises.launch_1, row_sum_kernel=row_sum_kernel)
-LAUNCHES = [launch_1, launch_2, launch_3]
+LAUNCHES = [launch_1, launch_2, launch_3, launch_4]
 EXERCISES = [
     dataclasses.replace(exercise, launch=launch)
     for exercise, launch in zip(exercises.EXERCISES, LAUNCHES)

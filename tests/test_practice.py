@@ -348,3 +348,28 @@ def test_an_error_inside_a_kernel_names_the_learners_line():
         source, first = inspect.getsourcelines(row_sum_kernel_with_a_typo.fn)
         line = first + next(i for i, text in enumerate(source) if "acc_sum" in text)
         assert lines[0].endswith(f"(line {line}, in row_sum_kernel_with_a_typo)"), lines
+
+
+@triton.jit
+def split_sum_kernel_past_its_chunk(
+    x_ptr, partial_ptr, M, N, stride_m, stride_n, ROWS_PER_SPLIT,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    first = tl.program_id(1) * ROWS_PER_SPLIT
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for i0 in range(first, first + ROWS_PER_SPLIT + BLOCK_M, BLOCK_M):  # a tile past the chunk
+        rows = i0 + tl.arange(0, BLOCK_M)
+        mask = (rows < M)[:, None] & (cols < N)[None, :]  # no chunk end: next chunk's rows too
+        offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
+        acc += tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    tl.store(partial_ptr + tl.program_id(1) * N + cols, tl.sum(acc, axis=0), mask=cols < N)
+
+
+def test_a_split_that_sums_rows_twice_gets_wrong_values():
+    # 03's exercise 4: a chunk that runs into the next one counts its first rows twice.
+    launch = practice.with_kernels(
+        solutions03.launch_4, split_column_sum_kernel=split_sum_kernel_past_its_chunk
+    )
+    passed, lines = practice.check(dataclasses.replace(solutions03.EXERCISES[3], launch=launch))
+    assert not passed and lines[0].startswith("20 elements wrong, the first: (0,)"), lines

@@ -12,7 +12,9 @@ import triton
 import common
 from tools import REPO_ROOT, float32_matmul_precision, load_example
 
+# (d, hidden, tokens): GPT-2 widths and larger; 8000 and 6000 tokens are no multiples of 128.
 MODELS = [(768, 3072, 8192), (1024, 4096, 2048), (2048, 8192, 16384), (4096, 16384, 4096)]
+MODELS += [(1280, 5120, 8000), (1600, 6400, 6000)]
 LAYOUTS = {"NN": (False, False), "NT": (False, True), "TN": (True, False), "TT": (True, True)}
 DTYPES = [("bfloat16", None), ("float16", None), ("float32", "high"), ("float32", "highest")]
 ODD_SHAPES = [(1000, 1001, 999), (128, 4096, 4096), (16, 8192, 8192)]  # (M, N, K)

@@ -157,7 +157,7 @@ class Matmul(torch.autograd.Function):
 # rows of C tiles: a strip of A, every strip of B. Grouped order
 # walks GROUP_M tile rows down, then right. Below, a wave of 4
 # reads 1 strip of A and 4 of B row-major, 2 and 2 grouped. On
-# `main.py --draw`'s 9 x 9 grid, a wave of 9 reads 10 against 6:
+# `--draw`'s 9 x 9 grid, GROUP_M = 3: a wave of 9 reads 10 vs 6:
 #
 #     row-major:   0  1  2  3      grouped,      0  2  4  6
 #                  4  5  6  7      GROUP_M = 2:  1  3  5  7
@@ -246,11 +246,11 @@ CONFIGS = [
 # @triton.autotune(configs=CONFIGS, key=["M", "N", "K"]) on a
 # kernel times every config at the first launch with new values
 # of the key's arguments, and keeps the fastest for them. Below,
-# M and K enter rounded up to powers of 2 (M_BUCKET, K_BUCKET),
-# so a new token count reuses a pick; the layout (stride_ak and
-# stride_bn: 1 for a row-major A and B) and precision join them;
-# Triton adds the dtypes. do_bench times each config (5 ms of
-# warm-up, 20 of timing); cache_results keeps picks on disk.
+# the key takes M and K rounded up to powers of 2, passed as two
+# more arguments (M_BUCKET, K_BUCKET): a new token count reuses a
+# pick. The layout (stride_ak, stride_bn) and precision join; the
+# dtypes too. do_bench times each config (5 ms of warm-up, 20 of
+# timing); cache_results keeps picks on disk.
 @triton.autotune(  # (tune)
     configs=CONFIGS,
     key=["M_BUCKET", "N", "K_BUCKET", "stride_ak", "stride_bn", "INPUT_PRECISION"],
@@ -263,7 +263,7 @@ def matmul_kernel(
     bias_ptr, pre_ptr,  # (epilogue): None where not used
     M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
     stride_cm, stride_cn,  # P, if kept, has C's strides
-    M_BUCKET, K_BUCKET,  # (tune) the key's sizes, unused here
+    M_BUCKET, K_BUCKET,  # (tune) for the key, which names arguments
     INPUT_PRECISION: tl.constexpr,  # (precision)
     ACTIVATION: tl.constexpr,  # (epilogue)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,

@@ -305,7 +305,7 @@ def traceable(kernel, in_op):
     """kernel as op.py launches it. in_op: from a registered op's body, where on a GPU it goes
     through wrap_triton, so that torch.compile records the launch (an eager call of the op
     launches directly). Elsewhere the kernel itself: an eager launch through wrap_triton passes
-    through a higher-order op's dispatch, which costs the host far more than the launch."""
+    through a higher-order op's dispatch, which torch's own source calls too slow for eager use."""
     return torch.library.wrap_triton(kernel) if in_op and not INTERPRETED else kernel
 
 

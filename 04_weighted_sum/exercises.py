@@ -1,9 +1,9 @@
-"""Lesson 04, practice: three kernels to write, each checked on the spot.
+"""Lesson 04, practice: four kernels to write, each checked on the spot.
 
-Read main.py's Parts 1 and 1b first. Then write each exercise's
+Read main.py's Parts 1 and 1b first (and Part 3 for exercise 4). Then write each exercise's
 code where it says "Your code", and run
 
-    python 04_weighted_sum/exercises.py        # all three
+    python 04_weighted_sum/exercises.py        # all four
     python 04_weighted_sum/exercises.py -e 2   # one
 
 Each exercise gets "passed" or "not yet", and for "not yet" what is
@@ -122,6 +122,41 @@ def launch_3(x, grad_y, partial, out):
     out.copy_(partial.sum(0))  # the second pass
 
 
+# ## Exercise 4. grad_w with the loops swapped (main.py: "Part 3",
+# (split))
+# As exercise 3, but a program owns one D tile and walks down the
+# rows: program (t, p) on a grid of two axes (t: tl.program_id(0),
+# p: tl.program_id(1)) adds x * grad_y over row tiles p, p + P,
+# p + 2P, ... (P = tl.num_programs(1)) into a 2-D acc, and stores
+# its column sums at partial[p, cols]. partial is a float32 (P, D)
+# buffer the checker gives the launch, with P = 3 here; the launch's
+# second pass (written) adds its rows. Write the kernel's body and
+# its launch: tiles of 16 rows and 16 columns.
+def reference_4(x, grad_y):
+    return (x * grad_y[:, None]).sum(0)
+
+
+@triton.jit
+def swapped_partial_kernel(
+    x_ptr, grad_y_ptr, partial_ptr,  # partial: a contiguous (P, D)
+    rows, D, stride_row, stride_col,
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,
+):  # fmt: skip
+    t, p = tl.program_id(0), tl.program_id(1)
+    # Your code: this D tile's columns, the loop over every P-th row
+    # tile from p, the store of acc's column sums at partial[p].
+    pass
+
+
+def launch_4(x, grad_y, partial, out):
+    rows, D = x.shape
+    programs = partial.shape[0]  # P = 3
+    # Your code, in place of the next line: swapped_partial_kernel[
+    # grid](...), a grid of two axes.
+    raise NotImplementedError("exercise 4: write the launch")
+    out.copy_(partial.sum(0))  # the second pass
+
+
 EXERCISES = [
     practice.Exercise(
         title="a weighted sum over the first dimension",
@@ -147,6 +182,15 @@ EXERCISES = [
         terms=37,
         launch=launch_3,
         scratch=dict(partial=lambda x, grad_y: (triton.cdiv(x.shape[0], 16), x.shape[1])),
+    ),
+    practice.Exercise(
+        title="grad_w with the loops swapped",
+        section="Part 3, (split)",
+        inputs=lambda: dict(x=random(115, 40), grad_y=random(115)),  # 8 row tiles, 3 columns
+        reference=reference_4,
+        terms=115,
+        launch=launch_4,
+        scratch=dict(partial=lambda x, grad_y: (3, x.shape[1])),
     ),
 ]
 

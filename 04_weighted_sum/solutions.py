@@ -88,7 +88,40 @@ def partial_kernel(
 # Exercise 3's launch is written: the same, with this file's kernel.
 launch_3 = practice.with_kernels(exercises.launch_3, partial_kernel=partial_kernel)
 launch_1 = practice.with_kernels(exercises.launch_1, first_dim_kernel=first_dim_kernel)
-LAUNCHES = [launch_1, launch_2, launch_3]
+
+
+# ## Exercise 4: backward_kernel's loop, without grad_x and the
+# (wide) lines: every P-th row tile from p, one D tile.
+@triton.jit
+def swapped_partial_kernel(
+    x_ptr, grad_y_ptr, partial_ptr,
+    rows, D, stride_row, stride_col,
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,
+):  # fmt: skip
+    t, p = tl.program_id(0), tl.program_id(1)
+    P = tl.num_programs(1)
+    cols = t * D_TILE + tl.arange(0, D_TILE)
+    col_mask = cols < D
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
+    for tile in range(p, tl.cdiv(rows, ROWS_TILE), P):
+        row_ids = tile * ROWS_TILE + tl.arange(0, ROWS_TILE)
+        row_mask = row_ids < rows
+        grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0)
+        offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
+        mask = row_mask[:, None] & col_mask[None, :]
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+        acc += x * grad_y[:, None]
+    tl.store(partial_ptr + p * D + cols, tl.sum(acc, axis=0), mask=col_mask)
+
+
+def launch_4(x, grad_y, partial, out):
+    rows, D = x.shape
+    grid = (triton.cdiv(D, 16), partial.shape[0])  # (D tiles, P)
+    swapped_partial_kernel[grid](x, grad_y, partial, rows, D, *x.stride(), ROWS_TILE=16, D_TILE=16)
+    out.copy_(partial.sum(0))  # the second pass
+
+
+LAUNCHES = [launch_1, launch_2, launch_3, launch_4]
 EXERCISES = [
     dataclasses.replace(exercise, launch=launch)
     for exercise, launch in zip(exercises.EXERCISES, LAUNCHES)

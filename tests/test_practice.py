@@ -373,3 +373,29 @@ def test_a_split_that_sums_rows_twice_gets_wrong_values():
     )
     passed, lines = practice.check(dataclasses.replace(solutions03.EXERCISES[3], launch=launch))
     assert not passed and lines[0].startswith("20 elements wrong, the first: (0,)"), lines
+
+
+@triton.jit
+def swapped_kernel_stepping_by_one(
+    x_ptr, grad_y_ptr, partial_ptr, rows, D, stride_row, stride_col,
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,
+):  # fmt: skip
+    p = tl.program_id(1)
+    cols = tl.program_id(0) * D_TILE + tl.arange(0, D_TILE)
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
+    for tile in range(p, tl.cdiv(rows, ROWS_TILE)):  # every tile from p, not every P-th
+        row_ids = tile * ROWS_TILE + tl.arange(0, ROWS_TILE)
+        grad_y = tl.load(grad_y_ptr + row_ids, mask=row_ids < rows, other=0.0)
+        mask = (row_ids < rows)[:, None] & (cols < D)[None, :]
+        offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
+        acc += tl.load(x_ptr + offsets, mask=mask, other=0.0) * grad_y[:, None]
+    tl.store(partial_ptr + p * D + cols, tl.sum(acc, axis=0), mask=cols < D)
+
+
+def test_a_swapped_loop_that_steps_by_one_gets_wrong_values():
+    # 04's exercise 4: programs that walk every row tile from p count most rows two or three times.
+    launch = practice.with_kernels(
+        solutions04.launch_4, swapped_partial_kernel=swapped_kernel_stepping_by_one
+    )
+    passed, lines = practice.check(dataclasses.replace(solutions04.EXERCISES[3], launch=launch))
+    assert not passed and lines[0].startswith("40 elements wrong, the first: (0,)"), lines

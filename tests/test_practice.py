@@ -21,6 +21,14 @@ def module(folder, name):
     return load_example(support.REPO_ROOT / folder / f"{name}.py")
 
 
+def check_with_kernels(solutions, number, launch, **kernels):
+    """practice.check of exercise `number` of `solutions`, its launch running `kernels` (a
+    mistake planted on purpose) in place of the kernels of those names."""
+    launch = practice.with_kernels(launch, **kernels)
+    exercise = dataclasses.replace(solutions.EXERCISES[number - 1], launch=launch)
+    return practice.check(exercise)
+
+
 exercises01 = module("01_matmul_elementwise", "exercises")
 solutions01 = module("01_matmul_elementwise", "solutions")
 solutions04 = module("04_weighted_sum", "solutions")
@@ -222,11 +230,12 @@ def first_dim_kernel_mask_off_by_one(
 def test_04_a_mask_off_by_one_gets_the_out_of_bounds_report():
     # x (37, 50): column 50 of row r is x[r + 1, 0], but past x's end on the last row; y[50] is
     # past y's end, stored by the second of two programs.
-    launch = practice.with_kernels(
-        solutions04.exercises.launch_1, first_dim_kernel=first_dim_kernel_mask_off_by_one
+    passed, lines = check_with_kernels(
+        solutions04,
+        1,
+        solutions04.exercises.launch_1,
+        first_dim_kernel=first_dim_kernel_mask_off_by_one,
     )
-    exercise = dataclasses.replace(solutions04.EXERCISES[0], launch=launch)
-    passed, lines = practice.check(exercise)
     assert not passed
     assert lines[0] == (
         "a store left the output: offsets 50, past its last (its elements are at offsets 0 to "
@@ -268,11 +277,9 @@ def partial_kernel_store_unmasked(
 def test_04_a_store_past_the_partial_buffer_is_reported():
     # The slip a learner made first: the last program's last D tile (columns 32 to 63 of 50)
     # stores 14 values past partial's end. partial is the checker's, guarded as out is.
-    launch = practice.with_kernels(
-        solutions04.exercises.launch_3, partial_kernel=partial_kernel_store_unmasked
+    passed, lines = check_with_kernels(
+        solutions04, 3, solutions04.exercises.launch_3, partial_kernel=partial_kernel_store_unmasked
     )
-    exercise = dataclasses.replace(solutions04.EXERCISES[2], launch=launch)
-    passed, lines = practice.check(exercise)
     assert not passed
     assert lines[0] == (
         "a store left the buffer partial: offsets 150 to 163, past its last (its elements are at "
@@ -299,10 +306,12 @@ def row_sum_kernel_ignoring_stride_n(
 
 def test_a_kernel_that_ignores_a_stride_gets_wrong_values():
     # 03's exercise 1 hands x as a .T view (strides (1, 37)), and the checker keeps it one.
-    launch = practice.with_kernels(
-        solutions03.exercises.launch_1, row_sum_kernel=row_sum_kernel_ignoring_stride_n
+    passed, lines = check_with_kernels(
+        solutions03,
+        1,
+        solutions03.exercises.launch_1,
+        row_sum_kernel=row_sum_kernel_ignoring_stride_n,
     )
-    passed, lines = practice.check(dataclasses.replace(solutions03.EXERCISES[0], launch=launch))
     assert not passed and any(" elements wrong, the first: " in line for line in lines), lines
 
 
@@ -322,10 +331,9 @@ def column_max_kernel_padding_with_zero(
 
 def test_a_max_padded_with_zero_gets_wrong_values():
     # 03's exercise 2 hands an all-negative x: a masked-off 0 would win every column's max.
-    launch = practice.with_kernels(
-        solutions03.launch_2, column_max_kernel=column_max_kernel_padding_with_zero
+    passed, lines = check_with_kernels(
+        solutions03, 2, solutions03.launch_2, column_max_kernel=column_max_kernel_padding_with_zero
     )
-    passed, lines = practice.check(dataclasses.replace(solutions03.EXERCISES[1], launch=launch))
     assert not passed
     assert any("elements wrong" in line and "got 0" in line for line in lines), lines
 
@@ -339,10 +347,9 @@ def row_sum_kernel_with_a_typo(
 
 
 def test_an_error_inside_a_kernel_names_the_learners_line():
-    launch = practice.with_kernels(
-        solutions03.exercises.launch_1, row_sum_kernel=row_sum_kernel_with_a_typo
+    passed, lines = check_with_kernels(
+        solutions03, 1, solutions03.exercises.launch_1, row_sum_kernel=row_sum_kernel_with_a_typo
     )
-    passed, lines = practice.check(dataclasses.replace(solutions03.EXERCISES[0], launch=launch))
     assert not passed and "acc_sum" in lines[0], lines
     if common.INTERPRETED:  # (compiled, Triton's message quotes the kernel's line itself)
         source, first = inspect.getsourcelines(row_sum_kernel_with_a_typo.fn)
@@ -368,10 +375,12 @@ def split_sum_kernel_past_its_chunk(
 
 def test_a_split_that_sums_rows_twice_gets_wrong_values():
     # 03's exercise 4: a chunk that runs into the next one counts its first rows twice.
-    launch = practice.with_kernels(
-        solutions03.launch_4, split_column_sum_kernel=split_sum_kernel_past_its_chunk
+    passed, lines = check_with_kernels(
+        solutions03,
+        4,
+        solutions03.launch_4,
+        split_column_sum_kernel=split_sum_kernel_past_its_chunk,
     )
-    passed, lines = practice.check(dataclasses.replace(solutions03.EXERCISES[3], launch=launch))
     assert not passed and lines[0].startswith("20 elements wrong, the first: (0,)"), lines
 
 
@@ -394,8 +403,7 @@ def swapped_kernel_stepping_by_one(
 
 def test_a_swapped_loop_that_steps_by_one_gets_wrong_values():
     # 04's exercise 4: programs that walk every row tile from p count most rows two or three times.
-    launch = practice.with_kernels(
-        solutions04.launch_4, swapped_partial_kernel=swapped_kernel_stepping_by_one
+    passed, lines = check_with_kernels(
+        solutions04, 4, solutions04.launch_4, swapped_partial_kernel=swapped_kernel_stepping_by_one
     )
-    passed, lines = practice.check(dataclasses.replace(solutions04.EXERCISES[3], launch=launch))
     assert not passed and lines[0].startswith("40 elements wrong, the first: (0,)"), lines

@@ -21,7 +21,8 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
 PY := $(VENV)/bin/python
-EXAMPLES := $(sort $(wildcard [0-9][0-9]_*/main.py))
+LESSONS := $(sort $(wildcard [0-9][0-9]_*/main.py))
+EXAMPLES := $(sort $(LESSONS) $(wildcard [0-9][0-9]_*/persistent.py))  # with 02's Part 3
 
 .PHONY: all test lint bench pictures exercises env clean
 
@@ -49,7 +50,7 @@ bench: env
 
 # Each lesson's picture (main.py --draw, tools/pictures.py) into its folder; runs on the CPU too.
 pictures: env
-	@set -e; for example in $(EXAMPLES); do $(PY) $$example --draw $$(dirname $$example)/picture.png; done
+	@set -e; for example in $(LESSONS); do $(PY) $$example --draw $$(dirname $$example)/picture.png; done
 
 # The venv gets a .pth file listing the creating Python's site-packages. `--system-site-packages`
 # alone is not enough when PYTHON is itself a venv (as on many GPU images): it would only see the

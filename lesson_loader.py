@@ -10,14 +10,16 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-SHARED = ("common", "tools")  # the repository's modules that a lesson imports
+SHARED = ("common", "tools", "lesson_loader")  # the repository's modules that a lesson imports
 
 
-def load_lesson(folder):
-    """main.py in `folder`, as the module example_<folder> (the name the tests and `make bench`
-    load it by, so that all share one copy)."""
+def load_lesson(folder, file="main.py"):
+    """`file` in `folder`: main.py as the module example_<folder>, another file (02's
+    persistent.py) as <stem>_<folder>; the names the tests and `make bench` load them by, so that
+    all share one copy."""
     folder = Path(folder).resolve()
-    name = "example_" + folder.name
+    stem = Path(file).stem
+    name = ("example" if stem == "main" else stem) + "_" + folder.name
     if name in sys.modules:
         return sys.modules[name]
     path, saved = list(sys.path), {n: sys.modules.get(n) for n in SHARED}
@@ -26,7 +28,7 @@ def load_lesson(folder):
         if module is not None and ROOT not in where.parents:
             del sys.modules[module_name]  # the caller's: the lesson imports ours instead
     try:
-        spec = importlib.util.spec_from_file_location(name, folder / "main.py")
+        spec = importlib.util.spec_from_file_location(name, folder / file)
         lesson = sys.modules[name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(lesson)
     except BaseException:

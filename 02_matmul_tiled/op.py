@@ -33,6 +33,7 @@ LOADER = HERE.parent / "lesson_loader.py"
 spec = importlib.util.spec_from_file_location("_triton_lessons_loader", LOADER)
 spec.loader.exec_module(loader := importlib.util.module_from_spec(spec))
 lesson = loader.load_lesson(HERE)
+persistent = loader.load_lesson(HERE, "persistent.py")  # the lesson's Part 3
 common = lesson.common  # the device, and the checks of out= that every op shares
 
 DTYPES = common.OP_DTYPES  # float16, bfloat16, float32 and float64
@@ -72,7 +73,7 @@ def pick(a, b, c):
     fast_dot = c.dtype in (torch.float16, torch.bfloat16)
     fast_dot = fast_dot or lesson.input_precision(c.dtype) == "tf32"
     many_rows = a.shape[0] > 128  # (and asked first: persistent_problem costs the host more)
-    taken = fast_dot and many_rows and lesson.persistent_problem(a, b, c) is None
+    taken = fast_dot and many_rows and persistent.persistent_problem(a, b, c) is None
     return "persistent" if taken else "tuned"
 
 
@@ -83,26 +84,27 @@ def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
     kernel, (m, k), n = pick(a, b, c), a.shape, b.shape[1]
     a, b = common.dot_inputs(a, b)  # bfloat16 as float32 under the interpreter
     precision = lesson.input_precision(c.dtype)
-    transpose = common.traceable(lesson.transpose_kernel, in_op)
+    transpose = common.traceable(persistent.transpose_kernel, in_op)
     if kernel == "persistent":
-        if precision == "tf32":  # lesson.persistent_operands, its copies launched as here
-            a_arg, a_t = lesson.rows_contiguous(a, kernel=transpose), False
-            b_arg, b_t = lesson.rows_contiguous(b.T, kernel=transpose), True
+        if precision == "tf32":  # persistent.persistent_operands, its copies launched as here
+            a_arg, a_t = persistent.rows_contiguous(a, kernel=transpose), False
+            b_arg, b_t = persistent.rows_contiguous(b.T, kernel=transpose), True
         else:
-            a_arg, a_t, b_arg, b_t = lesson.persistent_operands(a, b)
+            a_arg, a_t, b_arg, b_t = persistent.persistent_operands(a, b)
         programs = common.sm_count(a.device)
         common.set_descriptor_allocator()
-        persistent, args = common.heuristics_applied(lesson.persistent_matmul_kernel, dict(
+        rules_kernel = persistent.persistent_matmul_kernel  # its @triton.heuristics applied here
+        persistent_kernel, args = common.heuristics_applied(rules_kernel, dict(
             a_ptr=a_arg, b_ptr=b_arg, c_ptr=c, bias_ptr=bias, pre_ptr=pre, M=m, N=n, K=k,
             stride_a=a_arg.stride(0), stride_b=b_arg.stride(0), stride_cm=c.stride(0),
             PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t,
             INPUT_PRECISION=precision, ACTIVATION=activation,
         ))  # fmt: skip
-        common.traceable(persistent, in_op)[(programs,)](**args)
+        common.traceable(persistent_kernel, in_op)[(programs,)](**args)
         return
-    if c.dtype == torch.float32 and precision == "ieee" and lesson.transposed(b):
+    if c.dtype == torch.float32 and precision == "ieee" and persistent.transposed(b):
         # exact float32 reads a row-major B faster (NOTES 60, 63)
-        b = lesson.rows_contiguous(b, kernel=transpose)
+        b = persistent.rows_contiguous(b, kernel=transpose)
     # The tuning key's M_BUCKET, K_BUCKET (a size torch.compile traces is fixed to its value).
     buckets = (triton.next_power_of_2(int(m)), triton.next_power_of_2(int(k)))
     common.traceable(lesson.matmul_kernel, in_op)[lesson.tile_grid(m, n)](

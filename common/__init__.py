@@ -13,6 +13,9 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+if INTERPRETED:  # the interpreter runs tl.sigmoid in numpy, whose exp(-x) warns of an overflow
+    # to inf for a large negative x, where the sigmoid is exactly 0, as on a GPU
+    warnings.filterwarnings("ignore", "overflow encountered in exp", RuntimeWarning)
 DEVICE = torch.device("cuda" if torch.cuda.is_available() and not INTERPRETED else "cpu")
 
 import triton  # noqa: E402  (imported after the interpreter switch on purpose)

@@ -34,10 +34,15 @@ def load(folder):
 
 
 def load_op(folder):
-    """The op.py beside the lesson in `folder`, after support.load has loaded the lesson (so
-    that the op launches the lesson's kernels with the tests' configs)."""
+    """The op.py beside the lesson in `folder` (see load_beside)."""
+    return load_beside(folder, "op.py")
+
+
+def load_beside(folder, file):
+    """A file beside the lesson in `folder` (op.py; 02's persistent.py), after support.load has
+    loaded the lesson (so that it launches the lesson's kernels with the tests' configs)."""
     load(folder)
-    return load_example(REPO_ROOT / folder / "op.py")
+    return load_example(REPO_ROOT / folder / file)
 
 
 def keep_two_configs(module):

@@ -13,14 +13,15 @@ from support import common
 from tools import asm
 
 ex = support.load("02_matmul_tiled")
+pe = support.load_beside("02_matmul_tiled", "persistent.py")  # Part 3: the persistent kernel
 op = support.load_op("02_matmul_tiled")
 DEVICE = common.DEVICE
 
-VARIANT_NAMES = list(ex.VARIANTS)  # simple, tuned, persistent
+VARIANT_NAMES = list(pe.VARIANTS)  # main.py's simple, tuned; persistent.py's persistent
 WRAPPERS = {
     "simple": ex.matmul_simple,
     "tuned": ex.matmul_tuned,
-    "persistent": ex.matmul_persistent,
+    "persistent": pe.matmul_persistent,
 }
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 LAYOUTS = [(False, False), (False, True), (True, False), (True, True)]  # transpose_a, transpose_b
@@ -58,7 +59,7 @@ def check_every_variant(m, n, k, dtype, precision=None, transpose_a=False, trans
     with support.float32_matmul_precision(precision):
         a = common.random_matrix(m, k, dtype, transpose_a)
         b = common.random_matrix(k, n, dtype, transpose_b)
-        variants = ex.variants_for(a, b) | {"matmul": op.matmul}
+        variants = pe.variants_for(a, b) | {"matmul": op.matmul}
         for name, fn in variants.items():
             what = f"{name} {m}x{n}x{k} {dtype} {precision}, transposed {transpose_a, transpose_b}"
             ex.check(fn, a, b, what)
@@ -112,20 +113,20 @@ def test_every_config_on_gpu(index):
 def test_every_persistent_tile_on_gpu(dtype, m, n, block_n, transpose_a, transpose_b):
     # wide_tiles' wide (128 x 256, float32's C stored in halves) and narrow tiles, each dtype
     # and layout; at N = 24 both widths give as many tiles, and the wide one wins the tie.
-    assert (256 if ex.wide_tiles(m, n, common.sm_count(DEVICE)) else 128) == block_n
+    assert (256 if pe.wide_tiles(m, n, common.sm_count(DEVICE)) else 128) == block_n
     a = common.random_matrix(m, 72, dtype, transpose_a)
     b = common.random_matrix(72, n, dtype, transpose_b)
     for precision in ("highest", "high") if dtype == torch.float32 else (None,):
         with support.float32_matmul_precision(precision):
-            ex.check(ex.VARIANTS["persistent"], a, b, f"persistent {m}x{n} {dtype} {precision}")
+            ex.check(pe.VARIANTS["persistent"], a, b, f"persistent {m}x{n} {dtype} {precision}")
 
 
 def test_persistent_tile_rule():
-    assert ex.wide_tiles(4096, 4096, 132)
-    assert ex.wide_tiles(1024, 4096, 132)  # 8 x 16 tiles: 128 SMs
-    assert not ex.wide_tiles(512, 4096, 132)  # 4 x 16 tiles: 64 SMs
+    assert pe.wide_tiles(4096, 4096, 132)
+    assert pe.wide_tiles(1024, 4096, 132)  # 8 x 16 tiles: 128 SMs
+    assert not pe.wide_tiles(512, 4096, 132)  # 4 x 16 tiles: 64 SMs
     # 3072^3: 288 wide tiles fill 73% of three turns of 132 programs, 576 narrow ones 87% of five
-    assert not ex.wide_tiles(3072, 3072, 132)
+    assert not pe.wide_tiles(3072, 3072, 132)
 
 
 @pytest.mark.parametrize("m, n, element_size, expected", [
@@ -137,7 +138,7 @@ def test_persistent_heuristics(m, n, element_size, expected):
     # What @triton.heuristics sets at a launch, as tools/asm.py evaluates it for --asm.
     a = torch.empty(0, dtype={2: torch.float16, 4: torch.float32}[element_size])
     named = dict(M=m, N=n, PROGRAMS=132, a_ptr=a)
-    values = asm.with_heuristics(ex.persistent_matmul_kernel, (), named)
+    values = asm.with_heuristics(pe.persistent_matmul_kernel, (), named)
     assert {name: values[name] for name in expected} == expected
 
 
@@ -151,7 +152,7 @@ def test_odd_sizes_every_dtype(dtype):
 def test_output_has_input_dtype_and_shape(dtype):
     a = torch.randn(5, 8, device=DEVICE).to(dtype)
     b = torch.randn(8, 3, device=DEVICE).to(dtype)
-    for fn in [op.matmul, *ex.variants_for(a, b).values()]:
+    for fn in [op.matmul, *pe.variants_for(a, b).values()]:
         c = fn(a, b)
         assert c.dtype == dtype and c.shape == (5, 3)
 
@@ -201,7 +202,7 @@ def test_a_transposed_with_rows_not_16_byte_aligned(dtype):
 
 @pytest.mark.parametrize("name", VARIANT_NAMES + ["matmul"])
 def test_sliced_views(name):
-    fn = op.matmul if name == "matmul" else ex.VARIANTS[name]
+    fn = op.matmul if name == "matmul" else pe.VARIANTS[name]
     big_a = torch.randn(90, 132, device=DEVICE)
     big_b = torch.randn(140, 72, device=DEVICE)
     a = big_a[::3, 2:98]  # every third row, a column window: (30, 96), base 8 bytes in
@@ -220,7 +221,7 @@ def test_sliced_views(name):
 def test_empty(m, n, k):
     a = torch.randn(m, k, device=DEVICE)
     b = torch.randn(k, n, device=DEVICE)
-    variants = ex.variants_for(a, b) | {"matmul": op.matmul}
+    variants = pe.variants_for(a, b) | {"matmul": op.matmul}
     assert "persistent" not in variants  # a descriptor takes no empty tensor
     for name, fn in variants.items():
         c = fn(a, b)
@@ -236,7 +237,7 @@ def test_the_lesson_asserts_what_its_kernels_cannot_take():
     with pytest.raises(AssertionError, match="float64"):
         ex.matmul_simple(a.double(), b.double())
     with pytest.raises(AssertionError, match="no float64"):
-        ex.matmul_persistent(a.double(), b.double())
+        pe.matmul_persistent(a.double(), b.double())
 
 
 def test_the_simple_kernel_refuses_offsets_past_2_to_31():
@@ -254,22 +255,22 @@ def test_persistent_problem_names_what_a_descriptor_cannot_take():
     half = dict(device=DEVICE, dtype=torch.float16)
     a, b = torch.randn(32, 17, **half), torch.randn(17, 32, **half)  # rows of 34 bytes
     c = torch.empty(32, 32, **half)
-    assert re.search(r"a \(32, 17\).*not a positive multiple of 16", ex.persistent_problem(a, b, c))
+    assert re.search(r"a \(32, 17\).*not a positive multiple of 16", pe.persistent_problem(a, b, c))
     a = torch.randn(32, 16, device=DEVICE)
     b = torch.randn(16, 64, device=DEVICE)[:, ::2]
     with support.float32_matmul_precision("highest"):
-        problem = ex.persistent_problem(a, b, torch.empty(32, 32, device=DEVICE))
+        problem = pe.persistent_problem(a, b, torch.empty(32, 32, device=DEVICE))
     assert re.search(r"b \(16, 32\) .* last stride is 2, not 1", problem)
     shifted = torch.randn(32 * 16 + 1, device=DEVICE)[1:].view(32, 16)  # base 4 bytes past 16
     with support.float32_matmul_precision("highest"):
-        problem = ex.persistent_problem(a, shifted[:16], torch.empty(32, 16, device=DEVICE))
+        problem = pe.persistent_problem(a, shifted[:16], torch.empty(32, 16, device=DEVICE))
     assert "not 16-byte aligned" in problem
     out = torch.empty(32, 6, device=DEVICE)[:, :4]  # rows 24 bytes apart
     b = torch.randn(16, 4, device=DEVICE)
-    assert re.search(r"the output \(32, 4\) .* 24 bytes", ex.persistent_problem(a, b, out))
-    assert "no float64" in ex.persistent_problem(a.double(), b.double(), out.double())
+    assert re.search(r"the output \(32, 4\) .* 24 bytes", pe.persistent_problem(a, b, out))
+    assert "no float64" in pe.persistent_problem(a.double(), b.double(), out.double())
     with support.float32_matmul_precision("high"):  # TF32 copies A and B, but writes C in place
-        problem = ex.persistent_problem(a[:, :5], b[:5], torch.empty(32, 5, device=DEVICE))
+        problem = pe.persistent_problem(a[:, :5], b[:5], torch.empty(32, 5, device=DEVICE))
     assert re.search(r"the output \(32, 5\)", problem)
 
 
@@ -282,7 +283,7 @@ def test_persistent_tf32_copies_what_is_not_k_major(transpose_a, transpose_b, k)
     a = common.random_matrix(30, k, torch.float32, transpose_a)
     b = common.random_matrix(k, 16, torch.float32, transpose_b)
     with support.float32_matmul_precision("high"), common.uninitialized_memory_is_nan():
-        c = ex.matmul_persistent(a, b)
+        c = pe.matmul_persistent(a, b)
     what = f"persistent TF32, K = {k}, layout {transpose_a, transpose_b}"
     common.assert_close(c, *reference64(a, b), k, what, 2.0**-9)
 
@@ -291,7 +292,7 @@ def test_the_lessons_function_refuses_a_second_derivative():
     # Its backward launches kernels, which autograd cannot see into: it raises, never a wrong 0.
     a = torch.randn(5, 4, device=DEVICE, requires_grad=True)
     b = torch.randn(4, 3, device=DEVICE, requires_grad=True)
-    (grad_a,) = torch.autograd.grad(ex.VARIANTS["tuned"](a, b).sum(), a, create_graph=True)
+    (grad_a,) = torch.autograd.grad(pe.VARIANTS["tuned"](a, b).sum(), a, create_graph=True)
     with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
         torch.autograd.grad(grad_a.sum(), b)
 
@@ -315,16 +316,39 @@ def test_check_catches_a_wrong_answer(wrong):
         ex.check(lambda a, b: ex.Matmul.apply(a, b, broken), a, b, "broken")
 
 
-def test_main_runs(capsys):
-    assert ex.main(["--m", "20", "--n", "24", "--k", "40", "--dtype", "float32"]) == 0
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_check_epilogue_passes_the_fused_gelu_and_catches_a_wrong_one(monkeypatch, dtype):
+    a, b = common.random_matrix(40, 33, dtype), common.random_matrix(33, 24, dtype)
+    ex.check_epilogue(a, b)
+    right = ex.matmul_tuned
+
+    def without_gelu(a, b, bias, activation):  # the bias added, GELU left out
+        return right(a, b, bias)
+
+    monkeypatch.setattr(ex, "matmul_tuned", without_gelu)
+    with pytest.raises(AssertionError, match="tuned \\+ bias \\+ GELU: .* elements off"):
+        ex.check_epilogue(a, b)
+
+
+@pytest.mark.parametrize("lesson", [ex, pe], ids=["main.py", "persistent.py"])
+def test_main_runs(capsys, lesson):
+    assert lesson.main(["--m", "20", "--n", "24", "--k", "40", "--dtype", "float32"]) == 0
     printed = capsys.readouterr().out
-    assert "check 20x24x40 float32: simple, tuned, persistent match float64" in printed
-    for name in ["torch", "matmul_kernel[grid] bare", *VARIANT_NAMES]:
+    names = list(lesson.VARIANTS)
+    assert f"check 20x24x40 float32: {', '.join(names)} match float64" in printed
+    assert "check 20x24x40 float32: tuned + bias + GELU match float64" in printed
+    for name in ["torch", "matmul_kernel[grid] bare", *names]:
         assert f" {name} " in printed
 
 
+def test_persistent_py_adds_its_kernel_to_the_lessons_variants():
+    assert list(ex.VARIANTS) == ["simple", "tuned"]
+    assert list(pe.VARIANTS) == ["simple", "tuned", "persistent"]
+    assert pe.grouped_tile is ex.grouped_tile  # one copy of Part 2's helpers
+
+
 def test_main_leaves_out_a_variant_descriptors_cannot_take(capsys):
-    assert ex.main(["--m", "33", "--n", "65", "--k", "17", "--dtype", "float32"]) == 0
+    assert pe.main(["--m", "33", "--n", "65", "--k", "17", "--dtype", "float32"]) == 0
     printed = capsys.readouterr().out
     assert "check 33x65x17 float32: simple, tuned match float64" in printed
     assert not re.search(r"^33x65x17 .*  persistent  ", printed, re.M)  # no row in the table
@@ -372,7 +396,7 @@ def test_autotune_key_is_what_the_lesson_names():
 @pytest.mark.parametrize("dtype, m", [("float16", 256), ("float32", 64)])
 def test_benchmark_rows(dtype, m):
     with support.float32_matmul_precision("high"):
-        rows = ex.benchmark(m, 32, 16, dtype)
+        rows = pe.benchmark(m, 32, 16, dtype)
     names = [row["variant"] for row in rows]
     assert names == [*VARIANT_NAMES, "matmul_kernel[grid] bare", "torch"]
     for row in rows:
@@ -477,7 +501,7 @@ def test_column_major_out_is_written_where_it_lies(monkeypatch):
     b = torch.randn(32, BIG, device=DEVICE, dtype=torch.float16)
     out = torch.full((BIG, BIG), float("nan"), device=DEVICE, dtype=torch.float16).T
     assert re.search(
-        r"the output \(256, 256\) strides \(1, 256\)", ex.persistent_problem(a, b, out)
+        r"the output \(256, 256\) strides \(1, 256\)", pe.persistent_problem(a, b, out)
     )
     assert op.matmul(a, b, out=out) is out and picks == ["tuned"]
     common.assert_close(out, *reference64(a, b), 32, "matmul into a column-major out")
@@ -549,7 +573,7 @@ def test_gradients_run_the_persistent_kernel_on_transposed_views(monkeypatch, dt
 @pytest.mark.parametrize("entry", ["matmul", "tuned", "persistent"])
 def test_gradients_of_a_sum(dtype, precision, entry):
     # dC of c.sum() is an expand()ed view with strides (0, 0); of (c.sum(0) * w).sum(), (0, 1).
-    fn = op.matmul if entry == "matmul" else ex.VARIANTS[entry]
+    fn = op.matmul if entry == "matmul" else pe.VARIANTS[entry]
     w = torch.randn(16, device=DEVICE).to(dtype)
     with support.float32_matmul_precision(precision):
         for loss, grad_c in [
@@ -710,7 +734,7 @@ def test_bias_and_gelu_every_kernel(dtype, transposed, m, n, k):
     a, b, bias = epilogue_inputs(m, n, k, dtype, transposed)
     p64 = a.double() @ b.double() + bias.double()
     magnitude = 1.2 * (a.double().abs() @ b.double().abs() + bias.double().abs())
-    kernels = {n_: WRAPPERS[n_] for n_ in ex.variants_for(a, b) if n_ != "simple"}
+    kernels = {n_: WRAPPERS[n_] for n_ in pe.variants_for(a, b) if n_ != "simple"}
     kernels["matmul"] = lambda a, b, bias, activation: op.matmul(  # noqa: E731
         a, b, bias=bias, activation=activation
     )

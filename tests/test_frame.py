@@ -20,7 +20,7 @@ from tools import example_paths, layouts, train_step
 EXAMPLES = [path.parent.name for path in example_paths()]
 VARIANT_STYLES = {
     "01_matmul_elementwise": set(),
-    "02_matmul_tiled": {"simple", "tuned", "persistent"},
+    "02_matmul_tiled": {"simple", "tuned"},  # persistent.py adds "persistent"
     "03_blocked_sum": {"simple", "pointer", "block_ptr"},
     "04_weighted_sum": {"simple", "tuned"},
 }
@@ -170,6 +170,15 @@ def test_a_split_lesson_reads_as_a_lesson(folder):
     after = next(i for i in range(start + 1, len(lines)) if lines[i][:1] not in ("", " ", ")"))
     last = max(i for i in range(start, after) if lines[i].strip())  # check()'s last line
     assert last + 1 <= 120, f"check() ends at line {last + 1}, after line 120"
+
+
+def test_02s_part_3_in_its_own_file_reads_as_a_lesson_too():
+    # persistent.py: the lines of a lesson (no budget of its own), and no op machinery.
+    lines = (support.REPO_ROOT / "02_matmul_tiled" / "persistent.py").read_text().splitlines()
+    widths = sorted(len(line) for line in lines if line.strip())
+    assert widths[len(widths) // 2] <= 60 and widths[-1] <= 100
+    text = "\n".join(lines)
+    assert not [word for word in OP_MACHINERY if word in text], "op machinery in the lesson"
 
 
 @pytest.mark.parametrize("folder", [f for f in EXAMPLES if VARIANT_STYLES[f]])

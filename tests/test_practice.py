@@ -96,15 +96,18 @@ def test_a_mask_off_by_one_gets_the_out_of_bounds_report():
     )
     # Under the interpreter programs run one after another: C[r, 20], which is C[r + 1, 0], is
     # written again by program r + 1. On a GPU they race for it, and may leave it wrong: the
-    # checker then says the output changes run to run, beside or instead of the load.
+    # checker then says the output changes run to run, beside or instead of the load; or the race
+    # moves the output while it probes guard bands, and the load's range comes out wider (seen
+    # on an H200: "offsets ..., before its first element and offsets 140 to 4107, past its last").
     if common.INTERPRETED:
         assert lines[1:] == [
             "a load read outside input b: offsets 140, past its last (its elements are at "
             "offsets 0 to 139)"
         ]
     else:
-        reports = ("a load read outside input b: offsets 140", "the output differs from one run")
-        assert any(line.startswith(reports) for line in lines[1:]), lines
+        load = [line for line in lines[1:] if line.startswith("a load read outside input b:")]
+        race = [line for line in lines[1:] if line.startswith("the output differs from one run")]
+        assert race or (load and "140" in load[0]), lines
 
 
 @triton.jit

@@ -3,8 +3,6 @@ tests load each lesson by its path, since no import statement can name a folder 
 
 import argparse
 import contextlib
-import importlib.util
-import sys
 from pathlib import Path
 
 import lesson_loader
@@ -14,18 +12,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_example(path):
-    """A lesson's main.py, by lesson_loader as op.py loads it (the module example_<folder>,
-    one copy for all), or another file of a lesson's folder (op.py, exercises.py, ...) as the
-    module <file>_<folder>; each imported once."""
+    """A file of a lesson's folder, by lesson_loader as op.py loads it: main.py as the module
+    example_<folder> (one copy for all), another (op.py, persistent.py, exercises.py, ...) as
+    <file>_<folder>; each imported once."""
     path = Path(path).resolve()
-    if path.stem == "main":
-        return lesson_loader.load_lesson(path.parent)
-    name = f"{path.stem}_{path.parent.name}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
+    return lesson_loader.load_lesson(path.parent, path.name)
 
 
 def example_paths():  # every lesson's main.py, in reading order

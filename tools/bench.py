@@ -21,6 +21,11 @@ PLOTTED = {
 }
 
 
+# The file whose benchmark() times every kernel of a lesson: main.py, but for 02 persistent.py
+# (its Part 3), whose table is main.py's with the persistent kernel's row added.
+BENCHED = {"02_matmul_tiled": "persistent.py"}
+
+
 def plot(rows, name, path):
     """Grouped bars of throughput, one group per case, torch as a line over each group; the copy
     ceiling where the unit is GB/s; 04's forward and backward in two panels (" fwd", " bwd")."""
@@ -88,7 +93,7 @@ def main(argv=None):
         name = path.parent.name
         if args.only and not any(text in name for text in args.only):
             continue
-        example = load_example(path)
+        example = load_example(path.parent / BENCHED.get(name, "main.py"))
         rows = []
         for case in example.SWEEP:  # a case's "precision": torch's float32 matmul precision
             case = dict(case)

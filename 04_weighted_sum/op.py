@@ -4,7 +4,8 @@ main.py beside this file teaches the kernels; this file makes them safe to call 
 adds nothing to what they compute:
 - `weighted_sum(x, weight, out=None, style="tuned")` checks its inputs (TypeError or ValueError
   naming what is wrong), writes into `out=` (which may overlap x), and records gradients, second
-  ones too; `style` picks the lesson's kernels, "simple" or "tuned";
+  ones too; `style` picks the lesson's kernels: "simple" (Part 1), or "tuned" (its fastest:
+  Parts 2 and 3 with Part 4's wide loads, the kernels of wide.py);
 - `torch.ops.triton_lessons.weighted_sum(x, weight, style)` is the same op registered with
   PyTorch, so that `torch.compile(fullgraph=True)` takes it: on a GPU a
   `torch.library.triton_op`, whose kernels the compiled code launches itself; under the
@@ -32,9 +33,11 @@ LOADER = HERE.parent / "lesson_loader.py"
 spec = importlib.util.spec_from_file_location("_triton_lessons_loader", LOADER)
 spec.loader.exec_module(loader := importlib.util.module_from_spec(spec))
 lesson = loader.load_lesson(HERE)
+wide = loader.load_lesson(HERE, "wide.py")  # the lesson's Part 4: the tuned kernels, wide loads
 common = lesson.common  # the device, and the checks of out= that every op shares
 
 DTYPES = common.OP_DTYPES  # float16, bfloat16, float32 and float64
+STYLES = ("simple", "tuned")  # the style argument's values
 
 
 def validate(x, weight, style="tuned"):
@@ -53,8 +56,8 @@ def validate(x, weight, style="tuned"):
     if x.device != weight.device or x.device.type != common.DEVICE.type:
         where = f"x is on {x.device} and weight on {weight.device}"
         raise ValueError(f"{where}: both must be on {common.DEVICE.type}")
-    if style not in lesson.KERNELS:
-        raise ValueError(f"style {style!r} is not one of {list(lesson.KERNELS)}")
+    if style not in STYLES:
+        raise ValueError(f"style {style!r} is not one of {list(STYLES)}")
     return x.shape[:-1]
 
 
@@ -81,8 +84,8 @@ def forward(x, weight, style, in_op=False):
     y = x2d.new_empty(rows)
     if style == "simple":  # lesson.forward_simple
         kernel, grid, tiles = lesson.simple_forward_kernel, (triton.cdiv(rows, 16),), SIMPLE_TILES
-    else:  # lesson.forward_tuned
-        kernel, tiles = lesson.forward_kernel, lesson.alignment(x2d)
+    else:  # wide.forward_wide
+        kernel, tiles = wide.forward_wide_kernel, wide.alignment(x2d)
         grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
     common.traceable(kernel, in_op)[grid](x2d, weight, y, rows, d, *x2d.stride(), **tiles)
     return y.reshape(x.shape[:-1])
@@ -102,12 +105,12 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_
             x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **SIMPLE_TILES
         )
         grad_w = partial.sum(0).to(weight.dtype)
-    else:  # lesson.backward_tuned: P programs down each D tile, then the fixed-order sum
+    else:  # wide.backward_wide: P programs down each D tile, then the fixed-order sum
         grad_x, partial = x2d.new_empty((rows, d)), partials(split(rows, d, x2d.device), x2d)
         programs = partial.shape[0]
         grid = lambda meta: (triton.cdiv(d, meta["D_TILE"]), programs)  # noqa: E731
-        common.traceable(lesson.backward_kernel, in_op)[grid](
-            x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **lesson.alignment(x2d)
+        common.traceable(wide.backward_wide_kernel, in_op)[grid](
+            x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **wide.alignment(x2d)
         )
         grad_w = torch.empty_like(weight)
         rows_tile = min(triton.next_power_of_2(programs), 1024)  # tall: few steps

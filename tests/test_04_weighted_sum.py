@@ -10,15 +10,16 @@ import torch
 import support
 
 ws = support.load("04_weighted_sum")
+wide = support.load_beside("04_weighted_sum", "wide.py")  # Part 4: the "wide" variant
 op = support.load_op("04_weighted_sum")
 common = support.common
 DEVICE = common.DEVICE
 LAYOUTS = ("contiguous", "transposed", "sliced")
-ENTRY_AND_VARIANTS = {"weighted_sum": op.weighted_sum, **ws.VARIANTS}
+ENTRY_AND_VARIANTS = {"weighted_sum": op.weighted_sum, **wide.VARIANTS}
 # The entry with each style: the lesson's kernels, with second derivatives.
 ENTRY_STYLES = {
     f"weighted_sum {style}": lambda x, w, style=style: op.weighted_sum(x, w, style=style)
-    for style in ws.KERNELS
+    for style in op.STYLES
 }
 
 
@@ -59,13 +60,13 @@ def assert_matches_float64(y, grads, x, w, g, what):
 )
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_sizes(rows, d, dtype):
-    assert ws.check(layout(rows, d, dtype), ws.VARIANTS) == list(ws.VARIANTS)
+    assert ws.check(layout(rows, d, dtype), wide.VARIANTS) == list(wide.VARIANTS)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
 @pytest.mark.parametrize("how", LAYOUTS)
 def test_dtypes_and_layouts(dtype, how):
-    assert ws.check(layout(37, 104, dtype, how), ws.VARIANTS) == list(ws.VARIANTS)
+    assert ws.check(layout(37, 104, dtype, how), wide.VARIANTS) == list(wide.VARIANTS)
 
 
 @support.gpu_only
@@ -75,7 +76,7 @@ def test_every_config_on_gpu(index):
     # config
     # `index`, forward and backward, on D = 1000 (a masked tile) and rows of 16-byte multiples.
     with support.pinned_config(ws, index):
-        assert ws.check(layout(1001, 1000), ws.VARIANTS) == list(ws.VARIANTS)
+        assert ws.check(layout(1001, 1000), wide.VARIANTS) == list(wide.VARIANTS)
 
 
 @pytest.mark.parametrize(
@@ -83,23 +84,23 @@ def test_every_config_on_gpu(index):
     [((3,), "contiguous"), ((2, 3), "contiguous"), ((3,), "transposed"), ((2, 2), "sliced")],
 )
 def test_leading_dims(batch, how):
-    assert ws.check(layout(7, 40, how=how, batch=batch), ws.VARIANTS) == list(ws.VARIANTS)
+    assert ws.check(layout(7, 40, how=how, batch=batch), wide.VARIANTS) == list(wide.VARIANTS)
 
 
 @pytest.mark.parametrize("rows, d", [(0, 8), (0, 1), (4, 0)])
 def test_empty(rows, d):
     # The entry launches nothing for an empty x: no autotuner times an empty launch. The lesson's
     # simple kernels launch no program for no rows, and sum no columns for D = 0.
-    variants = {**ENTRY_STYLES, "simple": ws.VARIANTS["simple"]}
+    variants = {**ENTRY_STYLES, "simple": wide.VARIANTS["simple"]}
     assert ws.check(layout(rows, d), variants) == list(variants)
 
 
-@pytest.mark.parametrize("name", list(ws.VARIANTS))
+@pytest.mark.parametrize("name", list(wide.VARIANTS))
 def test_strided_weight(name):
     x = torch.randn(19, 24, device=DEVICE, requires_grad=True)
     w = torch.randn(48, device=DEVICE)[::2].requires_grad_()
     g = torch.randn(19, device=DEVICE)
-    y = ws.VARIANTS[name](x, w)
+    y = wide.VARIANTS[name](x, w)
     assert_matches_float64(y, torch.autograd.grad(y, (x, w), g), x, w, g, f"{name}, strided w")
 
 
@@ -109,7 +110,7 @@ def test_tuned_backward_with_few_and_many_programs(programs_per_sm, monkeypatch)
     # adds them in two steps of 1024; P = 1 walks every row tile in one program.
     monkeypatch.setattr(ws, "PROGRAMS_PER_SM", programs_per_sm)
     x = layout(2000, 40, torch.bfloat16)
-    assert ws.check(x, {"tuned": ws.VARIANTS["tuned"]}) == ["tuned"]
+    assert ws.check(x, {"tuned": wide.VARIANTS["tuned"]}) == ["tuned"]
 
 
 def assert_y(y, x, w, what):  # y = x @ w against float64
@@ -117,7 +118,7 @@ def assert_y(y, x, w, what):  # y = x @ w against float64
     common.assert_close(y, (x64 * w64).sum(-1), (x64.abs() * w64.abs()).sum(-1), x.shape[-1], what)
 
 
-@pytest.mark.parametrize("style", list(ws.KERNELS))
+@pytest.mark.parametrize("style", op.STYLES)
 @pytest.mark.parametrize("shape", [(33, 20), (2, 3, 7), (0, 5), (4, 0), (1, 1)])
 def test_out_gets_the_right_answer(style, shape):
     x, w = torch.randn(shape, device=DEVICE), torch.randn(shape[-1], device=DEVICE)
@@ -126,7 +127,7 @@ def test_out_gets_the_right_answer(style, shape):
     assert_y(out, x, w, f"{style} out= {shape}")
 
 
-@pytest.mark.parametrize("style", list(ws.KERNELS))
+@pytest.mark.parametrize("style", op.STYLES)
 @pytest.mark.parametrize("which", ["x's first row", "x's column", "weight"])
 def test_out_that_aliases_an_input_gets_the_right_answer(style, which):
     # As torch.matmul(x, w, out=x[0]) does: y goes to a fresh buffer first, then into out.
@@ -168,7 +169,7 @@ def test_out_is_refused_while_an_input_requires_grad():
     assert_y(out, x, w, "out= under no_grad")
 
 
-@pytest.mark.parametrize("style", list(ws.KERNELS))
+@pytest.mark.parametrize("style", op.STYLES)
 def test_out_problems(style):
     x, w = torch.ones(3, 4, device=DEVICE), torch.ones(4, device=DEVICE)
 
@@ -185,7 +186,7 @@ def test_out_problems(style):
         fn(torch.empty(1, device=DEVICE).expand(3))
 
 
-@pytest.mark.parametrize("style", list(ws.KERNELS))
+@pytest.mark.parametrize("style", op.STYLES)
 @pytest.mark.parametrize("needs", [(True, False), (False, True), (True, True)])
 def test_entry_gives_the_gradients_asked_for(style, needs):
     x = torch.randn(33, 20, device=DEVICE, requires_grad=needs[0])
@@ -274,12 +275,12 @@ def test_gradgradcheck(name):
     assert torch.autograd.gradgradcheck(ENTRY_STYLES[name], (x, w), eps=1e-6, atol=1e-8, rtol=1e-6)
 
 
-@pytest.mark.parametrize("name", list(ws.VARIANTS))
+@pytest.mark.parametrize("name", list(wide.VARIANTS))
 def test_the_lessons_function_refuses_a_second_derivative(name):
     # Its backward launches kernels, which autograd cannot see into: it raises, never a wrong 0.
     x = torch.randn(5, 3, dtype=torch.float64, device=DEVICE, requires_grad=True)
     w = torch.randn(3, dtype=torch.float64, device=DEVICE, requires_grad=True)
-    (grad_x,) = torch.autograd.grad(ws.VARIANTS[name](x, w).sum(), x, create_graph=True)
+    (grad_x,) = torch.autograd.grad(wide.VARIANTS[name](x, w).sum(), x, create_graph=True)
     with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
         torch.autograd.grad(grad_x.sum(), w)
 
@@ -331,9 +332,10 @@ def test_gradcheck_the_registered_ops_directly():
     assert torch.autograd.gradcheck(
         lambda a, b: torch.ops.triton_lessons.weighted_sum(a, b, "tuned"), (x, w)
     )
-    for style in ws.KERNELS:  # the op's Function, and the lesson's
+    for style in op.STYLES:  # the op's Function
         assert torch.autograd.gradcheck(lambda a, b: op.WeightedSum.apply(a, b, style), (x, w))
-        assert torch.autograd.gradcheck(lambda a, b: ws.WeightedSum.apply(a, b, style), (x, w))
+    for variant in wide.VARIANTS.values():  # the lesson's Function: simple, tuned, wide
+        assert torch.autograd.gradcheck(variant, (x, w))
 
 
 def opcheck_cases():
@@ -402,36 +404,36 @@ def test_compile_forward_and_backward(dtype):
     )
 
 
-@pytest.mark.parametrize("name", list(ws.VARIANTS))
+@pytest.mark.parametrize("name", list(wide.VARIANTS))
 def test_retain_graph_repeats_exactly(name):
     x = torch.randn(50, 48, device=DEVICE, requires_grad=True)
     w = torch.randn(48, device=DEVICE, requires_grad=True)
     g = torch.randn(50, device=DEVICE)
-    y = ws.VARIANTS[name](x, w)
+    y = wide.VARIANTS[name](x, w)
     first = torch.autograd.grad(y, (x, w), g, retain_graph=True)
     second = torch.autograd.grad(y, (x, w), g)
     assert all(torch.equal(a, b) for a, b in zip(first, second))
 
 
-@pytest.mark.parametrize("name", list(ws.VARIANTS))
+@pytest.mark.parametrize("name", list(wide.VARIANTS))
 def test_bitwise_identical_runs(name):
     x = torch.randn(300, 72, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
     w = torch.randn(72, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
     g = torch.randn(300, device=DEVICE, dtype=torch.bfloat16)
     runs = []
     for _ in range(2):
-        y = ws.VARIANTS[name](x, w)
+        y = wide.VARIANTS[name](x, w)
         runs.append((y, *torch.autograd.grad(y, (x, w), g)))
     assert all(torch.equal(a, b) for a, b in zip(*runs))
 
 
-@pytest.mark.parametrize("name", list(ws.VARIANTS))
+@pytest.mark.parametrize("name", list(wide.VARIANTS))
 @pytest.mark.parametrize("needs", [(True, False), (False, True)])
 def test_needs_input_grad(name, needs):
     x = torch.randn(33, 20, device=DEVICE, requires_grad=needs[0])
     w = torch.randn(20, device=DEVICE, requires_grad=needs[1])
     g = torch.randn(33, device=DEVICE)
-    (grad,) = torch.autograd.grad(ws.VARIANTS[name](x, w), [x] if needs[0] else [w], g)
+    (grad,) = torch.autograd.grad(wide.VARIANTS[name](x, w), [x] if needs[0] else [w], g)
     expected = g[:, None] * w if needs[0] else (x.double() * g.double()[:, None]).sum(0)
     magnitude = (
         expected.abs() if needs[0] else (x.double().abs() * g.double().abs()[:, None]).sum(0)
@@ -458,7 +460,7 @@ def test_entry_runs_the_tuned_kernels_on_every_layout(how):
     x = layout(33, 64, torch.float32, how).requires_grad_()
     w = torch.randn(64, device=DEVICE, requires_grad=True)
     grad_y = torch.randn(33, device=DEVICE)
-    got, want = op.weighted_sum(x, w), ws.VARIANTS["tuned"](x, w)
+    got, want = op.weighted_sum(x, w), wide.VARIANTS["wide"](x, w)  # op's "tuned" is wide.py's
     assert torch.equal(got, want) and torch.equal(op.weighted_sum(x.detach(), w.detach()), want)
     assert all(
         torch.equal(g, h)
@@ -541,11 +543,11 @@ def test_bad_input_gives_the_same_error_through_the_entry_and_the_op(case, entry
             torch.ops.triton_lessons.weighted_sum(*args)
 
 
-@pytest.mark.parametrize("name", list(ws.VARIANTS))
+@pytest.mark.parametrize("name", list(wide.VARIANTS))
 def test_the_lesson_asserts_that_d_matches(name):
     # A shorter w would be read past its end: the lesson's one-line assert stops it.
     with pytest.raises(AssertionError, match=r"x \(\.\.\., D\) needs w of shape \(D,\)"):
-        ws.VARIANTS[name](torch.randn(4, 8, device=DEVICE), torch.randn(7, device=DEVICE))
+        wide.VARIANTS[name](torch.randn(4, 8, device=DEVICE), torch.randn(7, device=DEVICE))
 
 
 def test_not_a_tensor():
@@ -553,31 +555,31 @@ def test_not_a_tensor():
         op.weighted_sum(torch.randn(2, 3, device=DEVICE), [1.0, 2.0, 3.0])
 
 
-def test_check_catches_an_output_element_left_unwritten(monkeypatch):
+def test_check_catches_an_output_element_left_unwritten():
     # check() makes every uninitialised output NaN: a kernel that forgets one row cannot pass.
     def forgets_the_last_row(x2d, weight):
         y = torch.empty(x2d.shape[0], dtype=x2d.dtype, device=x2d.device)
         y[:-1] = (x2d[:-1] * weight).sum(-1)
         return y
 
-    monkeypatch.setitem(ws.KERNELS, "simple", (forgets_the_last_row, ws.backward_simple))
+    broken = {"simple": lambda x, w: ws.WeightedSum.apply(x, w, forgets_the_last_row)}
     message = r"simple on x \(9, 8\).*: y: 1 of 9 elements off.*got nan"
     with pytest.raises(AssertionError, match=message):
-        ws.check(layout(9, 8), ws.VARIANTS)
+        ws.check(layout(9, 8), wide.VARIANTS | broken)
 
 
 @pytest.mark.parametrize("wrong", ["grad_w halved", "grad_x rows reversed"])
-def test_check_catches_a_wrong_gradient(wrong, monkeypatch):
+def test_check_catches_a_wrong_gradient(wrong):
     def wrong_backward(x2d, weight, grad_y):
         grad_x, grad_w = ws.backward_simple(x2d, weight, grad_y)
         if wrong == "grad_w halved":
             return grad_x, grad_w / 2
         return grad_x.flip(0), grad_w
 
-    monkeypatch.setitem(ws.KERNELS, "simple", (ws.forward_simple, wrong_backward))
+    broken = {"simple": lambda x, w: ws.WeightedSum.apply(x, w, ws.forward_simple, wrong_backward)}
     message = "grad_w: .* elements off" if wrong == "grad_w halved" else "grad_x: .* elements off"
     with pytest.raises(AssertionError, match=message):
-        ws.check(layout(40, 8, torch.bfloat16), {"simple": ws.VARIANTS["simple"]})
+        ws.check(layout(40, 8, torch.bfloat16), broken)
 
 
 def test_wrong_device_type():
@@ -596,22 +598,25 @@ def test_cpu_tensors_on_a_gpu_machine():
         op.weighted_sum(torch.randn(4, 8), torch.randn(8))
 
 
-def test_main_runs(capsys, recwarn):
-    assert ws.main(["--rows", "40", "--dim", "5", "--dtype", "float16"]) == 0
+@pytest.mark.parametrize("lesson", [ws, wide], ids=["main.py", "wide.py"])
+def test_main_runs(capsys, recwarn, lesson):
+    assert lesson.main(["--rows", "40", "--dim", "5", "--dtype", "float16"]) == 0
     # On a GPU benchmark() captures a CUDA graph: no autograd node may run on another stream.
     assert not [w for w in recwarn if "stream does not match" in str(w.message)]
     out = capsys.readouterr().out
-    assert "check passed" in out
-    for row in (
-        "torch fwd",
-        "simple fwd",
-        "tuned fwd",
-        "forward_kernel[grid] bare fwd",
-        "torch bwd",
-        "simple bwd",
-        "tuned bwd",
-    ):
+    names = list(lesson.VARIANTS)
+    assert f"check passed: y, grad_x and grad_w of {', '.join(names)}\n" in out
+    bare = "forward_wide_kernel" if lesson is wide else "forward_kernel"
+    for row in ["torch fwd", f"{bare}[grid] bare fwd", "torch bwd"]:
         assert row in out
+    for name in names:
+        assert f"{name} fwd" in out and f"{name} bwd" in out
+
+
+def test_wide_py_adds_its_kernels_to_the_lessons_styles():
+    assert list(ws.VARIANTS) == ["simple", "tuned"]
+    assert list(wide.VARIANTS) == ["simple", "tuned", "wide"]
+    assert wide.CONFIGS is ws.CONFIGS  # one list of tiles for all the tuned kernels
 
 
 def test_help_shows_defaults(capsys):
@@ -672,11 +677,11 @@ def test_side_stream():
     [(65536, 1024, torch.float32), (4097, 4096, torch.bfloat16), (65536, 1000, torch.float16)],
 )
 def test_large_gpu(rows, d, dtype):
-    assert ws.check(layout(rows, d, dtype), ws.VARIANTS) == list(ws.VARIANTS)
+    assert ws.check(layout(rows, d, dtype), wide.VARIANTS) == list(wide.VARIANTS)
 
 
 @support.gpu_only
-@pytest.mark.parametrize("name", list(ws.VARIANTS))
+@pytest.mark.parametrize("name", list(wide.VARIANTS))
 def test_more_than_2_to_the_31_elements(name):
     # 2^23 + 5 rows of 256: 2^31 + 1280 elements, bfloat16 (4.3 GB for x, as much for grad_x).
     # Offsets of the last rows only fit in int64; the float64 reference covers the last rows and
@@ -686,7 +691,7 @@ def test_more_than_2_to_the_31_elements(name):
     x = torch.randn(rows, d, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
     w = torch.randn(d, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
     g = torch.randn(rows, device=DEVICE, dtype=torch.bfloat16)
-    y = ws.VARIANTS[name](x, w)
+    y = wide.VARIANTS[name](x, w)
     grad_x, grad_w = torch.autograd.grad(y, (x, w), g)
     tail = slice(rows - 1000, rows)
     x_tail, w64, g_tail = x.detach()[tail].double(), w.detach().double(), g[tail].double()

@@ -172,9 +172,10 @@ def test_a_split_lesson_reads_as_a_lesson(folder):
     assert last + 1 <= 120, f"check() ends at line {last + 1}, after line 120"
 
 
-def test_02s_part_3_in_its_own_file_reads_as_a_lesson_too():
-    # persistent.py: the lines of a lesson (no budget of its own), and no op machinery.
-    lines = (support.REPO_ROOT / "02_matmul_tiled" / "persistent.py").read_text().splitlines()
+@pytest.mark.parametrize("part", ["02_matmul_tiled/persistent.py", "04_weighted_sum/wide.py"])
+def test_a_lessons_last_part_in_its_own_file_reads_as_a_lesson_too(part):
+    # The lines of a lesson (no budget of its own), and no op machinery.
+    lines = (support.REPO_ROOT / part).read_text().splitlines()
     widths = sorted(len(line) for line in lines if line.strip())
     assert widths[len(widths) // 2] <= 60 and widths[-1] <= 100
     text = "\n".join(lines)

@@ -65,9 +65,7 @@ def test_launches_of_more_and_more_programs_find_what_each_wrote():
     y = torch.empty(5, device=common.DEVICE)
 
     def launch(programs):  # forward_kernel, 2 rows per program
-        lesson.forward_kernel.fn[(programs,)](
-            x, w, y, 5, 6, *x.stride(), X_ROW_ALIGN=1, D_ALIGN=1, ROWS_TILE=2, D_TILE=4
-        )
+        lesson.forward_kernel.fn[(programs,)](x, w, y, 5, 6, *x.stride(), ROWS_TILE=2, D_TILE=4)
 
     assert pictures.programs_along_axis(launch, 3, y).tolist() == [0, 0, 1, 1, 2]
 

@@ -147,7 +147,8 @@ def probes_03(lesson, device):
                   args, tile, looks)]  # fmt: skip
 
 
-def probes_04(lesson, device):
+def probes_04(lesson, device):  # lesson: main.py or wide.py; wide.py's kernel
+    wide = load_example(Path(lesson.__file__).parent / "wide.py")
     x, w, y = torch.randn(1000, 1000, device=device), *torch.randn(2, 1000, device=device)
     looks = [
         (r"ld\.global\.v4\.b32", "wide loads: 16 bytes (4 float32) in one instruction"),
@@ -155,8 +156,8 @@ def probes_04(lesson, device):
     ]
     rows = lambda meta: (triton.cdiv(1000, meta["ROWS_TILE"]),)  # noqa: E731
     return [
-        Probe(f"forward_kernel, float32, D = 1000, X_ROW_ALIGN = D_ALIGN = {align} (wide loads "
-              "need both)", lesson.forward_kernel,
+        Probe(f"forward_wide_kernel (wide.py), float32, D = 1000, X_ROW_ALIGN = D_ALIGN = "
+              f"{align} (wide loads need both)", wide.forward_wide_kernel,
               rows, (x, w, y, 1000, 1000, *x.stride()), dict(X_ROW_ALIGN=align, D_ALIGN=align),
               looks)
         for align in (1, 4)

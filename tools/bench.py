@@ -17,13 +17,13 @@ PLOTTED = {
     "01_matmul_elementwise": ["scalar", "vector_k", "vector_k_kernel[grid]"],
     "02_matmul_tiled": ["simple", "tuned", "persistent", "matmul_kernel[grid] bare"],
     "03_blocked_sum": ["simple", "one_d", "pointer", "column_sum_kernel[grid] bare"],
-    "04_weighted_sum": ["simple", "tuned", "forward_kernel[grid] bare"],
+    "04_weighted_sum": ["simple", "tuned", "wide", "forward_wide_kernel[grid] bare"],
 }
 
 
-# The file whose benchmark() times every kernel of a lesson: main.py, but for 02 persistent.py
-# (its Part 3), whose table is main.py's with the persistent kernel's row added.
-BENCHED = {"02_matmul_tiled": "persistent.py"}
+# The file whose benchmark() times every kernel of a lesson: main.py, but 02's persistent.py and
+# 04's wide.py (their last parts), whose tables are main.py's with their own kernels' rows added.
+BENCHED = {"02_matmul_tiled": "persistent.py", "04_weighted_sum": "wide.py"}
 
 
 def plot(rows, name, path):

@@ -269,8 +269,7 @@ def draw_04(lesson, figure):
     grad_x = torch.empty((rows, D), dtype=torch.float64, device=common.DEVICE)
     partial = torch.empty((programs, D), dtype=torch.float64, device=common.DEVICE)
     launch = lambda t: lesson.backward_kernel.fn[(t, programs)](  # noqa: E731
-        x, w, grad_y, grad_x, partial, rows, D, *x.stride(), X_ROW_ALIGN=1, D_ALIGN=1,
-        ROWS_TILE=rows_tile, D_TILE=d_tile,
+        x, w, grad_y, grad_x, partial, rows, D, *x.stride(), ROWS_TILE=rows_tile, D_TILE=d_tile,
     )  # fmt: skip
     colour, labels = who_summed_what(launch, triton.cdiv(D, d_tile), partial, rows, "t{} p{}")
     cells(

@@ -1,0 +1,188 @@
+"""Wide loads: lesson 04's Part 4 (optional), 16 bytes a load.
+
+What you learn: how to let the compiler load 16 bytes with one
+instruction, where main.py's tuned kernels (Parts 2 and 3: read
+them first) load one element an instruction. The kernels below
+are those two, with the lines marked (wide) added; nothing else
+changes, and they compute the same numbers.
+
+Worked example: x of 1000 x 1000 float32, one row of a tile is
+32 columns, and each of the 128 threads of a 128 x 32 tile
+loads 32 values of x. As single loads: 32 instructions. As wide
+loads of 4 float32 (16 bytes): 8 instructions, when the
+compiler can prove each group of 4 lies side by side, starts
+on a 16-byte boundary, and is masked all or none. At D = 1000,
+no multiple of 16, Triton gives it too few facts to prove that:
+this file shows how to tell it more. `python
+04_weighted_sum/wide.py --asm` counts the loads it compiles.
+"""
+
+import math
+import sys
+from pathlib import Path
+
+# The repository's root holds common and lesson_loader.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import common  # noqa: E402, F401  (before triton, which it configures)
+import lesson_loader  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+# main.py beside this file: Parts 1 to 3, whose tiles, tuning
+# and wrappers the kernels below reuse.
+lesson = lesson_loader.load_lesson(Path(__file__).resolve().parent)
+CONFIGS, TUNING = lesson.CONFIGS, lesson.TUNING  # (tune)
+
+
+# ## (wide) What the compiler must know
+# A thread can load 16 bytes (4 float32, or 8 16-bit values)
+# with one instruction, a wide load. The compiler emits one only
+# where it can prove, for each group of 4 float32 columns that a
+# thread loads, that:
+# - the 4 lie next to each other in memory: stride_col is 1;
+# - the first sits on a 16-byte boundary in every row: x's start
+#   and stride_row are multiples of 16 bytes;
+# - the mask is the same for all 4, since one instruction loads
+#   all or none: D is a multiple of 4.
+#
+# ## (wide) What Triton tells it, and what it does not
+# At a launch, Triton tells the compiler a few facts about the
+# arguments: whether an int is 1 or divides by 16, and whether a
+# pointer lies on a 16-byte boundary. It compiles a version of
+# the kernel for each set of facts: it "specializes". That
+# covers stride_col and x's start. But D = 1000 divides by 4,
+# not by 16, so Triton states no fact about it.
+#
+# ## (wide) Telling it ourselves
+# alignment() (below) passes D_ALIGN = 4 (8 for 16-bit x) as a
+# constexpr. The kernel then masks with
+#     D_aligned = (D // D_ALIGN) * D_ALIGN
+# which is still 1000, but now visibly a multiple of 4. The
+# constexpr X_ROW_ALIGN does the same for stride_row. For
+# forward_wide_kernel at D = 1000 with 128 x 32 tiles, the PTX
+# (the GPU's assembly) holds, for x and w together:
+#     X_ROW_ALIGN = D_ALIGN = 1:  0 wide loads, 33 scalar ones
+#     X_ROW_ALIGN = D_ALIGN = 4:  9 wide loads, 0 scalar ones
+def alignment(x2d):
+    """The largest powers of 2, up to 16 bytes' worth of elements,
+    that divide x2d's row stride and D."""
+    vector = 16 // x2d.element_size()  # elements in 16 bytes
+    row_align = math.gcd(x2d.stride(0), vector)
+    return dict(X_ROW_ALIGN=row_align, D_ALIGN=math.gcd(x2d.shape[1], vector))
+
+
+# ## The kernels, with the (wide) lines marked
+# forward_wide_kernel is main.py's forward_kernel (Part 2) with
+# the (wide) lines added, written out with its decorators.
+@triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (tune)
+@triton.jit(do_not_specialize=["rows"])
+def forward_wide_kernel(
+    x_ptr, w_ptr, y_ptr, rows, D, stride_row, stride_col,
+    X_ROW_ALIGN: tl.constexpr,  # (wide) a power of 2 dividing stride_row
+    D_ALIGN: tl.constexpr,  # (wide) a power of 2 dividing D
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # (tune)
+):  # fmt: skip
+    row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
+    row_mask = row_ids < rows
+    # (wide) The same two values, written so that the compiler
+    # sees that they divide by X_ROW_ALIGN and D_ALIGN.
+    stride_row = (stride_row // X_ROW_ALIGN) * X_ROW_ALIGN
+    D_aligned = (D // D_ALIGN) * D_ALIGN
+    row_starts = row_ids.to(tl.int64) * stride_row
+    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
+    for d0 in range(0, D, D_TILE):
+        cols = d0 + tl.arange(0, D_TILE)
+        col_mask = cols < D_aligned  # (wide) cols < D, as before
+        col_offsets = cols.to(tl.int64) * stride_col
+        offsets = row_starts[:, None] + col_offsets[None, :]
+        mask = row_mask[:, None] & col_mask[None, :]
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
+        acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
+    y = tl.sum(acc, axis=1)
+    tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
+
+
+# backward_wide_kernel is main.py's backward_kernel (Part 3)
+# with the (wide) lines added: for its loads of x, and for its
+# stores of grad_x.
+@triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (tune)
+@triton.jit(do_not_specialize=["rows"])
+def backward_wide_kernel(
+    x_ptr, w_ptr, grad_y_ptr, grad_x_ptr, partial_ptr,
+    rows, D, stride_row, stride_col,  # all as before
+    X_ROW_ALIGN: tl.constexpr, D_ALIGN: tl.constexpr,  # (wide)
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # (tune)
+):  # fmt: skip
+    x_dtype = x_ptr.dtype.element_ty
+    acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
+    t, p = tl.program_id(0), tl.program_id(1)  # (split)
+    P = tl.num_programs(1)  # (split) grid axis 1's size
+    cols = t * D_TILE + tl.arange(0, D_TILE)
+    D_aligned = (D // D_ALIGN) * D_ALIGN  # (wide) as forward's
+    col_mask = cols < D_aligned  # (wide)
+    stride_row = (stride_row // X_ROW_ALIGN) * X_ROW_ALIGN  # (wide)
+    col_offsets = cols.to(tl.int64) * stride_col
+    # (split) One D tile per program: w is loaded once, not per step.
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(acc_dtype)
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
+    for tile in range(p, tl.cdiv(rows, ROWS_TILE), P):  # (split)
+        row_ids = (tile * ROWS_TILE + tl.arange(0, ROWS_TILE)).to(tl.int64)
+        row_mask = row_ids < rows
+        mask = row_mask[:, None] & col_mask[None, :]
+        grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(acc_dtype)
+        offsets = (row_ids * stride_row)[:, None] + col_offsets[None, :]
+        # Load x before storing grad_x (main.py says why).
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+        grad_x = grad_y[:, None] * w[None, :]
+        # (wide) grad_x's rows lie D apart. Written as D_aligned,
+        # the compiler sees that it divides by D_ALIGN: the
+        # stores of grad_x are wide too.
+        out = (row_ids * D_aligned)[:, None] + cols[None, :]
+        tl.store(grad_x_ptr + out, grad_x.to(x_dtype), mask=mask)
+        acc += x.to(acc_dtype) * grad_y[:, None]
+    # (split) A program with no row tile stores zeros.
+    sums = tl.sum(acc, axis=0)
+    tl.store(partial_ptr + p.to(tl.int64) * D + cols, sums, mask=col_mask)
+
+
+def forward_wide(x2d, weight):
+    """x2d @ weight by forward_wide_kernel (main.py's wrapper)."""
+    hints = alignment(x2d)  # (wide)
+    return lesson.forward_tuned(x2d, weight, forward_wide_kernel, **hints)
+
+
+def backward_wide(x2d, weight, grad_y):
+    """(grad_x, grad_w) by backward_wide_kernel, then main.py's
+    sum_partials_kernel (main.py's wrapper)."""
+    hints = alignment(x2d)  # (wide)
+    kernel = backward_wide_kernel
+    return lesson.backward_tuned(x2d, weight, grad_y, kernel, **hints)
+
+
+VARIANTS = {  # main.py's, and this pair, by main.py's Function
+    **lesson.VARIANTS,
+    "wide": lambda x, w: lesson.WeightedSum.apply(x, w, forward_wide, backward_wide),
+}
+
+
+# ## Timing (the harness: skip it on a first read)
+def bare(x):  # the kernel benchmark() launches bare: name, hints
+    return "forward_wide_kernel", forward_wide_kernel, alignment(x)
+
+
+def benchmark(rows, dim, dtype="float32"):
+    """main.py's timing table, with this file's kernels."""
+    return lesson.benchmark(rows, dim, dtype, sys.modules[__name__])
+
+
+SWEEP = lesson.SWEEP  # `make bench` times main.py's cases
+
+
+def main(argv=None):
+    return lesson.main(argv, sys.modules[__name__])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -90,8 +90,8 @@ launch_3 = practice.with_kernels(exercises.launch_3, partial_kernel=partial_kern
 launch_1 = practice.with_kernels(exercises.launch_1, first_dim_kernel=first_dim_kernel)
 
 
-# ## Exercise 4: backward_kernel's loop, without grad_x and the
-# (wide) lines: every P-th row tile from p, one D tile.
+# ## Exercise 4: backward_kernel's loop, without grad_x:
+# every P-th row tile from p, one D tile.
 @triton.jit
 def swapped_partial_kernel(
     x_ptr, grad_y_ptr, partial_ptr,

@@ -22,7 +22,7 @@ BENCH_ARGS ?=
 
 PY := $(VENV)/bin/python
 LESSONS := $(sort $(wildcard [0-9][0-9]_*/main.py))
-EXAMPLES := $(sort $(LESSONS) $(wildcard 02_*/persistent.py 04_*/wide.py))  # 02's, 04's last parts
+EXAMPLES := $(sort $(LESSONS) $(wildcard 02_*/persistent.py 03_*/block_ptr.py 04_*/wide.py))
 
 .PHONY: all test lint bench pictures exercises env clean
 

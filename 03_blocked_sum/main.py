@@ -29,9 +29,11 @@ Its first step loads the elements at these offsets from x[0, 0]:
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] = [[ 4,  5,  6,  7],
                                              [10, 11, 12, 13]]
 
-Columns 6 and 7 are not in x (offsets 6 and 7 hold x[1, 0] and
-x[1, 1]): the mask cols < N switches those loads off, and rows < M
-does so for row 5, in the third step. Such loads take `other`, 0.
+Columns 6 and 7 are past x's edge, yet offsets 6 and 7 lie in
+memory: they hold x[1, 0] and x[1, 1]. An unmasked load would not
+crash; it would quietly add the next row's values. The mask
+cols < N turns those loads off, as rows < M does for row 5, in
+the third step. A load turned off gives `other`, here 0.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
 
@@ -49,12 +51,12 @@ import triton.language as tl  # noqa: E402
 
 
 # ## Part 1. The simplest kernel: one program per block of columns
-# @triton.jit makes a Python function a kernel, compiled for the GPU
-# at its first launch. A tensor argument arrives as a pointer to its
-# first element; tl.load reads there, tl.store writes. acc is 2-D
-# because each thread holds a few elements of a block: adding blocks
-# keeps threads on their own elements, and only tl.sum, once after
-# the loop, makes them pass values around.
+# @triton.jit makes a Python function a kernel, compiled for the
+# GPU at its first launch. A tensor argument arrives as a pointer
+# to its first element; tl.load reads there, tl.store writes.
+# acc has a tile's shape: the loop adds whole tiles into it, and
+# tl.sum reduces it once, after the loop (the next section says
+# why that matters).
 @triton.jit
 def simple_column_sum_kernel(
     x_ptr, out_ptr,  # pointers to x[0, 0] and out[0]
@@ -69,7 +71,9 @@ def simple_column_sum_kernel(
     # `... if ... else ...` is settled once, while Triton compiles.
     x_dtype = x_ptr.dtype.element_ty
     acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
-    col_offsets = cols.to(tl.int64) * stride_n  # int64: past 2^31, int32 wraps
+    # Offsets in int64: in a big x, rows * stride_m passes 2^31,
+    # where int32 wraps around (a transposed x: cols * stride_n).
+    col_offsets = cols.to(tl.int64) * stride_n
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
     for i0 in range(0, M, BLOCK_M):  # a loop on the GPU
         rows = i0 + tl.arange(0, BLOCK_M)
@@ -87,7 +91,7 @@ def column_sums_simple(x, kernel=simple_column_sum_kernel):
     M, N = x.shape
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     grid = (triton.cdiv(N, 64),)  # a program per 64 columns
-    kernel[grid](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=64)
+    kernel[grid](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=64, num_warps=4)
     return out
 
 
@@ -110,11 +114,17 @@ def check(x, variants):
     return list(variants)
 
 
-# ## Why acc is 2-D: the 1-D way, for comparison
-# one_d_column_sum_kernel sums every tile inside its loop, so its
-# threads pass values around, and wait, at every step. (`--asm`
-# shows the simple kernel's: shfl, threads swapping values.) On an
-# H200, for x 16384 x 8192 float32: simple 0.36 ms, one_d 0.77 ms.
+# ## Why reduce once: the 1-D way, for comparison
+# A program runs on num_warps x 32 threads (4 x 32 = 128 in the
+# simple kernel's launch), and Triton spreads each block over
+# them: a tile of 16 x 64 values gives each thread 8. acc += tile
+# adds each thread's own 8 values; no thread waits for another.
+# tl.sum makes threads pass values to each other, and wait.
+# one_d_column_sum_kernel sums every tile inside its loop into a
+# 1-D acc: its threads pass values around at every step. `main.py
+# --asm` shows the simple kernel's shfl instructions (threads
+# swapping values): they come once, after its loop. On an H200,
+# for x 16384 x 8192 float32: simple 0.37 ms, one_d 0.78 ms.
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -140,7 +150,7 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # ahead; (3) a tuned tile. Each is marked at its lines.
 #
 # (1) A program runs on one SM (streaming multiprocessor, one of the
-# GPU's cores; an H100 has 132). For x of 1048576 x 64 the simple
+# GPU's cores; an H200 has 132). For x of 1048576 x 64 the simple
 # kernel starts one program, and one SM cannot keep memory busy. So
 # the grid gets a second axis: program (c, s) adds up chunk s of the
 # rows of column block c, into row s of a float32 buffer (float64
@@ -161,9 +171,14 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # tiles. A triton.Config is one candidate (constexprs, num_warps).
 #     @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
 # times every config on the first call with new values of the key
-# arguments, and keeps the fastest. rows_per_split is the rows one
-# program adds up: all M, or a chunk. A TILES row is
-# (BLOCK_M, BLOCK_N, num_warps, STAGES): the best 7 of 32 on 12 shapes.
+# arguments, and keeps the fastest. rows_per_split, the rows one
+# program adds up, is a chunk's length; where x is not split, it
+# is M rounded up to a power of 2, so that M = 1000 and M = 1001
+# share one tuning. A TILES row is (BLOCK_M, BLOCK_N, num_warps,
+# STAGES). We timed 32 tiles on 12 shapes and kept these 7: each
+# was the fastest on at least one shape.
+# The last, one row by 1024 columns, is for an x of few rows;
+# its acc is still 2-D, (1, 1024).
 TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2)]
 TILES += [(32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1)]  # last: few rows
 if common.INTERPRETED:
@@ -182,15 +197,19 @@ def prune_configs(configs, named_args, **kwargs):
     return fit or [min(configs, key=lambda c: c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"])]
 
 
-# TUNING keeps tuning cheap: prune_configs first, the winner kept on
-# disk (cache_results), a config timed 5 + 20 ms (default 25 + 100).
+# TUNING keeps tuning cheap: prune_configs drops configs first;
+# do_bench times each with 5 ms of warm-up and 20 ms of runs
+# (Triton's defaults: 25 and 100); cache_results keeps the
+# winner on disk for the next run.
 TUNING = dict(prune_configs_by={"early_config_prune": prune_configs}, cache_results=True)
 TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20)
 
 
+# Triton compiles a separate version of a kernel when an int
+# argument is 1 or a multiple of 16 (a compile takes a fraction
+# of a second). M changes with every x: do_not_specialize=["M"]
+# keeps one version for every M.
 @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"], **TUNING)  # (3)
-# Triton compiles a separate kernel when an int argument is 1 or a
-# multiple of 16; do_not_specialize keeps one kernel for every M.
 @triton.jit(do_not_specialize=["M"])
 def column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -214,29 +233,37 @@ def column_sum_kernel(
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(acc_dtype)
     sums = tl.sum(acc, axis=0)
-    # (1) into row `chunk` of out: the partial sums, or out itself
+    # (1) into row `chunk` of out: of the contiguous partial-sum
+    # buffer, or out itself
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
 # ## Change (1) on the host: how many chunks, and the launch
 PROGRAMS_PER_SM = 4  # more: shorter chunks, a larger second pass
-# A chunk is whole tiles of the tallest config: its length takes few
-# values, and each new value (it is in the key) costs a tuning.
+# A chunk's length, rows_per_split, is in the autotuner's key:
+# each new value costs a tuning. Rounded up to a multiple of the
+# tallest config's BLOCK_M (ROW_ALIGN), it takes few values.
+# (block_ptr.py relies on whole tiles: its loads stop at x's edge
+# only, where this kernel's mask stops at the chunk's end.)
 ROW_ALIGN = max(config.kwargs["BLOCK_M"] for config in CONFIGS)
 
 
-@functools.lru_cache(maxsize=1024)  # runs every call: cache repeats
+# plan_splits runs at every call; the cache keeps its answer for
+# sizes it has seen.
+@functools.lru_cache(maxsize=1024)
 def plan_splits(M, N, device=common.DEVICE):
     """(splits, rows_per_split). For 1048576 x 64 on an H100: 4 x 132
     = 528 programs wanted, so 1986 rows each, rounded up to 2048."""
     on_gpu = device.type == "cuda"
     sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 1
-    wanted = PROGRAMS_PER_SM * sms  # on a CPU 4, so the tests split
-    # The autotuner picks BLOCK_N only at the launch: count blocks of
-    # 128 columns, a typical BLOCK_N.
+    # On a CPU, 4: even the tests' small x split.
+    wanted = PROGRAMS_PER_SM * sms
+    # The autotuner picks BLOCK_N only at the launch, after this
+    # plan: so count blocks of 128 columns, a typical BLOCK_N.
     column_blocks = triton.cdiv(max(N, 1), 128)
-    # No split for a short x (one tile of rows), nor for a wide one
-    # whose column blocks alone give half the programs wanted.
+    # Split no short x (one tile of rows), and no wide x whose
+    # column blocks alone give half the programs wanted or more:
+    # those programs keep the SMs busy without a split.
     if M <= ROW_ALIGN or 2 * column_blocks >= wanted:
         # One chunk, rounded up to a power of two for the key: M =
         # 1000 and M = 1001 share one tuning.
@@ -265,7 +292,8 @@ def column_sums(x, kernel=column_sum_kernel):
 
 def sum_partials(partial, out):
     """out[j] = partial[:, j].sum() in a fixed order, by the simple
-    kernel: tiles of up to 256 rows and 4096 elements, few loads."""
+    kernel. Its tile: up to 256 rows of partial, so that few steps
+    cover them, and about 4096 values (at least 16 columns)."""
     P, N = partial.shape
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
@@ -289,60 +317,9 @@ class BlockedSum(torch.autograd.Function):
         return grad_out.expand(ctx.x_shape)
 
 
-# ## Appendix: block pointers, the older way to load a tile
-# Older tutorials load tiles through block pointers. Triton 3.9
-# removed them (lesson 02's tensor descriptors replace them), so this
-# runs only where block_ptr_problem() finds that they work. A block
-# pointer describes x once (shape, strides, the tile's place and
-# shape); Triton computes the addresses. Its loads stop at x's edge,
-# not at a chunk's end, so it relies on chunks of whole tiles.
-@triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"], **TUNING)
-@triton.jit(do_not_specialize=["M"])
-def column_sum_block_ptr_kernel(
-    x_ptr, out_ptr, M, N, stride_m, stride_n, rows_per_split,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    STAGES: tl.constexpr,  # all as in column_sum_kernel
-):  # fmt: skip
-    x_dtype = x_ptr.dtype.element_ty
-    acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
-    chunk, col_start = tl.program_id(1), tl.program_id(0) * BLOCK_N
-    row_start = chunk * rows_per_split
-    row_stop = tl.minimum(row_start + rows_per_split, M)
-    # x's shape and strides, the first tile's place and shape, and
-    # (1, 0): the order of x's dims in memory, columns fastest.
-    tile = tl.make_block_ptr(
-        x_ptr, (M, N), (stride_m, stride_n), (row_start, col_start), (BLOCK_M, BLOCK_N), (1, 0)
-    )
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
-    for _ in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):
-        # boundary_check: past M or N (dims 0, 1), read 0
-        values = tl.load(tile, boundary_check=(0, 1), padding_option="zero")
-        acc += values.to(acc_dtype)
-        tile = tl.advance(tile, (BLOCK_M, 0))  # BLOCK_M rows down
-    cols = col_start + tl.arange(0, BLOCK_N)
-    sums = tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty)
-    tl.store(out_ptr + chunk * N + cols, sums, mask=cols < N)
-
-
-column_sums_block_ptr = functools.partial(column_sums, kernel=column_sum_block_ptr_kernel)
-
-
-def block_ptr_problem():
-    """Why block pointers don't run here, or None; found by trying."""
-    try:  # arange, not randn, leaves torch's random state alone
-        x = torch.arange(60.0, device=common.DEVICE).reshape(20, 3)
-        check(x, {"block_ptr": column_sums_block_ptr})
-    except Exception as exc:  # a crash, or wrong sums
-        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return f"tl.make_block_ptr does not run on triton {triton.__version__}: {line[:120]}"
-    return None
-
-
-BLOCK_PTR_PROBLEM = block_ptr_problem()  # None: they work
-UNAVAILABLE = {"block_ptr": BLOCK_PTR_PROBLEM} if BLOCK_PTR_PROBLEM else {}
 VARIANTS = {"simple": column_sums_simple, "one_d": column_sums_one_d, "pointer": column_sums}
-if not UNAVAILABLE:
-    VARIANTS["block_ptr"] = column_sums_block_ptr
+# block_ptr.py, beside this file, is an appendix: the same loop
+# with block pointers, the style of Triton's older tutorials.
 
 
 # ## Timing (the harness: skip it on a first read)
@@ -351,11 +328,12 @@ SHAPES = [(16384, 8192), (2048, 65536), (1048576, 64), (64, 1048576)]
 SWEEP = [dict(rows=m, cols=n, dtype=t) for t in ("float32", "bfloat16") for m, n in SHAPES]
 
 
-def benchmark(rows, cols, dtype="float32"):
-    """Time torch, the variants, column_sum_kernel bare."""
+def benchmark(rows, cols, dtype="float32", module=sys.modules[__name__]):
+    """Time torch, the variants (this file's, or block_ptr.py's),
+    and column_sum_kernel bare."""
     x = torch.randn(rows, cols, dtype=DTYPES.get(dtype, dtype), device=common.DEVICE)
     calls = {"torch": functools.partial(x.sum, 0)}
-    calls |= {name: functools.partial(fn, x) for name, fn in VARIANTS.items()}
+    calls |= {name: functools.partial(fn, x) for name, fn in module.VARIANTS.items()}
     splits, rows_per_split = plan_splits(rows, cols, x.device)
     out = x.new_empty((splits, cols), dtype=x.dtype if splits == 1 else torch.float32)
     grid = lambda meta: (triton.cdiv(cols, meta["BLOCK_N"]), splits)  # noqa: E731
@@ -371,10 +349,12 @@ def benchmark(rows, cols, dtype="float32"):
     ]
 
 
-def main(argv=None):
+def main(argv=None, module=sys.modules[__name__]):
+    """Checks and times the variants of `module`: this file, or
+    block_ptr.py, which passes itself."""
     import tools  # adds --draw and --asm (see the README)
 
-    parser = tools.lesson_parser(sys.modules[__name__])
+    parser = tools.lesson_parser(module)
     rows, cols = (1000, 96) if common.INTERPRETED else (16384, 8192)
     add = parser.add_argument
     add("--rows", type=int, default=rows, help="M, the rows summed away")
@@ -384,15 +364,16 @@ def main(argv=None):
     if args.rows < 0 or args.cols < 0:
         parser.error("--rows and --cols must be >= 0")
     print(common.describe_run())
-    for name, reason in UNAVAILABLE.items():
+    for name, reason in getattr(module, "UNAVAILABLE", {}).items():
         print(f"variant {name!r} left out: {reason}")
     x = torch.randn(args.rows, args.cols, dtype=DTYPES[args.dtype], device=common.DEVICE)
-    checked = check(x, VARIANTS)
+    checked = check(x, module.VARIANTS)
     x.requires_grad_()
     BlockedSum.apply(x).sum().backward()  # grad_x: ones, from expand
     assert torch.equal(x.grad, torch.ones_like(x))
     print(f"check passed: {', '.join(checked)} and the gradient match\n")
-    common.print_table(benchmark(args.rows, args.cols, args.dtype), common.TIMING_COLUMNS)
+    table = benchmark(args.rows, args.cols, args.dtype, module)
+    common.print_table(table, common.TIMING_COLUMNS)
     return 0
 
 

@@ -29,6 +29,7 @@ LOADER = HERE.parent / "lesson_loader.py"
 spec = importlib.util.spec_from_file_location("_triton_lessons_loader", LOADER)
 spec.loader.exec_module(loader := importlib.util.module_from_spec(spec))
 lesson = loader.load_lesson(HERE)
+appendix = loader.load_lesson(HERE, "block_ptr.py")  # the lesson's block-pointer appendix
 common = lesson.common  # the device, and the checks of out= that every op shares
 
 DTYPES = common.OP_DTYPES  # float16, bfloat16, float32 and float64
@@ -45,8 +46,8 @@ def validate(x, style="pointer"):
         raise ValueError(f"x has shape {tuple(x.shape)}: expected a 2-D (M, N) matrix")
     if x.device.type != common.DEVICE.type:
         raise ValueError(f"x is on {x.device}: it must be on {common.DEVICE.type}")
-    if style not in lesson.VARIANTS:
-        why = lesson.UNAVAILABLE.get(style, f"not one of {list(lesson.VARIANTS)}")
+    if style not in appendix.VARIANTS:  # main.py's, and block_ptr where it runs
+        why = appendix.UNAVAILABLE.get(style, f"not one of {list(appendix.VARIANTS)}")
         raise ValueError(f"style {style!r}: {why}")
     if x.dtype == torch.float64 and style == "one_d":  # its 1-D sum is float32, for comparison
         raise TypeError("style 'one_d' sums in float32 only: use another style for float64")
@@ -84,7 +85,7 @@ KERNELS = {
     "simple": lesson.simple_column_sum_kernel,
     "one_d": lesson.one_d_column_sum_kernel,
     "pointer": lesson.column_sum_kernel,
-    "block_ptr": lesson.column_sum_block_ptr_kernel,
+    "block_ptr": appendix.column_sum_block_ptr_kernel,
 }
 
 

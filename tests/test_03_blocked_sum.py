@@ -9,18 +9,19 @@ import support
 import triton  # after support, which may switch on the interpreter
 
 bs = support.load("03_blocked_sum")
+bp = support.load_beside("03_blocked_sum", "block_ptr.py")  # the appendix: adds "block_ptr"
 op = support.load_op("03_blocked_sum")
 OP = torch.ops.triton_lessons.blocked_sum
 common = support.common
 DEVICE = common.DEVICE
 FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
-ENTRY_AND_VARIANTS = {"blocked_sum": op.blocked_sum, **bs.VARIANTS}
-STYLES = [s for s in bs.VARIANTS if s != "one_d"]  # one_d sums in float32: the comparison
+ENTRY_AND_VARIANTS = {"blocked_sum": op.blocked_sum, **bp.VARIANTS}
+STYLES = [s for s in bp.VARIANTS if s != "one_d"]  # one_d sums in float32: the comparison
 
 
 def variants_for(dtype):
     """The lesson's variants that take dtype: one_d, a comparison, sums in float32 only."""
-    return {k: v for k, v in bs.VARIANTS.items() if k != "one_d" or dtype != torch.float64}
+    return {k: v for k, v in bp.VARIANTS.items() if k != "one_d" or dtype != torch.float64}
 
 
 def layout(m, n, dtype=torch.float32, how="contiguous"):
@@ -46,7 +47,7 @@ def assert_sums(result, x, what):
     [(1, 1), (1, 17), (17, 1), (17, 17), (1000, 17), (17, 1000), (1001, 33), (100, 1001), (64, 64)],
 )
 def test_sizes(m, n):
-    assert bs.check(layout(m, n), bs.VARIANTS) == list(bs.VARIANTS)
+    assert bs.check(layout(m, n), bp.VARIANTS) == list(bp.VARIANTS)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -60,7 +61,7 @@ def test_dtypes_and_layouts(dtype, how):
 
 def test_one_d_is_the_same_sum_with_a_1d_accumulator():
     x = layout(1000, 96)
-    assert bs.check(x, {"one_d": bs.VARIANTS["one_d"]}) == ["one_d"]
+    assert bs.check(x, {"one_d": bp.VARIANTS["one_d"]}) == ["one_d"]
     assert bs.one_d_column_sum_kernel.fn is not bs.simple_column_sum_kernel.fn
 
 
@@ -71,7 +72,7 @@ def test_every_config_on_gpu(index):
     # its config `index`, on a matrix whose rows are split (two passes).
     with support.pinned_config(bs, index):
         assert bs.plan_splits(1000, 1100, DEVICE)[0] > 1
-        assert bs.check(layout(1000, 1100), bs.VARIANTS) == list(bs.VARIANTS)
+        assert bs.check(layout(1000, 1100), bp.VARIANTS) == list(bp.VARIANTS)
 
 
 @pytest.mark.parametrize("name", list(ENTRY_AND_VARIANTS))
@@ -106,10 +107,10 @@ def test_empty_inputs(style, m, n):
     assert torch.equal(op.blocked_sum(x, style=style), torch.zeros(n, device=DEVICE))
 
 
-@pytest.mark.parametrize("name", list(bs.VARIANTS))
+@pytest.mark.parametrize("name", list(bp.VARIANTS))
 def test_lesson_variants_with_no_rows(name):
     with common.uninitialized_memory_is_nan():
-        got = bs.VARIANTS[name](torch.randn(0, 5, device=DEVICE))
+        got = bp.VARIANTS[name](torch.randn(0, 5, device=DEVICE))
     assert torch.equal(got, torch.zeros(5, device=DEVICE))
 
 
@@ -183,14 +184,14 @@ def test_out_problems(style):
 @pytest.mark.parametrize("m, n", [(1000, 20), (300, 3), (1001, 33)])
 def test_split_shapes_split(m, n):
     assert bs.plan_splits(m, n, DEVICE)[0] > 1
-    assert bs.check(layout(m, n), bs.VARIANTS) == list(bs.VARIANTS)
+    assert bs.check(layout(m, n), bp.VARIANTS) == list(bp.VARIANTS)
 
 
-@pytest.mark.parametrize("name", list(bs.VARIANTS))
+@pytest.mark.parametrize("name", list(bp.VARIANTS))
 def test_split_path_is_deterministic(name):
     x = torch.randn(1000, 20, device=DEVICE)
     assert bs.plan_splits(1000, 20, DEVICE)[0] > 1
-    assert torch.equal(bs.VARIANTS[name](x), bs.VARIANTS[name](x))
+    assert torch.equal(bp.VARIANTS[name](x), bp.VARIANTS[name](x))
 
 
 @pytest.mark.parametrize("splits, n", [(1, 1), (2, 17), (5, 64), (300, 20), (1001, 3)])
@@ -236,7 +237,7 @@ def test_pruning_always_leaves_a_fitting_config():
 # --- Styles that refuse -----------------------------------------------------------------------
 
 
-@pytest.mark.skipif(bs.BLOCK_PTR_PROBLEM is None, reason="block pointers run here")
+@pytest.mark.skipif(bp.BLOCK_PTR_PROBLEM is None, reason="block pointers run here")
 @pytest.mark.parametrize("fn", [op.blocked_sum, OP], ids=["entry", "op"])
 def test_block_ptr_style_refuses_where_block_pointers_are_gone(fn):
     with pytest.raises(ValueError, match="style 'block_ptr': tl.make_block_ptr does not run"):
@@ -245,7 +246,7 @@ def test_block_ptr_style_refuses_where_block_pointers_are_gone(fn):
 
 def test_block_ptr_probe_leaves_the_random_state_alone():  # it runs when the lesson is imported
     states = [torch.get_rng_state()] + ([torch.cuda.get_rng_state()] if support.ON_GPU else [])
-    bs.block_ptr_problem()
+    bp.block_ptr_problem()
     after = [torch.get_rng_state()] + ([torch.cuda.get_rng_state()] if support.ON_GPU else [])
     assert all(torch.equal(a, b) for a, b in zip(states, after))
 
@@ -254,17 +255,17 @@ def test_block_ptr_probe_reports_a_failure_and_wrong_sums(monkeypatch):
     def fails(x):
         raise RuntimeError("no block pointers\nmore detail")
 
-    monkeypatch.setattr(bs, "column_sums_block_ptr", fails)
+    monkeypatch.setattr(bp, "column_sums_block_ptr", fails)
     version = triton.__version__
-    assert bs.block_ptr_problem().endswith(f"run on triton {version}: no block pointers")
-    monkeypatch.setattr(bs, "column_sums_block_ptr", lambda x: torch.ones_like(x[0]))
-    assert "elements off" in bs.block_ptr_problem()
+    assert bp.block_ptr_problem().endswith(f"run on triton {version}: no block pointers")
+    monkeypatch.setattr(bp, "column_sums_block_ptr", lambda x: torch.ones_like(x[0]))
+    assert "elements off" in bp.block_ptr_problem()
 
 
 @pytest.mark.parametrize("how", ["contiguous", "transposed", "sliced", "every_other_row"])
 def test_entry_runs_the_pointer_kernels(how):
     x = layout(1000, 16, how=how)
-    assert torch.equal(op.blocked_sum(x), bs.VARIANTS["pointer"](x))  # same kernels, same bits
+    assert torch.equal(op.blocked_sum(x), bp.VARIANTS["pointer"](x))  # same kernels, same bits
 
 
 def test_check_catches_an_output_element_left_unwritten(monkeypatch):
@@ -433,8 +434,8 @@ def test_torch_compile_fullgraph_forward_and_backward(m, n):
 
 
 def test_benchmark_rows():
-    rows = bs.benchmark(40, 24, "float32")
-    names = ["torch", *bs.VARIANTS, "column_sum_kernel[grid] bare"]
+    rows = bp.benchmark(40, 24, "float32")
+    names = ["torch", *bp.VARIANTS, "column_sum_kernel[grid] bare"]
     assert [r["variant"] for r in rows] == names
     for row in rows:
         assert set(row) == set(common.TIMING_COLUMNS)
@@ -443,13 +444,21 @@ def test_benchmark_rows():
     assert {tuple(sorted(case)) for case in bs.SWEEP} == {("cols", "dtype", "rows")}
 
 
-def test_main_runs(capsys):
-    assert bs.main(["--rows", "300", "--cols", "20", "--dtype", "bfloat16"]) == 0
+@pytest.mark.parametrize("lesson", [bs, bp], ids=["main.py", "block_ptr.py"])
+def test_main_runs(capsys, lesson):
+    assert lesson.main(["--rows", "300", "--cols", "20", "--dtype", "bfloat16"]) == 0
     out = capsys.readouterr().out
-    assert "check passed" in out and "and the gradient match" in out
+    assert f"check passed: {', '.join(lesson.VARIANTS)} and the gradient match" in out
     assert "column_sum_kernel[grid] bare" in out
-    for name, reason in bs.UNAVAILABLE.items():
+    for name, reason in getattr(lesson, "UNAVAILABLE", {}).items():
         assert f"variant {name!r} left out: {reason}" in out
+
+
+def test_block_ptr_py_adds_its_variant_where_it_runs():
+    assert list(bs.VARIANTS) == ["simple", "one_d", "pointer"]
+    assert list(bp.VARIANTS) == ["simple", "one_d", "pointer"] + (
+        [] if bp.BLOCK_PTR_PROBLEM else ["block_ptr"]
+    )
 
 
 @pytest.mark.parametrize("flag", ["--rows", "--cols"])
@@ -483,13 +492,13 @@ def test_help_shows_every_default(capsys):
     ],
 )
 def test_benchmark_shapes_on_the_gpu(m, n, dtype):
-    assert "pointer" in bs.check(layout(m, n, dtype), bs.VARIANTS)
+    assert "pointer" in bs.check(layout(m, n, dtype), bp.VARIANTS)
 
 
 @support.gpu_only
 @pytest.mark.parametrize("how", ["transposed", "sliced", "every_other_row"])
 def test_large_strided_views_on_the_gpu(how):
-    assert "pointer" in bs.check(layout(8192, 3000, how=how), bs.VARIANTS)
+    assert "pointer" in bs.check(layout(8192, 3000, how=how), bp.VARIANTS)
 
 
 @support.gpu_only
@@ -521,7 +530,7 @@ def test_offsets_past_2_to_the_31_elements(m, n, dtype):
     for chunk in x.split(1 << 20 >> max(n.bit_length() - 11, 0)):
         expected += chunk.sum(dim=0, dtype=torch.float64)
         magnitude += chunk.abs().sum(dim=0, dtype=torch.float64)
-    for name, fn in {**bs.VARIANTS, "entry": op.blocked_sum}.items():
+    for name, fn in {**bp.VARIANTS, "entry": op.blocked_sum}.items():
         if name in ("simple", "one_d"):
             continue  # one program per 64 columns: minutes on the tall shape
         with common.uninitialized_memory_is_nan():

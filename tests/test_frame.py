@@ -21,7 +21,7 @@ EXAMPLES = [path.parent.name for path in example_paths()]
 VARIANT_STYLES = {
     "01_matmul_elementwise": set(),
     "02_matmul_tiled": {"simple", "tuned"},  # persistent.py adds "persistent"
-    "03_blocked_sum": {"simple", "pointer", "block_ptr"},
+    "03_blocked_sum": {"simple", "pointer", "block_ptr"},  # block_ptr: in block_ptr.py
     "04_weighted_sum": {"simple", "tuned"},
 }
 
@@ -172,7 +172,14 @@ def test_a_split_lesson_reads_as_a_lesson(folder):
     assert last + 1 <= 120, f"check() ends at line {last + 1}, after line 120"
 
 
-@pytest.mark.parametrize("part", ["02_matmul_tiled/persistent.py", "04_weighted_sum/wide.py"])
+LAST_PARTS = [
+    "02_matmul_tiled/persistent.py",
+    "03_blocked_sum/block_ptr.py",
+    "04_weighted_sum/wide.py",
+]
+
+
+@pytest.mark.parametrize("part", LAST_PARTS)
 def test_a_lessons_last_part_in_its_own_file_reads_as_a_lesson_too(part):
     # The lines of a lesson (no budget of its own), and no op machinery.
     lines = (support.REPO_ROOT / part).read_text().splitlines()
@@ -185,11 +192,12 @@ def test_a_lessons_last_part_in_its_own_file_reads_as_a_lesson_too(part):
 @pytest.mark.parametrize("folder", [f for f in EXAMPLES if VARIANT_STYLES[f]])
 def test_every_style_is_a_variant(folder):
     assert VARIANT_STYLES[folder] - {"block_ptr"} <= set(support.load(folder).VARIANTS)
+    assert "block_ptr" not in support.load(folder).VARIANTS  # only in block_ptr.py, where it runs
 
 
 @pytest.mark.parametrize("folder", [f for f in EXAMPLES if "block_ptr" in VARIANT_STYLES[f]])
 def test_block_ptr_is_listed_exactly_where_it_runs(folder):
-    example = support.load(folder)
+    example = support.load_beside(folder, "block_ptr.py")
     problem = example.BLOCK_PTR_PROBLEM
     assert ("block_ptr" in example.VARIANTS) == (problem is None)
     assert example.UNAVAILABLE.get("block_ptr") == problem

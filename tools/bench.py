@@ -21,9 +21,10 @@ PLOTTED = {
 }
 
 
-# The file whose benchmark() times every kernel of a lesson: main.py, but 02's persistent.py and
-# 04's wide.py (their last parts), whose tables are main.py's with their own kernels' rows added.
-BENCHED = {"02_matmul_tiled": "persistent.py", "04_weighted_sum": "wide.py"}
+# The file whose benchmark() times every kernel of a lesson: main.py, but 02's persistent.py, 03's
+# block_ptr.py and 04's wide.py (their last parts), whose tables add their kernels' rows.
+BENCHED = {"02_matmul_tiled": "persistent.py", "03_blocked_sum": "block_ptr.py"}
+BENCHED["04_weighted_sum"] = "wide.py"
 
 
 def plot(rows, name, path):

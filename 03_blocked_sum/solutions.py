@@ -118,7 +118,7 @@ def launch_4(x, partial, out):
     M, N = x.shape
     splits = partial.shape[0]
     grid = (triton.cdiv(N, 16), splits)
-    split_column_sum_kernel[grid](x, partial, M, N, *x.stride(), 64, BLOCK_M=16, BLOCK_N=16)
+    split_column_sum_kernel[grid](x, partial, M, N, *x.stride(), 40, BLOCK_M=16, BLOCK_N=16)
     out.copy_(partial.sum(0))  # the second pass
 
 

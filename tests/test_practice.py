@@ -376,6 +376,22 @@ def split_sum_kernel_past_its_chunk(
     tl.store(partial_ptr + tl.program_id(1) * N + cols, tl.sum(acc, axis=0), mask=cols < N)
 
 
+@triton.jit
+def split_sum_kernel_masked_on_m(
+    x_ptr, partial_ptr, M, N, stride_m, stride_n, ROWS_PER_SPLIT,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    first = tl.program_id(1) * ROWS_PER_SPLIT
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for i0 in range(first, first + ROWS_PER_SPLIT, BLOCK_M):  # the chunk's tiles, the last past it
+        rows = i0 + tl.arange(0, BLOCK_M)
+        mask = (rows < M)[:, None] & (cols < N)[None, :]  # no chunk end in the mask
+        offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
+        acc += tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    tl.store(partial_ptr + tl.program_id(1) * N + cols, tl.sum(acc, axis=0), mask=cols < N)
+
+
 def test_a_split_that_sums_rows_twice_gets_wrong_values():
     # 03's exercise 4: a chunk that runs into the next one counts its first rows twice.
     passed, lines = check_with_kernels(
@@ -409,4 +425,55 @@ def test_a_swapped_loop_that_steps_by_one_gets_wrong_values():
     passed, lines = check_with_kernels(
         solutions04, 4, solutions04.launch_4, swapped_partial_kernel=swapped_kernel_stepping_by_one
     )
-    assert not passed and lines[0].startswith("40 elements wrong, the first: (0,)"), lines
+    assert not passed and lines[0].startswith("50 elements wrong, the first: (0,)"), lines
+
+
+def test_a_swapped_grid_leaves_a_d_tile_unwritten_and_stores_past_partial():
+    # 04's exercise 4 with the grid's axes swapped: 4 D tiles and P = 3 differ, so it shows.
+    def launch_swapped(x, grad_y, partial, out):
+        rows, D = x.shape
+        grid = (partial.shape[0], triton.cdiv(D, 16))  # (P, D tiles): the axes swapped
+        kernel = solutions04.swapped_partial_kernel
+        kernel[grid](x, grad_y, partial, rows, D, *x.stride(), ROWS_TILE=16, D_TILE=16)
+        out.copy_(partial.sum(0))
+
+    exercise = dataclasses.replace(solutions04.EXERCISES[3], launch=launch_swapped)
+    passed, lines = practice.check(exercise)
+    assert not passed and any(line.startswith("a store left the buffer partial") for line in lines)
+
+
+@triton.jit
+def split_sum_kernel_into_row_0(
+    x_ptr, partial_ptr, M, N, stride_m, stride_n, ROWS_PER_SPLIT,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    first = tl.program_id(1) * ROWS_PER_SPLIT
+    end = tl.minimum(first + ROWS_PER_SPLIT, M)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for i0 in range(first, first + ROWS_PER_SPLIT, BLOCK_M):
+        rows = i0 + tl.arange(0, BLOCK_M)
+        mask = (rows < end)[:, None] & (cols < N)[None, :]
+        offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
+        acc += tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    tl.store(partial_ptr + cols, tl.sum(acc, axis=0), mask=cols < N)  # every chunk into row 0
+
+
+def test_a_buffer_row_no_program_wrote_is_named():
+    # 03's exercise 4 with every chunk stored into partial's row 0: rows 1 to 7 of the buffer
+    # stay NaN, and the report names the buffer, not only the output they spoil.
+    passed, lines = check_with_kernels(
+        solutions03, 4, solutions03.launch_4, split_column_sum_kernel=split_sum_kernel_into_row_0
+    )
+    assert not passed and lines[0].startswith(
+        "140 of 160 elements of the buffer partial no program wrote: (1, 0), (1, 1)"
+    ), lines
+
+
+def test_a_split_that_ignores_its_chunks_end_gets_wrong_values():
+    # 03's exercise 4: chunks of 40 rows are not whole tiles of 16, so a mask on M alone adds
+    # rows 40 to 47 of each chunk twice.
+    passed, lines = check_with_kernels(
+        solutions03, 4, solutions03.launch_4, split_column_sum_kernel=split_sum_kernel_masked_on_m
+    )
+    assert not passed and lines[0].startswith("20 elements wrong, the first: (0,)"), lines

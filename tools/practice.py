@@ -6,7 +6,8 @@ How it finds out, with public Triton and torch only:
   guard(numel) elements before and after it (wide: a grid too large, or a wrong stride, lands
   in it rather than in memory the interpreter uses); the output starts as NaN, its band as
   SENTINEL;
-- an output element still NaN afterwards: no program wrote it;
+- an output element still NaN afterwards: no program wrote it (and so for a buffer that the
+  launch is handed, such as a partial-sum buffer);
 - an output guard element no longer SENTINEL, or an input changed: a store left its tensor;
 - the launch run again with an input's guard band changed: if the output (bands included)
   changes, a load read outside that input; halving the changed part of the band finds the
@@ -294,6 +295,14 @@ def check(exercise):
             lines.append(f"a store left the buffer {name}: {where}; {whom}")
         else:
             lines.append(f"a store wrote into input {name}: {where}; {whom}")
+    for name, (_, view) in run.scratch.items():  # a buffer handed to the launch, NaN inside
+        missed = view.isnan().nonzero().tolist()
+        if missed:
+            shown = ", ".join(str(tuple(i)) for i in missed[:SHOWN])
+            lines.append(
+                f"{len(missed)} of {view.numel()} elements of the buffer {name} no program wrote: "
+                + shown
+            )
     unwritten = run.out.isnan().nonzero().tolist()
     if unwritten:
         shown = ", ".join(str(tuple(i)) for i in unwritten[:SHOWN])

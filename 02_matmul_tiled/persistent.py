@@ -19,8 +19,9 @@ SMs, so PROGRAMS = 3. Program p takes tiles p, p + 3, p + 6:
     program 2: tiles 2, 5
 
 `python 02_matmul_tiled/persistent.py --draw walk.png` draws
-such a walk, from the kernel itself. Under the interpreter on a
-CPU it runs too, with 3 "SMs", and gives the same numbers.
+such a walk (its right panel), from the kernel itself. Under
+the interpreter on a CPU the kernel runs too, with 3 "SMs", and
+its check against float64 passes as on a GPU.
 """
 
 import functools

@@ -398,12 +398,12 @@ def variants_for(a, b):
     return {n: f for n, f in VARIANTS.items() if simple_takes or n != "simple"}
 
 
-def benchmark(m, n, k, dtype="float16", variants_for=variants_for):
-    """GPU, host time and TFLOP/s of each variant, a bare launch.
-    variants_for: persistent.py passes its own, with its kernel."""
+def benchmark(m, n, k, dtype="float16", module=sys.modules[__name__]):
+    """GPU, host time and TFLOP/s of each variant, a bare launch:
+    of this file's variants_for, or persistent.py's."""
     dtype = DTYPES.get(dtype, dtype)
     a, b = common.random_matrix(m, k, dtype), common.random_matrix(k, n, dtype)
-    variants = variants_for(a, b)
+    variants = module.variants_for(a, b)
     calls = {name: functools.partial(f, a, b) for name, f in variants.items()}
     # A bare launch: its arguments made ahead, no Python around.
     c, precision, grid = a.new_empty((m, n)), input_precision(dtype), tile_grid(m, n)
@@ -459,7 +459,7 @@ def main(argv=None, module=sys.modules[__name__]):
     print(f"check {shape} {args.dtype}: {', '.join(variants)} match float64")
     check_epilogue(a, b)
     print(f"check {shape} {args.dtype}: tuned + bias + GELU match float64\n")
-    table = module.benchmark(args.m, args.n, args.k, dtype)
+    table = benchmark(args.m, args.n, args.k, dtype, module)
     common.print_table(table, common.TIMING_COLUMNS)
     return 0
 

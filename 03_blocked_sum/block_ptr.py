@@ -2,8 +2,9 @@
 
 What you learn: how Triton's older tutorials load a tile, with a
 block pointer, and why this project does not. The kernel below is
-main.py's column_sum_kernel (Part 2: read it first) with its
-loads made through a block pointer instead of offsets and masks.
+main.py's column_sum_kernel (Parts 2 and 3: read them first) with
+its loads made through a block pointer instead of offsets and
+masks.
 
 A block pointer describes x once: its shape, its strides, where
 the first tile starts and the tile's shape. tl.load(tile) then
@@ -33,7 +34,6 @@ import triton.language as tl  # noqa: E402
 # main.py beside this file: the kernels, tiles and wrappers that
 # this one shares.
 lesson = lesson_loader.load_lesson(Path(__file__).resolve().parent)
-CONFIGS, TUNING = lesson.CONFIGS, lesson.TUNING
 
 
 # ## The kernel: column_sum_kernel, its loads by block pointer
@@ -41,12 +41,12 @@ CONFIGS, TUNING = lesson.CONFIGS, lesson.TUNING
 # end. A tile that ran past its chunk would add rows of the next
 # chunk too: so this kernel relies on chunks of whole tiles,
 # which plan_splits (main.py) makes.
-@triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"], **TUNING)
+@triton.autotune(configs=lesson.CONFIGS, key=["N", "rows_per_split"])
 @triton.jit(do_not_specialize=["M"])
 def column_sum_block_ptr_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n, rows_per_split,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    STAGES: tl.constexpr,  # all as in column_sum_kernel
+    STAGES: tl.constexpr,  # all as in split_column_sum_kernel
 ):  # fmt: skip
     x_dtype = x_ptr.dtype.element_ty
     acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32

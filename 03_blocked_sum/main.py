@@ -16,7 +16,11 @@ One program's work in PyTorch (cols: its BLOCK_N columns):
         acc += x[i0 : i0 + BLOCK_M, cols]  # the kernel pads with 0
     out[cols] = acc.sum(0)
 
-Lesson 01 defines a program, a block, a stride and num_warps.
+Words, as lesson 01 defines them: a program is one running copy
+of a kernel, numbered by tl.program_id; a block is a small tensor
+inside one program, its shape fixed when Triton compiles; a stride
+is the distance, in elements, to the next element along a dim.
+Run: `python 03_blocked_sum/main.py` (`--help` lists options).
 op.py beside this file makes these kernels an op, blocked_sum.
 
 Worked example: x of shape (5, 6), stored row after row, so
@@ -66,23 +70,17 @@ def simple_column_sum_kernel(
 ):  # fmt: skip
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
-    # Sum in float32 (float64 for float64 x): a 16-bit running sum
-    # drops small terms. x_ptr.dtype.element_ty is x's dtype; this
-    # `... if ... else ...` is settled once, while Triton compiles.
-    x_dtype = x_ptr.dtype.element_ty
-    acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
-    # Offsets in int64: in a big x, rows * stride_m passes 2^31,
-    # where int32 wraps around (a transposed x: cols * stride_n).
-    col_offsets = cols.to(tl.int64) * stride_n
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
+    # A float32 sum: a 16-bit running sum would drop small terms.
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for i0 in range(0, M, BLOCK_M):  # a loop on the GPU
         rows = i0 + tl.arange(0, BLOCK_M)
-        # A (BLOCK_M, BLOCK_N) block of offsets, broadcast as in torch.
-        offsets = rows.to(tl.int64)[:, None] * stride_m + col_offsets[None, :]
+        # A (BLOCK_M, BLOCK_N) block, broadcast as in torch:
+        offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
         mask = (rows < M)[:, None] & col_mask[None, :]
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-        acc += tile.to(acc_dtype)  # elementwise
+        acc += tile.to(tl.float32)  # elementwise
     sums = tl.sum(acc, axis=0)  # acc's rows, added once
+    # out_ptr.dtype.element_ty: the dtype out holds
     tl.store(out_ptr + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
@@ -131,11 +129,10 @@ def one_d_column_sum_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    col_offsets = cols.to(tl.int64) * stride_n
     acc = tl.zeros((BLOCK_N,), dtype=tl.float32)  # 1-D
     for i0 in range(0, M, BLOCK_M):
         rows = i0 + tl.arange(0, BLOCK_M)
-        offsets = rows.to(tl.int64)[:, None] * stride_m + col_offsets[None, :]
+        offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
         mask = (rows < M)[:, None] & (cols < N)[None, :]
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tl.sum(tile.to(tl.float32), axis=0)  # each step
@@ -145,16 +142,18 @@ def one_d_column_sum_kernel(
 column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_sum_kernel)
 
 
-# ## Part 2. column_sum_kernel: the simple kernel, three changes
-# (1) a tall x's rows split over more programs; (2) tiles loaded
-# ahead; (3) a tuned tile. Each is marked at its lines.
+# ## Part 2. split_column_sum_kernel: three changes for any x
+# The simple kernel is right, but slow on a tall x and wrong on
+# two kinds of x. The kernel below changes it in three ways,
+# each marked at its lines.
 #
-# (1) A program runs on one SM (streaming multiprocessor, one of the
-# GPU's cores; an H200 has 132). For x of 1048576 x 64 the simple
-# kernel starts one program, and one SM cannot keep memory busy. So
-# the grid gets a second axis: program (c, s) adds up chunk s of the
-# rows of column block c, into row s of a float32 buffer (float64
-# for float64 x). A second pass adds up each column of the buffer:
+# (1) Split a tall x over more programs. A program runs on one
+# SM (streaming multiprocessor, one of the GPU's cores; an H200
+# has 132). For x of 1048576 x 64 the simple kernel starts one
+# program, and one SM cannot keep memory busy. So the grid gets
+# a second axis: program (c, s) adds up chunk s of the rows of
+# column block c, into row s of a buffer, partial. A second pass
+# adds up each column of partial:
 #
 #     partial[s, cols] = x[rows of chunk s, cols].sum(0)
 #     out[cols] = partial[:, cols].sum(0)
@@ -162,145 +161,145 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # in a fixed order, so every call gives the same bits (atomic adds
 # into out would land in any order, and round differently).
 #
-# (2) A load from memory takes hundreds of cycles. The loop
-# tl.range(..., num_stages=STAGES) asks for the next STAGES - 1 tiles
-# before it adds the current one, so the loads and the adds overlap.
+# (2) Load tiles ahead. A load from memory takes hundreds of
+# cycles. The loop tl.range(..., num_stages=STAGES) asks for the
+# next STAGES - 1 tiles before it adds the current one, so the
+# loads and the adds overlap.
 #
-# (3) The best tile depends on x: in a tile wider than x most
-# elements are masked off, and a program with few rows wants short
-# tiles. A triton.Config is one candidate (constexprs, num_warps).
-#     @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
-# times every config on the first call with new values of the key
-# arguments, and keeps the fastest. rows_per_split, the rows one
-# program adds up, is a chunk's length; where x is not split, it
-# is M rounded up to a power of 2, so that M = 1000 and M = 1001
-# share one tuning. A TILES row is (BLOCK_M, BLOCK_N, num_warps,
-# STAGES). We timed 32 tiles on 12 shapes and kept these 7: each
-# was the fastest on at least one shape.
-# The last, one row by 1024 columns, is for an x of few rows;
-# its acc is still 2-D, (1, 1024).
-TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2)]
-TILES += [(32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1)]  # last: few rows
-if common.INTERPRETED:
-    TILES = [(32, 32, 4, 1)]  # the CPU can't time a GPU: one config
-CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, w, s in TILES]
-
-
-# The tuning's plumbing (skip it on a first read): prune_configs and
-# TUNING keep the autotuner's first call short.
-def prune_configs(configs, named_args, **kwargs):
-    """Called by the autotuner before it times, with the configs and
-    the arguments by name: the tiles that fit in N and in a chunk."""
-    width = triton.next_power_of_2(named_args["N"])
-    height = triton.next_power_of_2(named_args["rows_per_split"])
-    fit = [c for c in configs if c.kwargs["BLOCK_N"] <= width and c.kwargs["BLOCK_M"] <= height]
-    return fit or [min(configs, key=lambda c: c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"])]
-
-
-# TUNING keeps tuning cheap: prune_configs drops configs first;
-# do_bench times each with 5 ms of warm-up and 20 ms of runs
-# (Triton's defaults: 25 and 100); cache_results keeps the
-# winner on disk for the next run.
-TUNING = dict(prune_configs_by={"early_config_prune": prune_configs}, cache_results=True)
-TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20)
-
-
+# (3) Any x. A float32 sum drops bits of a float64 x: float64 x
+# sums in float64. And int32 offsets wrap around past 2^31 - 1,
+# in an x of over 2^31 elements: offsets in int64 reach any
+# element.
+#
 # Triton compiles a separate version of a kernel when an int
 # argument is 1 or a multiple of 16 (a compile takes a fraction
 # of a second). M changes with every x: do_not_specialize=["M"]
 # keeps one version for every M.
-@triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"], **TUNING)  # (3)
 @triton.jit(do_not_specialize=["M"])
-def column_sum_kernel(
+def split_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
     rows_per_split,  # (1) a chunk's rows; >= M if not split
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     STAGES: tl.constexpr,  # (2) tiles in flight
 ):  # fmt: skip
+    # (3) x_ptr.dtype.element_ty is x's dtype: this `if` is
+    # settled once, while Triton compiles.
     x_dtype = x_ptr.dtype.element_ty
     acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
     chunk = tl.program_id(1)  # (1) which chunk: 0 if x is not split
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
-    col_offsets = cols.to(tl.int64) * stride_n
+    col_offsets = cols.to(tl.int64) * stride_n  # (3) int64
     row_start = chunk * rows_per_split  # (1) chunk's start
     row_stop = tl.minimum(row_start + rows_per_split, M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
     for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):  # (2)
         rows = i0 + tl.arange(0, BLOCK_M)
-        offsets = rows.to(tl.int64)[:, None] * stride_m + col_offsets[None, :]
+        offsets = rows.to(tl.int64)[:, None] * stride_m + col_offsets[None, :]  # (3)
         mask = (rows < row_stop)[:, None] & col_mask[None, :]  # (1)
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(acc_dtype)
     sums = tl.sum(acc, axis=0)
-    # (1) into row `chunk` of out: of the contiguous partial-sum
-    # buffer, or out itself
+    # (1) into row `chunk` of out: of partial, or out itself
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
 # ## Change (1) on the host: how many chunks, and the launch
 PROGRAMS_PER_SM = 4  # more: shorter chunks, a larger second pass
-# A chunk's length, rows_per_split, is in the autotuner's key:
-# each new value costs a tuning. Rounded up to a multiple of the
-# tallest config's BLOCK_M (ROW_ALIGN), it takes few values.
-# (block_ptr.py relies on whole tiles: its loads stop at x's edge
-# only, where this kernel's mask stops at the chunk's end.)
-ROW_ALIGN = max(config.kwargs["BLOCK_M"] for config in CONFIGS)
+# A chunk's length, rows_per_split, is a multiple of ROW_ALIGN
+# rows, the tallest BLOCK_M used here: so it takes few values
+# (Part 3 tunes once for each), and block_ptr.py's tiles, which
+# do not stop at a chunk's end, never cross into the next.
+ROW_ALIGN = 256
 
 
 # plan_splits runs at every call; the cache keeps its answer for
 # sizes it has seen.
 @functools.lru_cache(maxsize=1024)
 def plan_splits(M, N, device=common.DEVICE):
-    """(splits, rows_per_split). For 1048576 x 64 on an H100: 4 x 132
+    """(splits, rows_per_split). For 1048576 x 64 on an H200: 4 x 132
     = 528 programs wanted, so 1986 rows each, rounded up to 2048."""
     on_gpu = device.type == "cuda"
     sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 1
     # On a CPU, 4: even the tests' small x split.
     wanted = PROGRAMS_PER_SM * sms
-    # The autotuner picks BLOCK_N only at the launch, after this
-    # plan: so count blocks of 128 columns, a typical BLOCK_N.
+    # The autotuner (Part 3) picks BLOCK_N only at the launch,
+    # after this plan: so count blocks of 128 columns, a typical
+    # BLOCK_N.
     column_blocks = triton.cdiv(max(N, 1), 128)
     # Split no short x (one tile of rows), and no wide x whose
     # column blocks alone give half the programs wanted or more:
     # those programs keep the SMs busy without a split.
     if M <= ROW_ALIGN or 2 * column_blocks >= wanted:
-        # One chunk, rounded up to a power of two for the key: M =
-        # 1000 and M = 1001 share one tuning.
+        # One chunk, rounded up to a power of two (Part 3 tunes
+        # for each value): M = 1000 and M = 1001 share one.
         return 1, triton.next_power_of_2(max(M, 1))
     rows = triton.cdiv(M, triton.cdiv(wanted, column_blocks))
     rows_per_split = triton.cdiv(rows, ROW_ALIGN) * ROW_ALIGN
     return triton.cdiv(M, rows_per_split), rows_per_split
 
 
-def column_sums(x, kernel=column_sum_kernel):
-    """x.sum(0) by `kernel`, then the second pass if x is split."""
+def column_sums(x, kernel, **tile):
+    """x.sum(0) by `kernel` (at `tile`, or at its autotuner's
+    pick), then the second pass if x is split."""
     M, N = x.shape
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     splits, rows_per_split = plan_splits(M, N, x.device)
-    # The grid is a function: the autotuner calls it with its pick
-    # of config, meta, whose BLOCK_N sets how many programs.
+    # The grid is a function of the launch's constexprs, meta:
+    # BLOCK_N sets how many programs.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
     if splits == 1:  # one chunk: sums go straight into out
-        kernel[grid](x, out, M, N, *x.stride(), rows_per_split)
+        kernel[grid](x, out, M, N, *x.stride(), rows_per_split, **tile)
         return out
     partial = x.new_empty((splits, N), dtype=torch.promote_types(x.dtype, torch.float32))
-    kernel[grid](x, partial, M, N, *x.stride(), rows_per_split)
+    kernel[grid](x, partial, M, N, *x.stride(), rows_per_split, **tile)
     sum_partials(partial, out)
     return out
 
 
 def sum_partials(partial, out):
-    """out[j] = partial[:, j].sum() in a fixed order, by the simple
-    kernel. Its tile: up to 256 rows of partial, so that few steps
-    cover them, and about 4096 values (at least 16 columns)."""
+    """out[j] = partial[:, j].sum() in a fixed order: partial as
+    one chunk. Its tile: up to 256 rows, so that few steps cover
+    them, and about 4096 values (at least 16 columns)."""
     P, N = partial.shape
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)
-    simple_column_sum_kernel[grid](
-        partial, out, P, N, *partial.stride(), BLOCK_M=block_m, BLOCK_N=block_n
+    split_column_sum_kernel[grid](
+        partial, out, P, N, *partial.stride(), P, BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1
     )
+
+
+# The timing table's "split" runs the three changes at one tile.
+# Try STAGES=1 there: what does (2) buy?
+SPLIT_TILE = dict(BLOCK_M=64, BLOCK_N=64, STAGES=2, num_warps=4)
+column_sums_split = functools.partial(column_sums, kernel=split_column_sum_kernel, **SPLIT_TILE)
+
+
+# ## Part 3. column_sum_kernel: the split kernel, tuned
+# The best tile depends on x: in a tile wider than x most
+# elements are masked off, and a program with few rows wants
+# short tiles. A triton.Config is one candidate tile: values of
+# the constexprs, and num_warps. A TILES row is (BLOCK_M,
+# BLOCK_N, num_warps, STAGES). We timed 32 tiles on 12 shapes and
+# kept these 7: each was the fastest on at least one shape. The
+# last, one row by 1024 columns, is for an x of few rows; its acc
+# is still 2-D, (1, 1024).
+TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2)]
+TILES += [(32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1)]  # last: few rows
+if common.INTERPRETED:
+    TILES = [(32, 32, 4, 1)]  # the CPU can't time a GPU: one config
+CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, w, s in TILES]
+
+# triton.autotune(configs, key) wraps a kernel. Its first launch
+# with new values of the key's arguments times every config and
+# keeps the fastest. rows_per_split is the rows a program adds
+# up. Written as a decorator, it goes above @triton.jit:
+#     @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
+column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])(
+    split_column_sum_kernel
+)
+column_sums_tuned = functools.partial(column_sums, kernel=column_sum_kernel)
 
 
 # ## Gradients: a torch.autograd.Function
@@ -310,14 +309,15 @@ class BlockedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
         ctx.x_shape = x.shape
-        return column_sums(x)
+        return column_sums(x, column_sum_kernel)
 
     @staticmethod
     def backward(ctx, grad_out):
         return grad_out.expand(ctx.x_shape)
 
 
-VARIANTS = {"simple": column_sums_simple, "one_d": column_sums_one_d, "pointer": column_sums}
+VARIANTS = {"simple": column_sums_simple, "one_d": column_sums_one_d}
+VARIANTS |= {"split": column_sums_split, "tuned": column_sums_tuned}
 # block_ptr.py, beside this file, is an appendix: the same loop
 # with block pointers, the style of Triton's older tutorials.
 
@@ -364,6 +364,9 @@ def main(argv=None, module=sys.modules[__name__]):
     if args.rows < 0 or args.cols < 0:
         parser.error("--rows and --cols must be >= 0")
     print(common.describe_run())
+    x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
+    print(f"the docstring's x, summed by the simple kernel: {column_sums_simple(x).tolist()}")
+    print(f"and by x.sum(0):                                {reference(x).tolist()}")
     for name, reason in getattr(module, "UNAVAILABLE", {}).items():
         print(f"variant {name!r} left out: {reason}")
     x = torch.randn(args.rows, args.cols, dtype=DTYPES[args.dtype], device=common.DEVICE)

@@ -1,8 +1,8 @@
 """blocked_sum: lesson 03's column sums as an op a model can call.
 
 main.py beside this file teaches the kernels; this file makes them safe to call from a model, and
-adds nothing to what they compute:
-- `blocked_sum(x, out=None, style="pointer")` checks its inputs (TypeError or ValueError naming
+adds nothing to what they compute (it tunes them in less time than the lesson does):
+- `blocked_sum(x, out=None, style="tuned")` checks its inputs (TypeError or ValueError naming
   what is wrong), writes into `out=` (which may overlap x), and records gradients, second ones
   too; `style` picks one of the lesson's VARIANTS;
 - `torch.ops.triton_lessons.blocked_sum(x, style)` is the same op registered with PyTorch, so
@@ -14,6 +14,7 @@ Without a GPU, loading it sets TRITON_INTERPRET=1 for the process, so that Trito
 on the CPU.
 """
 
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -33,9 +34,10 @@ appendix = loader.load_lesson(HERE, "block_ptr.py")  # the lesson's block-pointe
 common = lesson.common  # the device, and the checks of out= that every op shares
 
 DTYPES = common.OP_DTYPES  # float16, bfloat16, float32 and float64
+FIRST_KERNELS = ("simple", "one_d")  # the lesson keeps them simple: float32 sums, int32 offsets
 
 
-def validate(x, style="pointer"):
+def validate(x, style="tuned"):
     """N, or TypeError or ValueError naming the problem where blocked_sum cannot run."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
@@ -49,9 +51,47 @@ def validate(x, style="pointer"):
     if style not in appendix.VARIANTS:  # main.py's, and block_ptr where it runs
         why = appendix.UNAVAILABLE.get(style, f"not one of {list(appendix.VARIANTS)}")
         raise ValueError(f"style {style!r}: {why}")
-    if x.dtype == torch.float64 and style == "one_d":  # its 1-D sum is float32, for comparison
-        raise TypeError("style 'one_d' sums in float32 only: use another style for float64")
+    if style in FIRST_KERNELS and x.dtype == torch.float64:
+        raise TypeError(f"style {style!r} sums in float32 only: use 'tuned' for float64")
+    last = sum((size - 1) * stride for size, stride in zip(x.shape, x.stride()))
+    if style in FIRST_KERNELS and x.numel() and last >= 2**31:
+        raise ValueError(f"style {style!r} keeps offsets in int32, and x spans {last + 1} "
+                         "elements (over 2^31): use 'tuned'")  # fmt: skip
     return x.shape[1]  # N, the length of the output
+
+
+# The lesson tunes as Triton does by default: every config, each timed for 125 ms, at each new key.
+# A model wants its first calls short: the op's kernels drop the configs whose tile overhangs x,
+# time each for 25 ms, and keep the winner on disk (cache_results) for the next process.
+def prune_configs(configs, named_args, **kwargs):
+    """Called by the autotuner before it times, with the configs and the arguments by name: the
+    tiles that fit in N and in a chunk, or the smallest."""
+    width = triton.next_power_of_2(named_args["N"])
+    height = triton.next_power_of_2(named_args["rows_per_split"])
+    fit = [c for c in configs if c.kwargs["BLOCK_N"] <= width and c.kwargs["BLOCK_M"] <= height]
+    return fit or [min(configs, key=lambda c: c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"])]
+
+
+tune = triton.autotune(
+    configs=lesson.CONFIGS,
+    key=["N", "rows_per_split"],
+    prune_configs_by={"early_config_prune": prune_configs},
+    do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
+    cache_results=True,
+)
+
+# The kernel each style launches first (the lesson's VARIANTS list the styles that run here), and
+# the tile it is launched with (none: the autotuner picks).
+column_sum_kernel = tune(lesson.split_column_sum_kernel)
+block_ptr_kernel = tune(appendix.column_sum_block_ptr_kernel.fn)  # .fn: under its autotuner
+KERNELS = {
+    "simple": lesson.simple_column_sum_kernel,
+    "one_d": lesson.one_d_column_sum_kernel,
+    "split": lesson.split_column_sum_kernel,
+    "tuned": column_sum_kernel,
+    "block_ptr": block_ptr_kernel,
+}
+TILES = {"split": lesson.SPLIT_TILE}
 
 
 def forward(x, style, in_op=False):
@@ -62,31 +102,23 @@ def forward(x, style, in_op=False):
         return x.new_zeros(N)
     out = x.new_empty(N)
     kernel = common.traceable(KERNELS[style], in_op)
-    if style in ("simple", "one_d"):  # lesson.column_sums_simple: a program per 64 columns
+    if style in FIRST_KERNELS:  # lesson.column_sums_simple: a program per 64 columns
         kernel[(triton.cdiv(N, 64),)](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=64)
         return out
     # lesson.column_sums (a plan is cached by its sizes: a size torch.compile traces is fixed)
     splits, rows_per_split = lesson.plan_splits(int(M), int(N), x.device)
     partial = out if splits == 1 else x.new_empty((splits, N), dtype=sum_dtype)
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
-    kernel[grid](x, partial, M, N, *x.stride(), rows_per_split)
-    if splits > 1:  # lesson.sum_partials: the second pass, by the simple kernel
+    kernel[grid](x, partial, M, N, *x.stride(), rows_per_split, **TILES.get(style, {}))
+    if splits > 1:  # lesson.sum_partials: the second pass, partial as one chunk
         block_m = min(triton.next_power_of_2(splits), 256)
         block_n = max(16, min(256, 4096 // block_m))
-        second_pass = common.traceable(lesson.simple_column_sum_kernel, in_op)
+        second_pass = common.traceable(lesson.split_column_sum_kernel, in_op)
         second_pass[(triton.cdiv(N, block_n),)](
-            partial, out, splits, N, *partial.stride(), BLOCK_M=block_m, BLOCK_N=block_n
-        )
+            partial, out, splits, N, *partial.stride(), splits,
+            BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1,
+        )  # fmt: skip
     return out
-
-
-# The kernel each style launches first (the lesson's VARIANTS list the styles that run here).
-KERNELS = {
-    "simple": lesson.simple_column_sum_kernel,
-    "one_d": lesson.one_d_column_sum_kernel,
-    "pointer": lesson.column_sum_kernel,
-    "block_ptr": appendix.column_sum_block_ptr_kernel,
-}
 
 
 class BlockedSum(torch.autograd.Function):
@@ -106,7 +138,7 @@ class BlockedSum(torch.autograd.Function):
         return grad_out.expand(ctx.x_shape), None
 
 
-def blocked_sum(x, out=None, style="pointer"):
+def blocked_sum(x, out=None, style="tuned"):
     """x.sum(0) for a 2-D float x of any strides, in x's dtype (16-bit x adds in float32):
     differentiable and compilable, or written into out. `style` picks the lesson's variant."""
     N = validate(x, style)
@@ -121,10 +153,10 @@ def blocked_sum(x, out=None, style="pointer"):
 # The registered op, torch.ops.triton_lessons.blocked_sum (common.register_op: which kind of op,
 # and why). Its fake gives the output's shape without a kernel, and validates.
 @common.register_op("triton_lessons::blocked_sum")
-def blocked_sum_op(x: torch.Tensor, style: str = "pointer") -> torch.Tensor:
+def blocked_sum_op(x: torch.Tensor, style: str = "tuned") -> torch.Tensor:
     validate(x, style)
     return forward(x, style, in_op=True)
 
 
-blocked_sum_op.register_fake(lambda x, style="pointer": x.new_empty(validate(x, style)))
+blocked_sum_op.register_fake(lambda x, style="tuned": x.new_empty(validate(x, style)))
 blocked_sum_op.register_autograd(BlockedSum.backward, setup_context=BlockedSum.setup_context)

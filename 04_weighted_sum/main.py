@@ -15,7 +15,12 @@ One program's work in PyTorch, for its ROWS_TILE rows, row_ids:
         acc += x[row_ids, d0 : d0 + D_TILE] * w[d0 : d0 + D_TILE]
     y[row_ids] = acc.sum(1)
 
-Lesson 01 defines a program, a block, a stride and num_warps.
+Words, as lesson 01 defines them: a program is one running copy
+of a kernel, numbered by tl.program_id; a block is a small tensor
+inside one program (a tile: a 2-D block), its shape fixed when
+Triton compiles; a stride is the distance, in elements, to the
+next element along a dim. Run: `python 04_weighted_sum/main.py`
+(`--help` lists its options).
 
 Worked example: x of shape (5, 6), stored row after row, so
 x[r, d] lies r * 6 + d elements after x[0, 0]. A program owns
@@ -58,46 +63,40 @@ def simple_forward_kernel(
 ):  # fmt: skip
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
-    # Offsets are int32 by default, and row * stride_row passes
-    # 2^31 in a big x: the row starts are int64.
-    row_starts = row_ids.to(tl.int64) * stride_row
-    # acc sums in float32 (16-bit sums lose bits), or float64
-    # for float64 x. x_ptr.dtype.element_ty is x's dtype. Triton
-    # compiles the kernel for each dtype of x, so this `if` is
-    # settled then, not as the kernel runs.
-    acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
-    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
+    # acc is a whole tile, summed once, after the loop. A program
+    # runs on num_warps x 32 threads, and Triton splits each block
+    # among them: a 16 x 64 tile on 4 x 32 threads, 8 values each.
+    # acc += adds each thread's own values, with no talk between
+    # threads; tl.sum makes threads pass values around, and wait.
+    # (Lesson 03 times a 1-D acc summed at every step: 1.3 to 4.3
+    # times slower.) A float32 sum: 16-bit sums lose bits.
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
     for d0 in range(0, D, D_TILE):  # a loop that runs on the GPU
         cols = d0 + tl.arange(0, D_TILE)
         col_mask = cols < D
         # A (ROWS_TILE, D_TILE) block of offsets (broadcast):
-        col_offsets = cols.to(tl.int64) * stride_col
-        offsets = row_starts[:, None] + col_offsets[None, :]
+        offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
         mask = row_mask[:, None] & col_mask[None, :]
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         # w is contiguous (the Function makes it so): w[d] at w_ptr + d.
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
-        acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
-    # Why acc is 2-D, with one tl.sum at the end: a program runs
-    # on num_warps x 32 threads (4 x 32: the launch's num_warps),
-    # and Triton splits each block among them: forward_simple's
-    # 16 x 64 tile on 128 threads, 8 values each. acc += adds
-    # each thread's own values, with no talk between threads.
-    # tl.sum makes threads pass values to each other, and wait.
-    # A 1-D acc summed at every step,
-    #     acc += tl.sum(x * w[None, :], axis=1)
-    # waits at every step: 1.3 to 4.3 times slower (lesson 03).
-    y = tl.sum(acc, axis=1)
+        acc += x.to(tl.float32) * w.to(tl.float32)[None, :]
+    y = tl.sum(acc, axis=1)  # each row's sum, once
+    # y_ptr.dtype.element_ty: the dtype y holds
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
+
+
+SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Part 1's kernels'
 
 
 def forward_simple(x2d, weight):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
-    grid = (triton.cdiv(rows, 16),)  # kernel[grid]: grid[0] programs
-    tile = dict(ROWS_TILE=16, D_TILE=64, num_warps=4)
-    simple_forward_kernel[grid](x2d, weight, y, rows, D, *x2d.stride(), **tile)
+    # kernel[grid]: grid[0] programs, a program per 16 rows
+    grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)
+    args = (x2d, weight, y, rows, D, *x2d.stride())
+    simple_forward_kernel[grid](*args, **SIMPLE_TILE, num_warps=4)
     return y
 
 
@@ -124,9 +123,8 @@ def check(x, variants):
 # Each element of grad_x is one product: no sum. grad_w[d]
 # sums over every row, but a program sees only its own rows.
 # So program p adds up its rows' share into row p of
-# partial, a float32 buffer (float64 for float64 x). A
-# second pass, PyTorch's partial.sum(0), adds up partial's
-# rows:
+# partial, a float32 buffer. A second pass, PyTorch's
+# partial.sum(0), adds up partial's rows:
 #
 #     partial[p, d] = sum over p's rows r of x[r, d] * grad_y[r]
 #     grad_w[d]     = sum over p of partial[p, d]
@@ -146,45 +144,39 @@ def simple_backward_kernel(
     p = tl.program_id(0)
     row_ids = p * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
-    row_starts = row_ids.to(tl.int64) * stride_row
-    x_dtype = x_ptr.dtype.element_ty
-    acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
-    grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(acc_dtype)
-    partial_row = partial_ptr + p.to(tl.int64) * D
+    grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0)
+    grad_y = grad_y.to(tl.float32)
+    partial_row = partial_ptr + p * D  # partial[p, 0]
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
         col_mask = cols < D
         mask = row_mask[:, None] & col_mask[None, :]
-        col_offsets = cols.to(tl.int64) * stride_col
-        offsets = row_starts[:, None] + col_offsets[None, :]
+        offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
-        # grad_x in acc_dtype, rounded to x's dtype once, at
-        # the store.
-        grad_x = grad_y[:, None] * w.to(acc_dtype)[None, :]
+        # grad_x in float32, rounded to its dtype at the store
+        grad_x = grad_y[:, None] * w.to(tl.float32)[None, :]
         # grad_x is contiguous: its (r, d) lies r * D + d
         # elements in.
-        out = row_ids.to(tl.int64)[:, None] * D + cols[None, :]
-        tl.store(grad_x_ptr + out, grad_x.to(x_dtype), mask=mask)
+        out = row_ids[:, None] * D + cols[None, :]
+        grad_x = grad_x.to(grad_x_ptr.dtype.element_ty)
+        tl.store(grad_x_ptr + out, grad_x, mask=mask)
         # This tile's share of grad_w, summed over the
         # program's rows. tl.sum must run every step here:
         # each step visits new columns. Part 3 swaps the
         # loops, and sums once, at the end.
-        share = tl.sum(x.to(acc_dtype) * grad_y[:, None], axis=0)
+        share = tl.sum(x.to(tl.float32) * grad_y[:, None], axis=0)
         tl.store(partial_row + cols, share, mask=col_mask)
 
 
 def backward_simple(x2d, weight, grad_y):
     """(grad_x, grad_w) of y = x2d @ weight, given grad_y."""
     rows, D = x2d.shape
-    programs = triton.cdiv(rows, 16)  # 16 rows each
+    programs = triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"])
     grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
-    sum_dtype = torch.promote_types(x2d.dtype, torch.float32)
-    partial = torch.empty((programs, D), dtype=sum_dtype, device=x2d.device)
-    simple_backward_kernel[(programs,)](
-        x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride(),
-        ROWS_TILE=16, D_TILE=64,
-    )  # fmt: skip
+    partial = torch.empty((programs, D), dtype=torch.float32, device=x2d.device)
+    args = (x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride())
+    simple_backward_kernel[(programs,)](*args, **SIMPLE_TILE)
     grad_w = partial.sum(0).to(weight.dtype)  # second pass
     return grad_x, grad_w
 
@@ -226,16 +218,16 @@ class WeightedSum(torch.autograd.Function):
         return grad_x.reshape(x.shape), grad_w, None, None
 
 
-# ## Part 2. forward_kernel: the simple kernel, autotuned
-# Parts 2 and 3 mark each change by a tag: (tune) in Part 2;
-# (split), (tune) and (sum) in Part 3.
+# ## Part 2. forward_kernel: the simple kernel, tuned, any x
+# Parts 2 and 3 mark each change by a tag: (tune) and (any x)
+# here; (split), (tune) and (sum) in Part 3.
 #
 # (tune) The best tile depends on D. Wide rows want wide
 # tiles, which read long runs of memory; narrow rows want
 # many rows in a tile. A triton.Config is one candidate
 # tile: its constexprs, and num_warps. A TILES row is
 # (ROWS_TILE, D_TILE, num_warps). We kept these nine after
-# timing many; the autotuner picks one of them for each D.
+# timing many.
 TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4)]
 TILES += [(128, 128, 8), (16, 256, 4), (8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
 if common.INTERPRETED:
@@ -243,43 +235,43 @@ if common.INTERPRETED:
 CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w in TILES]
 
 
-# @triton.autotune(configs=CONFIGS, key=["D"]) on a kernel
-# times every config at the first launch with a new D, and
-# keeps the fastest for that D. A new number of rows reuses
-# the pick.
+# @triton.autotune(configs=CONFIGS, key=["D"]) times every
+# config at the first launch with a new D, and keeps the
+# fastest for that D. A new number of rows reuses the pick.
 #
-# Two options make tuning cheaper. prune_configs_by names a
-# function that drops configs before any is timed:
-def tiles_for_d(configs, named_args, **kwargs):
-    """The configs whose D_TILE suits D: much wider tiles load
-    mostly masked lanes; much narrower ones take many steps.
-    D_TILE from min(width, 128) to max(width, 32) stays, for
-    width = D rounded up to a power of 2: D = 1000 keeps 128 to
-    1024. The autotuner passes the launch's arguments by name
-    (named_args), and more that this rule does not need."""
-    width = triton.next_power_of_2(named_args["D"])
-    fit = [c for c in configs if min(width, 128) <= c.kwargs["D_TILE"] <= max(width, 32)]
-    return fit or configs
-
-
-# And do_bench times each config briefly (warmup=5 and
-# rep=20 ms, where Triton's default is 25 and 100).
-# cache_results keeps the winner on disk for the next run.
-TUNING = dict(prune_configs_by={"early_config_prune": tiles_for_d}, cache_results=True)
-TUNING["do_bench"] = functools.partial(triton.testing.do_bench, warmup=5, rep=20)
-
-# forward_kernel is simple_forward_kernel, autotuned: the
-# same code, its tile picked by timing. One change in how it
-# compiles: Triton compiles a separate version of a kernel
-# for an int argument that is 1 or divisible by 16 (it
-# "specializes"). rows changes with every batch, so
-# do_not_specialize=["rows"] keeps one version. Written as
-# decorators, this line is
-#     @triton.autotune(configs=CONFIGS, key=["D"], **TUNING)
-#     @triton.jit(do_not_specialize=["rows"])
-# on a copy of simple_forward_kernel (.fn: its function).
-tuned_jit = triton.jit(simple_forward_kernel.fn, do_not_specialize=["rows"])
-forward_kernel = triton.autotune(configs=CONFIGS, key=["D"], **TUNING)(tuned_jit)
+# (any x) Part 1 keeps to float32 sums and int32 offsets.
+# A float64 x sums in float64: x_ptr.dtype.element_ty is x's
+# dtype, and this `if` is settled while Triton compiles. In
+# an x of over 2^31 elements, row * stride_row passes 2^31 - 1
+# and an int32 wraps around: offsets become int64.
+#
+# Triton compiles a separate version of a kernel for an int
+# argument that is 1 or divisible by 16 (it "specializes").
+# rows changes with every batch: do_not_specialize=["rows"]
+# keeps one version.
+@triton.autotune(configs=CONFIGS, key=["D"])  # (tune)
+@triton.jit(do_not_specialize=["rows"])
+def forward_kernel(
+    x_ptr, w_ptr, y_ptr, rows, D, stride_row, stride_col,
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # (tune)
+):  # fmt: skip
+    row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
+    row_mask = row_ids < rows
+    row_starts = row_ids.to(tl.int64) * stride_row  # (any x)
+    x_dtype = x_ptr.dtype.element_ty  # (any x)
+    acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
+    for d0 in range(0, D, D_TILE):
+        cols = d0 + tl.arange(0, D_TILE)
+        col_mask = cols < D
+        col_offsets = cols.to(tl.int64) * stride_col  # (any x)
+        offsets = row_starts[:, None] + col_offsets[None, :]
+        mask = row_mask[:, None] & col_mask[None, :]
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
+        acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
+    y = tl.sum(acc, axis=1)
+    tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
 def forward_tuned(x2d, weight, kernel=forward_kernel, **hints):
@@ -296,18 +288,20 @@ def forward_tuned(x2d, weight, kernel=forward_kernel, **hints):
 
 
 # ## Part 3. backward_kernel: the simple backward, changed
-# (split) The loops swap. A program owns one D tile (a block
-# of columns) and walks down the rows, every P-th row tile,
-# keeping a 2-D acc of x * grad_y as the forward does.
-# Program (t, p), in PyTorch, where cols is D tile t and
-# rows(i) are row tile i's rows:
+# The problem: the simple backward's partial has a row per 16
+# rows of x. For x of 1048576 x 128 float32 (512 MiB) that is
+# 65536 rows, 32 MiB, written and then read back: 64 MiB more
+# on the 1 GiB that reading x and writing grad_x take, 6%.
+#
+# (split) The fix: the loops swap. A program owns one D tile
+# (a block of columns) and walks down the rows, every P-th row
+# tile, keeping a 2-D acc of x * grad_y as the forward does.
+# The grid is (D tiles, P): D tiles x P programs, and partial
+# has P rows. Program (t, p), in PyTorch, where cols is D tile
+# t and rows(i) are row tile i's rows:
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
 #     partial[p, cols] = acc.sum(0)
-# partial now has P rows. The simple backward's partial had a
-# row per 16 rows of x: for x of 1048576 x 128, 65536 rows of
-# 128 float32, 32 MiB, written and then read back: 6% more
-# traffic than reading x (512 MiB) itself.
 # For D = 8 in two D tiles of 4 columns, 5 row tiles, P = 2:
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
@@ -319,26 +313,25 @@ def forward_tuned(x2d, weight, kernel=forward_kernel, **hints):
 # (sum): the second pass, partial's rows added, is a kernel.
 #
 # ### Picking P, on the host
-# P is the number of programs down each D tile. partial's P
-# rows are allocated before the launch, but the autotuner
-# picks D_TILE only at the launch; so P is figured for D
-# tiles of D_TILE_GUESS = 128 columns. About 8 programs per
-# SM (streaming multiprocessor, a GPU core) in all keep every
-# SM busy: while some wait for memory, others run. P is at
-# least one per SM, and at most one per row of x. On an H100 (132 SMs), D = 128 (one D tile) gives
-# P = 8 x 132 = 1056. In all:
+# About 8 programs per SM (streaming multiprocessor, one of the
+# GPU's cores) keep every SM busy: while some wait for memory,
+# others run. partial's P rows are allocated before the
+# launch, but the autotuner picks D_TILE only at the launch; so
+# P is figured for D tiles of D_TILE_GUESS = 128 columns. P is
+# at least one per SM, and at most one per row of x:
 #     P = min(rows, max(SMs, cdiv(8 x SMs, D tiles)))
+# On an H200 (132 SMs), D = 128 (one D tile) gives P = 1056.
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
 
-@triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (tune)
+@triton.autotune(configs=CONFIGS, key=["D"])  # (tune)
 @triton.jit(do_not_specialize=["rows"])
 def backward_kernel(
     x_ptr, w_ptr, grad_y_ptr, grad_x_ptr, partial_ptr,
     rows, D, stride_row, stride_col,  # all as before
     ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # (tune)
 ):  # fmt: skip
-    x_dtype = x_ptr.dtype.element_ty
+    x_dtype = x_ptr.dtype.element_ty  # as in forward_kernel
     acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
     t, p = tl.program_id(0), tl.program_id(1)  # (split)
     P = tl.num_programs(1)  # (split) grid axis 1's size

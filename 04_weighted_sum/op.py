@@ -17,6 +17,7 @@ Without a GPU, loading it sets TRITON_INTERPRET=1 for the process, so that Trito
 on the CPU.
 """
 
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -40,6 +41,30 @@ DTYPES = common.OP_DTYPES  # float16, bfloat16, float32 and float64
 STYLES = ("simple", "tuned")  # the style argument's values
 
 
+# The lesson tunes as Triton does by default: every config, each timed for 125 ms, at each new D.
+# A model wants its first calls short: the op's kernels drop the configs whose D_TILE does not
+# suit D, time each for 25 ms, and keep the winner on disk (cache_results) for the next process.
+def tiles_for_d(configs, named_args, **kwargs):
+    """The configs whose D_TILE suits D: much wider tiles load mostly masked lanes; much narrower
+    ones take many steps. D_TILE from min(width, 128) to max(width, 32) stays, for width = D
+    rounded up to a power of 2: D = 1000 keeps 128 to 1024."""
+    width = triton.next_power_of_2(named_args["D"])
+    fit = [c for c in configs if min(width, 128) <= c.kwargs["D_TILE"] <= max(width, 32)]
+    return fit or configs
+
+
+tune = triton.autotune(
+    configs=lesson.CONFIGS,
+    key=["D"],
+    prune_configs_by={"early_config_prune": tiles_for_d},
+    do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
+    cache_results=True,
+)
+# wide.py's kernels (.fn: each under its autotuner), tuned the op's way
+forward_wide_kernel = tune(wide.forward_wide_kernel.fn)
+backward_wide_kernel = tune(wide.backward_wide_kernel.fn)
+
+
 def validate(x, weight, style="tuned"):
     """y's shape, x.shape[:-1], or TypeError or ValueError naming why weighted_sum cannot run."""
     for name, t in (("x", x), ("weight", weight)):
@@ -58,6 +83,13 @@ def validate(x, weight, style="tuned"):
         raise ValueError(f"{where}: both must be on {common.DEVICE.type}")
     if style not in STYLES:
         raise ValueError(f"style {style!r} is not one of {list(STYLES)}")
+    if style == "simple":  # the lesson's first kernels: float32 sums and int32 offsets
+        if x.dtype == torch.float64:
+            raise TypeError("style 'simple' sums in float32 only: use 'tuned' for float64")
+        last = max(x.numel() - 1, sum((n - 1) * step for n, step in zip(x.shape, x.stride())))
+        if x.numel() and last >= 2**31:  # x's last element, or grad_x's, past int32's reach
+            raise ValueError(f"style 'simple' keeps offsets in int32, and x spans {last + 1} "
+                             "elements (over 2^31): use 'tuned'")  # fmt: skip
     return x.shape[:-1]
 
 
@@ -83,9 +115,9 @@ def forward(x, weight, style, in_op=False):
     (rows, d), weight = x2d.shape, weight.contiguous()
     y = x2d.new_empty(rows)
     if style == "simple":  # lesson.forward_simple
-        kernel, grid, tiles = lesson.simple_forward_kernel, (triton.cdiv(rows, 16),), SIMPLE_TILES
+        kernel, grid, tiles = lesson.simple_forward_kernel, (triton.cdiv(rows, 16),), SIMPLE_TILE
     else:  # wide.forward_wide
-        kernel, tiles = wide.forward_wide_kernel, wide.alignment(x2d)
+        kernel, tiles = forward_wide_kernel, wide.alignment(x2d)
         grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
     common.traceable(kernel, in_op)[grid](x2d, weight, y, rows, d, *x2d.stride(), **tiles)
     return y.reshape(x.shape[:-1])
@@ -102,14 +134,14 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_
     elif style == "simple":  # lesson.backward_simple: a program per 16 rows, a partial row each
         grad_x, partial = x2d.new_empty((rows, d)), partials(triton.cdiv(rows, 16), x2d)
         common.traceable(lesson.simple_backward_kernel, in_op)[(partial.shape[0],)](
-            x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **SIMPLE_TILES
+            x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **SIMPLE_TILE
         )
         grad_w = partial.sum(0).to(weight.dtype)
     else:  # wide.backward_wide: P programs down each D tile, then the fixed-order sum
         grad_x, partial = x2d.new_empty((rows, d)), partials(split(rows, d, x2d.device), x2d)
         programs = partial.shape[0]
         grid = lambda meta: (triton.cdiv(d, meta["D_TILE"]), programs)  # noqa: E731
-        common.traceable(wide.backward_wide_kernel, in_op)[grid](
+        common.traceable(backward_wide_kernel, in_op)[grid](
             x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **wide.alignment(x2d)
         )
         grad_w = torch.empty_like(weight)
@@ -121,7 +153,7 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_
     return grad_x if need_grad_x else None, grad_w if need_grad_w else None
 
 
-SIMPLE_TILES = dict(ROWS_TILE=16, D_TILE=64)  # the simple kernels' tile, as the lesson's
+SIMPLE_TILE = lesson.SIMPLE_TILE  # the simple kernels' tile
 
 
 def partials(programs, x2d):  # a row of grad_w's partial sums a program, in float32 or float64

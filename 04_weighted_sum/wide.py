@@ -31,7 +31,7 @@ import triton.language as tl  # noqa: E402
 # main.py beside this file: Parts 1 to 3, whose tiles, tuning
 # and wrappers the kernels below reuse.
 lesson = lesson_loader.load_lesson(Path(__file__).resolve().parent)
-CONFIGS, TUNING = lesson.CONFIGS, lesson.TUNING  # (tune)
+CONFIGS = lesson.CONFIGS  # (tune)
 
 
 # ## (wide) What the compiler must know
@@ -74,7 +74,7 @@ def alignment(x2d):
 # ## The kernels, with the (wide) lines marked
 # forward_wide_kernel is main.py's forward_kernel (Part 2) with
 # the (wide) lines added, written out with its decorators.
-@triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (tune)
+@triton.autotune(configs=CONFIGS, key=["D"])  # (tune)
 @triton.jit(do_not_specialize=["rows"])
 def forward_wide_kernel(
     x_ptr, w_ptr, y_ptr, rows, D, stride_row, stride_col,
@@ -107,7 +107,7 @@ def forward_wide_kernel(
 # backward_wide_kernel is main.py's backward_kernel (Part 3)
 # with the (wide) lines added: for its loads of x, and for its
 # stores of grad_x.
-@triton.autotune(configs=CONFIGS, key=["D"], **TUNING)  # (tune)
+@triton.autotune(configs=CONFIGS, key=["D"])  # (tune)
 @triton.jit(do_not_specialize=["rows"])
 def backward_wide_kernel(
     x_ptr, w_ptr, grad_y_ptr, grad_x_ptr, partial_ptr,

@@ -40,9 +40,10 @@ def load_op(folder):
 
 def load_beside(folder, file):
     """A file beside the lesson in `folder` (op.py; 02's persistent.py), after support.load has
-    loaded the lesson (so that it launches the lesson's kernels with the tests' configs)."""
+    loaded the lesson (so that it launches the lesson's kernels with the tests' configs); its own
+    autotuned kernels keep two configs too."""
     load(folder)
-    return load_example(REPO_ROOT / folder / file)
+    return keep_two_configs(load_example(REPO_ROOT / folder / file))
 
 
 def keep_two_configs(module):

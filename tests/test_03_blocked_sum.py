@@ -17,11 +17,14 @@ DEVICE = common.DEVICE
 FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 ENTRY_AND_VARIANTS = {"blocked_sum": op.blocked_sum, **bp.VARIANTS}
 STYLES = [s for s in bp.VARIANTS if s != "one_d"]  # one_d sums in float32: the comparison
+FIRST_KERNELS = ("simple", "one_d")  # float32 sums and int32 offsets: the lesson keeps them simple
 
 
 def variants_for(dtype):
-    """The lesson's variants that take dtype: one_d, a comparison, sums in float32 only."""
-    return {k: v for k, v in bp.VARIANTS.items() if k != "one_d" or dtype != torch.float64}
+    """The lesson's variants that take dtype: the first kernels sum in float32 only."""
+    return {
+        k: v for k, v in bp.VARIANTS.items() if k not in FIRST_KERNELS or dtype != torch.float64
+    }
 
 
 def layout(m, n, dtype=torch.float32, how="contiguous"):
@@ -84,7 +87,7 @@ def test_half_precision_accumulates_in_float32(name):
     assert torch.equal(ENTRY_AND_VARIANTS[name](x), expected)
 
 
-@pytest.mark.parametrize("name", [n for n in ENTRY_AND_VARIANTS if n != "one_d"])
+@pytest.mark.parametrize("name", [n for n in ENTRY_AND_VARIANTS if n not in FIRST_KERNELS])
 def test_float64_accumulates_in_float64(name):
     x = torch.tensor([[1.0], [1e-10], [-1.0]], dtype=torch.float64, device=DEVICE).expand(3, 4)
     got = ENTRY_AND_VARIANTS[name](x.contiguous())
@@ -228,10 +231,17 @@ def test_plan_splits_splits_tall_inputs_but_not_wide_ones():
     assert bs.plan_splits(64, 1048576, DEVICE)[0] == 1
 
 
-def test_pruning_always_leaves_a_fitting_config():
+def test_op_pruning_always_leaves_a_fitting_config():
     for n, rows in [(1, 1), (1, 1000), (1000, 1), (64, 2048), (10**6, 64)]:
-        kept = bs.prune_configs(bs.CONFIGS, {"N": n, "rows_per_split": rows})
+        kept = op.prune_configs(bs.CONFIGS, {"N": n, "rows_per_split": rows})
         assert kept and all(c in bs.CONFIGS for c in kept)
+
+
+def test_row_align_is_a_multiple_of_every_tile_height():
+    heights = [
+        c.kwargs["BLOCK_M"] for c in support.ALL_CONFIGS.get(bs.column_sum_kernel, bs.CONFIGS)
+    ]
+    assert all(bs.ROW_ALIGN % m == 0 for m in [*heights, bs.SPLIT_TILE["BLOCK_M"]])
 
 
 # --- Styles that refuse -----------------------------------------------------------------------
@@ -263,9 +273,11 @@ def test_block_ptr_probe_reports_a_failure_and_wrong_sums(monkeypatch):
 
 
 @pytest.mark.parametrize("how", ["contiguous", "transposed", "sliced", "every_other_row"])
-def test_entry_runs_the_pointer_kernels(how):
+def test_entry_runs_the_tuned_kernels(how):
+    # The op tunes its own copy of the lesson's kernel: at one config, the same bits.
     x = layout(1000, 16, how=how)
-    assert torch.equal(op.blocked_sum(x), bp.VARIANTS["pointer"](x))  # same kernels, same bits
+    with support.pinned_config(bs, 0), support.pinned_config(op, 0):
+        assert torch.equal(op.blocked_sum(x), bp.VARIANTS["tuned"](x))
 
 
 def test_check_catches_an_output_element_left_unwritten(monkeypatch):
@@ -292,7 +304,22 @@ BAD_INPUT = {  # case: (arguments, error, message)
         TypeError,
         "style 'one_d' sums in float32 only",
     ),
+    "simple in float64": (
+        lambda: (torch.ones(2, 3, dtype=torch.float64), "simple"),
+        TypeError,
+        "style 'simple' sums in float32 only",
+    ),
 }
+
+
+@pytest.mark.parametrize("style", FIRST_KERNELS)
+def test_first_kernels_refuse_offsets_past_2_to_the_31(style):
+    # Fake tensors: the strides of an x of over 2^31 elements, with no memory behind them.
+    with torch._subclasses.fake_tensor.FakeTensorMode():
+        x = torch.empty_strided((2, 3), (2**31, 1), device=DEVICE)
+        with pytest.raises(ValueError, match=rf"style '{style}' keeps offsets in int32"):
+            op.validate(x, style)
+        assert op.validate(x, "tuned") == 3
 
 
 @pytest.mark.parametrize("case", list(BAD_INPUT))
@@ -334,7 +361,7 @@ def test_wrong_device(fn):
 # --- Gradients and the registered op ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("style", [s for s in STYLES if s not in FIRST_KERNELS])
 @pytest.mark.parametrize("m, n", [(5, 4), (65, 4)])  # 65 x 4 splits the rows on the CPU
 def test_gradcheck_and_gradgradcheck_float64(style, m, n):
     x = torch.randn(m, n, dtype=torch.float64, device=DEVICE, requires_grad=True)
@@ -350,7 +377,7 @@ def test_gradcheck_the_registered_op_and_both_functions():
     x = torch.randn(65, 3, dtype=torch.float64, device=DEVICE, requires_grad=True)
     assert torch.autograd.gradcheck(OP, (x,))
     assert torch.autograd.gradgradcheck(OP, (x,))
-    assert torch.autograd.gradcheck(lambda t: op.BlockedSum.apply(t, "pointer"), (x,))
+    assert torch.autograd.gradcheck(lambda t: op.BlockedSum.apply(t, "tuned"), (x,))
     assert torch.autograd.gradcheck(bs.BlockedSum.apply, (x,))  # the lesson's
     assert torch.autograd.gradgradcheck(bs.BlockedSum.apply, (x,))  # expand is recorded
 
@@ -358,7 +385,7 @@ def test_gradcheck_the_registered_op_and_both_functions():
 def test_lesson_function_launches_column_sums(monkeypatch):
     calls = []
     original = bs.column_sums
-    monkeypatch.setattr(bs, "column_sums", lambda x: calls.append(x) or original(x))
+    monkeypatch.setattr(bs, "column_sums", lambda x, kernel: calls.append(x) or original(x, kernel))
     x = torch.randn(30, 5, device=DEVICE, requires_grad=True)
     bs.BlockedSum.apply(x).sum().backward()
     assert len(calls) == 1 and torch.equal(x.grad, torch.ones_like(x))
@@ -413,7 +440,7 @@ OPCHECK_INPUTS = {
 @pytest.mark.parametrize("requires_grad", [False, True])
 def test_opcheck(case, requires_grad):
     x = OPCHECK_INPUTS[case]().requires_grad_(requires_grad)
-    torch.library.opcheck(torch.ops.triton_lessons.blocked_sum.default, (x, "pointer"))
+    torch.library.opcheck(torch.ops.triton_lessons.blocked_sum.default, (x, "tuned"))
 
 
 @pytest.mark.parametrize("m, n", [(33, 20), (1000, 17)])  # 1000 x 17 splits the rows
@@ -455,8 +482,8 @@ def test_main_runs(capsys, lesson):
 
 
 def test_block_ptr_py_adds_its_variant_where_it_runs():
-    assert list(bs.VARIANTS) == ["simple", "one_d", "pointer"]
-    assert list(bp.VARIANTS) == ["simple", "one_d", "pointer"] + (
+    assert list(bs.VARIANTS) == ["simple", "one_d", "split", "tuned"]
+    assert list(bp.VARIANTS) == ["simple", "one_d", "split", "tuned"] + (
         [] if bp.BLOCK_PTR_PROBLEM else ["block_ptr"]
     )
 
@@ -492,13 +519,13 @@ def test_help_shows_every_default(capsys):
     ],
 )
 def test_benchmark_shapes_on_the_gpu(m, n, dtype):
-    assert "pointer" in bs.check(layout(m, n, dtype), bp.VARIANTS)
+    assert "tuned" in bs.check(layout(m, n, dtype), bp.VARIANTS)
 
 
 @support.gpu_only
 @pytest.mark.parametrize("how", ["transposed", "sliced", "every_other_row"])
 def test_large_strided_views_on_the_gpu(how):
-    assert "pointer" in bs.check(layout(8192, 3000, how=how), bp.VARIANTS)
+    assert "tuned" in bs.check(layout(8192, 3000, how=how), bp.VARIANTS)
 
 
 @support.gpu_only

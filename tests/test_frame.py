@@ -21,7 +21,7 @@ EXAMPLES = [path.parent.name for path in example_paths()]
 VARIANT_STYLES = {
     "01_matmul_elementwise": set(),
     "02_matmul_tiled": {"simple", "tuned"},  # persistent.py adds "persistent"
-    "03_blocked_sum": {"simple", "pointer", "block_ptr"},  # block_ptr: in block_ptr.py
+    "03_blocked_sum": {"simple", "split", "tuned", "block_ptr"},  # block_ptr: in block_ptr.py
     "04_weighted_sum": {"simple", "tuned"},
 }
 
@@ -73,7 +73,7 @@ def test_entry_is_a_registered_op(folder):
 TRACEABLE_OPS = {
     "01_matmul_elementwise": ("matmul_elementwise", lambda t: (t(8, 8), t(8, 8))),
     "02_matmul_tiled": ("matmul", lambda t: (t(256, 64), t(64, 32), t(32), "gelu_tanh")),
-    "03_blocked_sum": ("blocked_sum", lambda t: (t(2000, 24), "pointer")),
+    "03_blocked_sum": ("blocked_sum", lambda t: (t(2000, 24), "tuned")),
     "04_weighted_sum": ("weighted_sum", lambda t: (t(40, 24), t(24), "tuned")),
 }
 

@@ -203,7 +203,7 @@ def draw_02(lesson, figure):
 
 
 def draw_03(lesson, figure):
-    """03: who sums what, in simple_column_sum_kernel and in column_sum_kernel's row split"""
+    """03: who sums what, in simple_column_sum_kernel and in split_column_sum_kernel"""
     axes = figure.subplots(1, 2)
     M, N, block_m, block_n = 5, 6, 2, 4
     x, out = worked_example_x(M, N), torch.empty(N, device=common.DEVICE)
@@ -227,15 +227,15 @@ def draw_03(lesson, figure):
     M, rows_per_split, splits, column_blocks = 12, 4, 3, 2
     x = powers_of_two(M, N)
     partial = torch.empty((splits, N), dtype=torch.float64, device=common.DEVICE)
-    launch = lambda c: lesson.column_sum_kernel.fn[(c, splits)](  # noqa: E731
+    launch = lambda c: lesson.split_column_sum_kernel[(c, splits)](  # noqa: E731
         x, partial, M, N, *x.stride(), rows_per_split, BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1
     )
     colour, labels = who_summed_what(launch, column_blocks, partial, M, "c{} s{}")
     cells(
         axes[1], colour, labels,
-        f"column_sum_kernel, x ({M} x {N}) in {splits} chunks of {rows_per_split} rows (chosen "
-        f"here; plan_splits picks\nlonger ones): program (c, s) adds column block c of chunk s "
-        f"into partial row s; sum_partials adds them up",
+        f"split_column_sum_kernel, x ({M} x {N}) in {splits} chunks of {rows_per_split} rows "
+        f"(chosen here; plan_splits picks\nlonger ones): program (c, s) adds column block c of "
+        f"chunk s into partial row s; sum_partials adds them up",
         [f"x row {r}" for r in range(M)] + [""] + [f"partial {s}" for s in range(splits)],
     )  # fmt: skip
 

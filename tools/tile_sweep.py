@@ -5,7 +5,7 @@ an H100.)
 Run on a GPU machine from the repository root: `python tools/tile_sweep.py`. Kernel time only
 (triton.testing.do_bench: median, L2 flushed), each config launched straight through Triton. The
 candidates are the lists the lessons had before item 41: 03's 16 tiles with 1 and 2 stages, 04's 15
-tiles, each pruned as the lesson prunes. Per shape: the best candidate, the best in the lesson's
+tiles, each pruned as the op prunes. Per shape: the best candidate, the best in the lesson's
 list, their ratio. Uses only the lessons' public names.
 """
 
@@ -20,7 +20,9 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 blocked_sum = load_example(REPO_ROOT / "03_blocked_sum/main.py")
+blocked_sum_op = load_example(REPO_ROOT / "03_blocked_sum/op.py")  # prunes as the op does
 weighted_sum = load_example(REPO_ROOT / "04_weighted_sum/main.py")
+weighted_sum_op = load_example(REPO_ROOT / "04_weighted_sum/op.py")  # prunes as the op does
 dev = common.DEVICE
 TILES_03 = [
     (128, 32, 4),
@@ -115,12 +117,12 @@ def main():
             splits, cols, device=dev, dtype=torch.float32 if splits > 1 else x.dtype
         )
         times = {}
-        for config in blocked_sum.prune_configs(
+        for config in blocked_sum_op.prune_configs(
             candidates_03, {"N": cols, "rows_per_split": rows_per_split}
         ):
             kw = config.all_kwargs()
             times[(kw["BLOCK_M"], kw["BLOCK_N"], kw["num_warps"], kw["STAGES"])] = kernel_ms(
-                lambda: blocked_sum.column_sum_kernel.fn[
+                lambda: blocked_sum.split_column_sum_kernel[
                     (triton.cdiv(cols, kw["BLOCK_N"]), splits)
                 ](x, partials, rows, cols, *x.stride(), rows_per_split, **kw)
             )
@@ -149,7 +151,7 @@ def main():
         programs = min(programs, rows)
         partial = torch.empty(programs, dim, device=dev)
         forward, backward = {}, {}
-        for config in weighted_sum.tiles_for_d(candidates_04, {"D": dim}):  # the lesson's prune
+        for config in weighted_sum_op.tiles_for_d(candidates_04, {"D": dim}):  # the op's prune
             kw = config.all_kwargs()
             rows_tile, d_tile, warps = kw["ROWS_TILE"], kw["D_TILE"], kw["num_warps"]
             forward[rows_tile, d_tile, warps] = kernel_ms(

@@ -39,8 +39,9 @@ lesson = lesson_loader.load_lesson(Path(__file__).resolve().parent)
 # ## The kernel: column_sum_kernel, its loads by block pointer
 # A block pointer's loads stop at x's edge, not at a chunk's
 # end. A tile that ran past its chunk would add rows of the next
-# chunk too: so this kernel relies on chunks of whole tiles,
-# which plan_splits (main.py) makes.
+# chunk too: so this kernel relies on chunks of whole tiles.
+# plan_splits (main.py) makes them: a chunk's length is a
+# multiple of ROW_ALIGN = 256, and every BLOCK_M divides 256.
 @triton.autotune(configs=lesson.CONFIGS, key=["N", "rows_per_split"])
 @triton.jit(do_not_specialize=["M"])
 def column_sum_block_ptr_kernel(

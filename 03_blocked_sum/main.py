@@ -87,8 +87,13 @@ def simple_column_sum_kernel(
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by simple_column_sum_kernel, or kernel."""
     M, N = x.shape
+    # int32 offsets: x's memory must hold under 2^31 bytes (a
+    # stricter bound than elements), else see Part 2.
+    assert x.untyped_storage().nbytes() < 2**31, "x too big for int32"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     grid = (triton.cdiv(N, 64),)  # a program per 64 columns
+    # num_warps: a program runs on num_warps x 32 GPU threads
+    # (a warp is 32 threads); the next section says more.
     kernel[grid](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=64, num_warps=4)
     return out
 
@@ -108,13 +113,13 @@ def check(x, variants):
         with common.uninitialized_memory_is_nan():
             out = fn(x)
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
-        common.assert_close(out, expected, magnitude, x.shape[0], case)
+        common.assert_close(out, expected, magnitude, reduction_length=x.shape[0], what=case)
     return list(variants)
 
 
 # ## Why reduce once: the 1-D way, for comparison
 # A program runs on num_warps x 32 threads (4 x 32 = 128 in the
-# simple kernel's launch), and Triton spreads each block over
+# simple kernel's launch), and Triton spreads each tile over
 # them: a tile of 16 x 64 values gives each thread 8. acc += tile
 # adds each thread's own 8 values; no thread waits for another.
 # tl.sum makes threads pass values to each other, and wait.
@@ -122,7 +127,7 @@ def check(x, variants):
 # 1-D acc: its threads pass values around at every step. `main.py
 # --asm` shows the simple kernel's shfl instructions (threads
 # swapping values): they come once, after its loop. On an H200,
-# for x 16384 x 8192 float32: simple 0.37 ms, one_d 0.78 ms.
+# for x 16384 x 8192 float32: simple 0.50 ms, one_d 0.79 ms.
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -167,23 +172,25 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # loads and the adds overlap.
 #
 # (3) Any x. A float32 sum drops bits of a float64 x: float64 x
-# sums in float64. And int32 offsets wrap around past 2^31 - 1,
-# in an x of over 2^31 elements: offsets in int64 reach any
+# sums in float64. And offsets are int32 by default (the program
+# id, tl.arange, int arguments): past 2^31 - 1, in an x of over
+# 2^31 elements, they wrap around. In int64 they reach any
 # element.
 #
-# Triton compiles a separate version of a kernel when an int
-# argument is 1 or a multiple of 16 (a compile takes a fraction
-# of a second). M changes with every x: do_not_specialize=["M"]
-# keeps one version for every M.
-@triton.jit(do_not_specialize=["M"])
+# (4) One compile for every M. Triton compiles a separate
+# version of a kernel when an int argument is 1 or a multiple of
+# 16 (it "specializes": the compiler may then use wider loads).
+# A compile takes a fraction of a second, and M changes with
+# every x: do_not_specialize=["M"] keeps one version for all M.
+@triton.jit(do_not_specialize=["M"])  # (4)
 def split_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
     rows_per_split,  # (1) a chunk's rows; >= M if not split
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     STAGES: tl.constexpr,  # (2) tiles in flight
 ):  # fmt: skip
-    # (3) x_ptr.dtype.element_ty is x's dtype: this `if` is
-    # settled once, while Triton compiles.
+    # (3) x_ptr.dtype.element_ty is x's dtype, known while
+    # Triton compiles: this `... if ... else ...` is settled then.
     x_dtype = x_ptr.dtype.element_ty
     acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
     chunk = tl.program_id(1)  # (1) which chunk: 0 if x is not split
@@ -200,16 +207,16 @@ def split_column_sum_kernel(
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(acc_dtype)
     sums = tl.sum(acc, axis=0)
-    # (1) into row `chunk` of out: of partial, or out itself
+    # (1) into row `chunk` of out: partial, whose rows are N
+    # long, or out itself (one chunk)
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
 # ## Change (1) on the host: how many chunks, and the launch
 PROGRAMS_PER_SM = 4  # more: shorter chunks, a larger second pass
 # A chunk's length, rows_per_split, is a multiple of ROW_ALIGN
-# rows, the tallest BLOCK_M used here: so it takes few values
-# (Part 3 tunes once for each), and block_ptr.py's tiles, which
-# do not stop at a chunk's end, never cross into the next.
+# rows, the tallest BLOCK_M used here. So it takes few values:
+# Part 3's autotuner tunes once for each value it meets.
 ROW_ALIGN = 256
 
 
@@ -221,7 +228,8 @@ def plan_splits(M, N, device=common.DEVICE):
     = 528 programs wanted, so 1986 rows each, rounded up to 2048."""
     on_gpu = device.type == "cuda"
     sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 1
-    # On a CPU, 4: even the tests' small x split.
+    # A CPU counts as one SM: 4 programs wanted, so that even the
+    # tests' small x splits.
     wanted = PROGRAMS_PER_SM * sms
     # The autotuner (Part 3) picks BLOCK_N only at the launch,
     # after this plan: so count blocks of 128 columns, a typical
@@ -259,8 +267,8 @@ def column_sums(x, kernel, **tile):
 
 def sum_partials(partial, out):
     """out[j] = partial[:, j].sum() in a fixed order: partial as
-    one chunk. Its tile: up to 256 rows, so that few steps cover
-    them, and about 4096 values (at least 16 columns)."""
+    one chunk. Its tile is up to 256 rows tall, so that few steps
+    cover partial, and 4096 // 256 = 16 columns or more wide."""
     P, N = partial.shape
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))

@@ -63,13 +63,8 @@ def simple_forward_kernel(
 ):  # fmt: skip
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
-    # acc is a whole tile, summed once, after the loop. A program
-    # runs on num_warps x 32 threads, and Triton splits each block
-    # among them: a 16 x 64 tile on 4 x 32 threads, 8 values each.
-    # acc += adds each thread's own values, with no talk between
-    # threads; tl.sum makes threads pass values around, and wait.
-    # (Lesson 03 times a 1-D acc summed at every step: 1.3 to 4.3
-    # times slower.) A float32 sum: 16-bit sums lose bits.
+    # acc: a whole tile of float32 sums (16-bit sums lose bits),
+    # reduced once, after the loop (why: below this kernel).
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
     for d0 in range(0, D, D_TILE):  # a loop that runs on the GPU
         cols = d0 + tl.arange(0, D_TILE)
@@ -86,12 +81,19 @@ def simple_forward_kernel(
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
-SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Part 1's kernels'
+# Why reduce once: a program runs on num_warps x 32 threads (a
+# warp is 32 threads), and Triton splits each tile among them:
+# a 16 x 64 tile on 4 x 32 threads, 8 values each. acc += adds
+# each thread's own values, with no talk between threads; tl.sum
+# makes threads pass values around, and wait. Lesson 03 times a
+# 1-D acc summed at every step: 1.6 times slower (an H200).
+SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Part 1's tile
 
 
 def forward_simple(x2d, weight):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
+    assert x2d.untyped_storage().nbytes() < 2**31, "int32 offsets: see Part 2"
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     # kernel[grid]: grid[0] programs, a program per 16 rows
     grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)
@@ -105,12 +107,11 @@ def reference(x, weight):  # what every kernel here computes
 
 
 def check(x, variants):
-    """Test harness (skim it): y, grad_x and grad_w of each variant
-    (name -> fn(x, w)) against reference()'s in float64, for random
-    w and grad_y, by common.assert_function_close."""
+    """Test harness: y, grad_x and grad_w of each variant (name ->
+    fn(x, w)) against float64, for a random w and grad_y."""
     w = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
-    # Terms per sum (rounding grows with them): D, 1, rows.
+    # Rounding grows with a sum's terms: y's D, grad_w's rows.
     terms = (x.shape[-1], 1, grad_y.numel())
     for name, fn in variants.items():
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
@@ -172,6 +173,9 @@ def simple_backward_kernel(
 def backward_simple(x2d, weight, grad_y):
     """(grad_x, grad_w) of y = x2d @ weight, given grad_y."""
     rows, D = x2d.shape
+    # int32 offsets, into x and into grad_x (rows x D elements)
+    big = max(x2d.untyped_storage().nbytes(), x2d.numel())
+    assert big < 2**31, "int32 offsets: see Part 2"
     programs = triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"])
     grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
     partial = torch.empty((programs, D), dtype=torch.float32, device=x2d.device)
@@ -241,14 +245,16 @@ CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w
 #
 # (any x) Part 1 keeps to float32 sums and int32 offsets.
 # A float64 x sums in float64: x_ptr.dtype.element_ty is x's
-# dtype, and this `if` is settled while Triton compiles. In
-# an x of over 2^31 elements, row * stride_row passes 2^31 - 1
-# and an int32 wraps around: offsets become int64.
+# dtype, known while Triton compiles, so the `... if ... else
+# ...` below is settled then. In an x of over 2^31 elements,
+# row * stride_row passes 2^31 - 1, and an int32 wraps around:
+# offsets become int64.
 #
-# Triton compiles a separate version of a kernel for an int
-# argument that is 1 or divisible by 16 (it "specializes").
-# rows changes with every batch: do_not_specialize=["rows"]
-# keeps one version.
+# (tune) Triton compiles a separate version of a kernel for an
+# int argument that is 1 or divisible by 16 (it "specializes":
+# the compiler may then use wider loads), a fraction of a
+# second each. rows changes with every batch:
+# do_not_specialize=["rows"] keeps one version for all rows.
 @triton.autotune(configs=CONFIGS, key=["D"])  # (tune)
 @triton.jit(do_not_specialize=["rows"])
 def forward_kernel(
@@ -399,9 +405,9 @@ def backward_tuned(x2d, weight, grad_y, kernel=backward_kernel, **hints):
     grid = lambda meta: (triton.cdiv(D, meta["D_TILE"]), P)  # noqa: E731
     kernel[grid](x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride(), **hints)
     grad_w = torch.empty_like(weight)
-    # (sum) A tile of up to 1024 rows of partial, so that few
-    # steps cover its P rows, and 4096 values in all (at least
-    # 16 columns). P = 1056: 1024 x 16 tiles, two steps.
+    # (sum) A tile up to 1024 rows of partial tall, so that few
+    # steps cover its P rows, and 4096 // 1024 = 16 columns or
+    # more wide. P = 1056: 1024 x 16 tiles, two steps.
     rows_tile = min(triton.next_power_of_2(P), 1024)
     d_tile = max(16, 4096 // rows_tile)
     grid = (triton.cdiv(D, d_tile),)

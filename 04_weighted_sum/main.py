@@ -186,12 +186,13 @@ def backward_simple(x2d, weight, grad_y):
 
 
 # ## The Function: autograd launches the kernels
-# forward saves x and w, and calls a forward wrapper, which
-# launches its kernel; backward calls the matching backward
-# wrapper. The two come in as arguments, fwd and bwd: Part
-# 1's by default, Parts 2 and 3's when VARIANTS (below) asks.
-# The op works now; Parts 2 and 3 make it fast. op.py makes
-# it an op for models.
+# A torch.autograd.Function pairs a forward with its backward.
+# forward saves x and w, then launches the forward kernel
+# through its wrapper; backward launches the backward kernel.
+# Which wrappers: two more arguments, fwd and bwd, not tensors
+# (as 05-layer-norm's Function takes eps). Part 1's by default;
+# VARIANTS, after Part 3, passes the faster ones. The op works
+# now; Parts 2 and 3 make it fast.
 class WeightedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, fwd=forward_simple, bwd=backward_simple):
@@ -204,18 +205,16 @@ class WeightedSum(torch.autograd.Function):
         y = fwd(x2d, weight)
         return y.reshape(x.shape[:-1])
 
-    # Autograd cannot see inside a kernel, so it cannot take
-    # a second derivative through this backward: asking for
-    # one raises.
+    # Autograd cannot see into a kernel, so it cannot take a
+    # second derivative through this backward: asking raises.
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_y):
         x, weight = ctx.saved_tensors
         x2d = rearrange(x, "... d -> (...) d")
-        # The kernels read grad_y[r] at grad_y_ptr + r. But for
-        # a loss y.sum(), autograd hands grad_y as a single 1
-        # expanded to y's shape (stride 0): copy it to a plain
-        # contiguous tensor.
+        # The kernels read grad_y[r] at grad_y_ptr + r. For a
+        # loss y.sum(), autograd hands grad_y as one 1 expanded
+        # to y's shape (stride 0): copy it to a plain tensor.
         grad_y = grad_y.reshape(-1).contiguous()
         grad_x, grad_w = ctx.bwd(x2d, weight, grad_y)
         # A gradient per input of forward: None for fwd and bwd.
@@ -294,10 +293,12 @@ def forward_tuned(x2d, weight, kernel=forward_kernel, **hints):
 
 
 # ## Part 3. backward_kernel: the simple backward, changed
-# The problem: the simple backward's partial has a row per 16
-# rows of x. For x of 1048576 x 128 float32 (512 MiB) that is
-# 65536 rows, 32 MiB, written and then read back: 64 MiB more
-# on the 1 GiB that reading x and writing grad_x take, 6%.
+# On an H200, for x of 1048576 x 128 float32, backward_simple
+# takes 0.356 ms and backward_tuned, below, 0.276 ms. Two
+# problems: the simple backward's tl.sum runs at every step,
+# and its partial has a row per 16 rows of x: here 65536 rows,
+# 32 MiB written and read back, 6% on the 1 GiB that reading x
+# (512 MiB) and writing grad_x take.
 #
 # (split) The fix: the loops swap. A program owns one D tile
 # (a block of columns) and walks down the rows, every P-th row

@@ -475,6 +475,8 @@ def test_benchmark_rows():
 def test_main_runs(capsys, lesson):
     assert lesson.main(["--rows", "300", "--cols", "20", "--dtype", "bfloat16"]) == 0
     out = capsys.readouterr().out
+    sums = "[60.0, 65.0, 70.0, 75.0, 80.0, 85.0]"  # the docstring's x: column j sums to 60 + 5j
+    assert f"the docstring's example: {sums} = {sums}" in out
     assert f"check passed: {', '.join(lesson.VARIANTS)} and the gradient match" in out
     assert "column_sum_kernel[grid] bare" in out
     for name, reason in getattr(lesson, "UNAVAILABLE", {}).items():

@@ -59,7 +59,7 @@ import triton.language as tl  # noqa: E402
 # of mantissa): faster, each product off by up to 2^-10 of it.
 @triton.jit
 def simple_matmul_kernel(
-    a_ptr, b_ptr, c_ptr,  # A[0, 0], B[0, 0] and C[0, 0]
+    a_ptr, b_ptr, c_ptr,  # pointers to A[0, 0], B[0, 0], C[0, 0]
     M, N, K,  # C is M x N; each sum has K terms
     stride_am, stride_ak,  # A's strides: next row, next column
     stride_bk, stride_bn, stride_cm, stride_cn,  # B's, C's
@@ -182,8 +182,9 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
     tiles_per_group = GROUP_M * tl.cdiv(N, BLOCK_N)
     group, in_group = pid // tiles_per_group, pid % tiles_per_group
     first_row = group * GROUP_M
-    # Down the group's rows (%), then right (//); the last group
-    # may have fewer rows.
+    # in_group % group_rows walks down the group's rows, and
+    # in_group // group_rows moves a column right when they run
+    # out. The last group may have fewer rows.
     group_rows = min(tl.cdiv(M, BLOCK_M) - first_row, GROUP_M)
     row = first_row + in_group % group_rows
     # In the grouped diagram above, pid 5: row 1, column 2.
@@ -288,13 +289,16 @@ CONFIGS = [
 # The key below differs in three ways, each for a model's use:
 # - M_BUCKET and K_BUCKET, M and K rounded up to powers of 2,
 #   stand for M and K. A model meets many M (tokens in a
-#   batch); each new M would cost a new timing, but M = 3000
-#   and 4000 share the bucket 4096 and its pick. A key can
-#   name only the kernel's arguments, so the wrapper passes
-#   the buckets as two more, which the kernel does not read.
+#   batch), and as many K: the backward's grad_b = A.T @
+#   grad_c sums over the tokens. Each new value would cost a
+#   new timing, but M = 3000 and 4000 share the bucket 4096
+#   and its pick. A key can name only the kernel's arguments,
+#   so the wrapper passes the buckets as two more, which the
+#   kernel does not read.
 # - stride_ak and stride_bn tell a transposed A or B (which
 #   runs best with other tiles) from a row-major one: each is
-#   1 for row-major, else a row length fixed by the model.
+#   1 for a row-major operand; for a transposed one, the row
+#   length of the matrix as stored, one of the model's sizes.
 # - INPUT_PRECISION, since TF32 runs best with other tiles.
 #
 # do_bench times each config (5 ms of warm-up, 20 of timing);
@@ -333,7 +337,8 @@ def matmul_kernel(
         a = tl.load(a_ptrs, mask=a_mask, other=0.0)
         b = tl.load(b_ptrs, mask=b_mask, other=0.0)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
-        # (step), in int64: BLOCK_K * stride_ak may pass 2^31
+        # (step) in int64: for a transposed A, stride_ak is M,
+        # and 64 * M passes 2^31 from M = 2^25
         a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak
         b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
     c_offsets = rows[:, None] * stride_cm + cols[None, :] * stride_cn

@@ -87,9 +87,9 @@ def simple_column_sum_kernel(
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by simple_column_sum_kernel, or kernel."""
     M, N = x.shape
-    # int32 offsets: x's memory must hold under 2^31 bytes (a
-    # stricter bound than elements), else see Part 2.
-    assert x.untyped_storage().nbytes() < 2**31, "x too big for int32"
+    # int32 offsets (Part 2 makes them int64): every offset lies
+    # in x's memory, which must hold under 2^31 elements.
+    assert x.untyped_storage().nbytes() < 2**31 * x.element_size(), "see Part 2"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     grid = (triton.cdiv(N, 64),)  # a program per 64 columns
     # num_warps: a program runs on num_warps x 32 GPU threads
@@ -147,10 +147,10 @@ def one_d_column_sum_kernel(
 column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_sum_kernel)
 
 
-# ## Part 2. split_column_sum_kernel: three changes for any x
-# The simple kernel is right, but slow on a tall x and wrong on
-# two kinds of x. The kernel below changes it in three ways,
-# each marked at its lines.
+# ## Part 2. split_column_sum_kernel: four changes
+# The simple kernel is right, but slow on a tall x, and it
+# cannot take two kinds of x. The kernel below changes it in
+# four ways, each marked at its lines.
 #
 # (1) Split a tall x over more programs. A program runs on one
 # SM (streaming multiprocessor, one of the GPU's cores; an H200
@@ -267,8 +267,8 @@ def column_sums(x, kernel, **tile):
 
 def sum_partials(partial, out):
     """out[j] = partial[:, j].sum() in a fixed order: partial as
-    one chunk. Its tile is up to 256 rows tall, so that few steps
-    cover partial, and 4096 // 256 = 16 columns or more wide."""
+    one chunk. A tile of 4096 values: block_m rows, up to 256 so
+    that few steps cover partial, by 4096 // block_m columns."""
     P, N = partial.shape
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
@@ -278,7 +278,7 @@ def sum_partials(partial, out):
     )
 
 
-# The timing table's "split" runs the three changes at one tile.
+# The timing table's "split" runs the changes at one tile.
 # Try STAGES=1 there: what does (2) buy?
 SPLIT_TILE = dict(BLOCK_M=64, BLOCK_N=64, STAGES=2, num_warps=4)
 column_sums_split = functools.partial(column_sums, kernel=split_column_sum_kernel, **SPLIT_TILE)

@@ -93,7 +93,8 @@ SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Part 1's tile
 def forward_simple(x2d, weight):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
-    assert x2d.untyped_storage().nbytes() < 2**31, "int32 offsets: see Part 2"
+    # int32 offsets: x's memory must hold under 2^31 elements
+    assert x2d.untyped_storage().nbytes() < 2**31 * x2d.element_size(), "see Part 2"
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     # kernel[grid]: grid[0] programs, a program per 16 rows
     grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)
@@ -107,8 +108,7 @@ def reference(x, weight):  # what every kernel here computes
 
 
 def check(x, variants):
-    """Test harness: y, grad_x and grad_w of each variant (name ->
-    fn(x, w)) against float64, for a random w and grad_y."""
+    """Test harness: y and gradients of each fn(x, w) vs float64."""
     w = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
     # Rounding grows with a sum's terms: y's D, grad_w's rows.
@@ -173,9 +173,9 @@ def simple_backward_kernel(
 def backward_simple(x2d, weight, grad_y):
     """(grad_x, grad_w) of y = x2d @ weight, given grad_y."""
     rows, D = x2d.shape
-    # int32 offsets, into x and into grad_x (rows x D elements)
-    big = max(x2d.untyped_storage().nbytes(), x2d.numel())
-    assert big < 2**31, "int32 offsets: see Part 2"
+    # int32 offsets: x's memory and grad_x under 2^31 elements
+    elements = x2d.untyped_storage().nbytes() // x2d.element_size()
+    assert max(elements, x2d.numel()) < 2**31, "see Part 2"
     programs = triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"])
     grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
     partial = torch.empty((programs, D), dtype=torch.float32, device=x2d.device)
@@ -189,10 +189,9 @@ def backward_simple(x2d, weight, grad_y):
 # A torch.autograd.Function pairs a forward with its backward.
 # forward saves x and w, then launches the forward kernel
 # through its wrapper; backward launches the backward kernel.
-# Which wrappers: two more arguments, fwd and bwd, not tensors
-# (as 05-layer-norm's Function takes eps). Part 1's by default;
-# VARIANTS, after Part 3, passes the faster ones. The op works
-# now; Parts 2 and 3 make it fast.
+# The wrappers come in as two more arguments, fwd and bwd:
+# Part 1's by default, Parts 2 and 3's where VARIANTS (after
+# Part 3) passes them; backward returns None for these two.
 class WeightedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, fwd=forward_simple, bwd=backward_simple):
@@ -246,16 +245,16 @@ CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w
 # A float64 x sums in float64: x_ptr.dtype.element_ty is x's
 # dtype, known while Triton compiles, so the `... if ... else
 # ...` below is settled then. In an x of over 2^31 elements,
-# row * stride_row passes 2^31 - 1, and an int32 wraps around:
-# offsets become int64.
+# row * stride_row passes 2^31 - 1, where an int32 wraps
+# around: so the kernel casts row_ids and cols to int64 first.
 #
-# (tune) Triton compiles a separate version of a kernel for an
+# (rows) Triton compiles a separate version of a kernel for an
 # int argument that is 1 or divisible by 16 (it "specializes":
 # the compiler may then use wider loads), a fraction of a
 # second each. rows changes with every batch:
 # do_not_specialize=["rows"] keeps one version for all rows.
 @triton.autotune(configs=CONFIGS, key=["D"])  # (tune)
-@triton.jit(do_not_specialize=["rows"])
+@triton.jit(do_not_specialize=["rows"])  # (rows)
 def forward_kernel(
     x_ptr, w_ptr, y_ptr, rows, D, stride_row, stride_col,
     ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # (tune)
@@ -296,9 +295,9 @@ def forward_tuned(x2d, weight, kernel=forward_kernel, **hints):
 # On an H200, for x of 1048576 x 128 float32, backward_simple
 # takes 0.356 ms and backward_tuned, below, 0.276 ms. Two
 # problems: the simple backward's tl.sum runs at every step,
-# and its partial has a row per 16 rows of x: here 65536 rows,
-# 32 MiB written and read back, 6% on the 1 GiB that reading x
-# (512 MiB) and writing grad_x take.
+# and its partial has a row per 16 rows of x. Here that is
+# 65536 rows, 32 MiB, written and read back: 64 MiB of traffic
+# on top of the 1 GiB that reading x and writing grad_x take.
 #
 # (split) The fix: the loops swap. A program owns one D tile
 # (a block of columns) and walks down the rows, every P-th row
@@ -406,9 +405,9 @@ def backward_tuned(x2d, weight, grad_y, kernel=backward_kernel, **hints):
     grid = lambda meta: (triton.cdiv(D, meta["D_TILE"]), P)  # noqa: E731
     kernel[grid](x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride(), **hints)
     grad_w = torch.empty_like(weight)
-    # (sum) A tile up to 1024 rows of partial tall, so that few
-    # steps cover its P rows, and 4096 // 1024 = 16 columns or
-    # more wide. P = 1056: 1024 x 16 tiles, two steps.
+    # (sum) A tile of partial: rows_tile rows, up to 1024 so
+    # that few steps cover its P rows, by 4096 // rows_tile
+    # columns, at least 16. P = 1056: 1024 x 16, two steps.
     rows_tile = min(triton.next_power_of_2(P), 1024)
     d_tile = max(16, 4096 // rows_tile)
     grid = (triton.cdiv(D, d_tile),)

@@ -149,8 +149,9 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 
 # ## Part 2. split_column_sum_kernel: four changes
 # The simple kernel is right, but slow on a tall x, and it
-# cannot take two kinds of x. The kernel below changes it in
-# four ways, each marked at its lines.
+# cannot take a float64 x or an x of over 2^31 elements. The
+# kernel below changes it in four ways, each marked at its
+# lines.
 #
 # (1) Split a tall x over more programs. A program runs on one
 # SM (streaming multiprocessor, one of the GPU's cores; an H200
@@ -212,11 +213,37 @@ def split_column_sum_kernel(
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
-# ## Change (1) on the host: how many chunks, and the launch
+# ## Part 3. column_sum_kernel: the split kernel, tuned
+# The best tile depends on x: in a tile wider than x most
+# elements are masked off, and a program with few rows wants
+# short tiles. A triton.Config is one candidate tile: values of
+# the constexprs, and num_warps. A TILES row is (BLOCK_M,
+# BLOCK_N, num_warps, STAGES). We timed 32 tiles on 12 shapes and
+# kept these 7: each was the fastest on at least one shape. The
+# last, one row by 1024 columns, is for an x of few rows; its acc
+# is still 2-D, (1, 1024).
+TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2)]
+TILES += [(32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1)]  # last: few rows
+if common.INTERPRETED:
+    TILES = [(32, 32, 4, 1)]  # the CPU can't time a GPU: one config
+CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, w, s in TILES]
+
+# triton.autotune(configs, key) wraps a kernel. Its first launch
+# with new values of the key's arguments times every config and
+# keeps the fastest. rows_per_split, the rows a program adds
+# up (the host sets it, below), stands in for M. Written as a
+# decorator, it goes above @triton.jit:
+#     @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
+column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])(
+    split_column_sum_kernel
+)
+
+
+# ## On the host: how many chunks, the launch, the second pass
 PROGRAMS_PER_SM = 4  # more: shorter chunks, a larger second pass
 # A chunk's length, rows_per_split, is a multiple of ROW_ALIGN
-# rows, the tallest BLOCK_M used here. So it takes few values:
-# Part 3's autotuner tunes once for each value it meets.
+# rows, the tallest BLOCK_M in CONFIGS. So it takes few values:
+# the autotuner tunes once for each value it meets.
 ROW_ALIGN = 256
 
 
@@ -231,16 +258,15 @@ def plan_splits(M, N, device=common.DEVICE):
     # A CPU counts as one SM: 4 programs wanted, so that even the
     # tests' small x splits.
     wanted = PROGRAMS_PER_SM * sms
-    # The autotuner (Part 3) picks BLOCK_N only at the launch,
-    # after this plan: so count blocks of 128 columns, a typical
-    # BLOCK_N.
+    # The autotuner picks BLOCK_N only at the launch, after this
+    # plan: so count blocks of 128 columns, a typical BLOCK_N.
     column_blocks = triton.cdiv(max(N, 1), 128)
     # Split no short x (one tile of rows), and no wide x whose
     # column blocks alone give half the programs wanted or more:
     # those programs keep the SMs busy without a split.
     if M <= ROW_ALIGN or 2 * column_blocks >= wanted:
-        # One chunk, rounded up to a power of two (Part 3 tunes
-        # for each value): M = 1000 and M = 1001 share one.
+        # One chunk, rounded up to a power of two (the autotuner
+        # tunes for each value): M = 1000 and M = 1001 share one.
         return 1, triton.next_power_of_2(max(M, 1))
     rows = triton.cdiv(M, triton.cdiv(wanted, column_blocks))
     rows_per_split = triton.cdiv(rows, ROW_ALIGN) * ROW_ALIGN
@@ -278,35 +304,10 @@ def sum_partials(partial, out):
     )
 
 
-# The timing table's "split" runs the changes at one tile.
-# Try STAGES=1 there: what does (2) buy?
+# The variants: "split" runs Part 2's kernel at one tile (try
+# STAGES=1 there: what does (2) buy?), "tuned" Part 3's.
 SPLIT_TILE = dict(BLOCK_M=64, BLOCK_N=64, STAGES=2, num_warps=4)
 column_sums_split = functools.partial(column_sums, kernel=split_column_sum_kernel, **SPLIT_TILE)
-
-
-# ## Part 3. column_sum_kernel: the split kernel, tuned
-# The best tile depends on x: in a tile wider than x most
-# elements are masked off, and a program with few rows wants
-# short tiles. A triton.Config is one candidate tile: values of
-# the constexprs, and num_warps. A TILES row is (BLOCK_M,
-# BLOCK_N, num_warps, STAGES). We timed 32 tiles on 12 shapes and
-# kept these 7: each was the fastest on at least one shape. The
-# last, one row by 1024 columns, is for an x of few rows; its acc
-# is still 2-D, (1, 1024).
-TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2)]
-TILES += [(32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1)]  # last: few rows
-if common.INTERPRETED:
-    TILES = [(32, 32, 4, 1)]  # the CPU can't time a GPU: one config
-CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, w, s in TILES]
-
-# triton.autotune(configs, key) wraps a kernel. Its first launch
-# with new values of the key's arguments times every config and
-# keeps the fastest. rows_per_split is the rows a program adds
-# up. Written as a decorator, it goes above @triton.jit:
-#     @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
-column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])(
-    split_column_sum_kernel
-)
 column_sums_tuned = functools.partial(column_sums, kernel=column_sum_kernel)
 
 

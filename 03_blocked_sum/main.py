@@ -20,6 +20,9 @@ Words, as lesson 01 defines them: a program is one running copy
 of a kernel, numbered by tl.program_id; a block is a small tensor
 inside one program, its shape fixed when Triton compiles; a stride
 is the distance, in elements, to the next element along a dim.
+Here, a tile is the 2-D block of x one step of the loop loads;
+a column block, the BLOCK_N columns a program owns; a chunk
+(Part 2), the rows one program adds up when x is split.
 Run: `python 03_blocked_sum/main.py` (`--help` lists options).
 op.py beside this file makes these kernels an op, blocked_sum.
 

@@ -213,7 +213,7 @@ def draw_03(lesson, figure):
     owner = programs_along_axis(launch, triton.cdiv(N, block_n), out)
     colour = torch.tensor([[2 * int(owner[min(j, N - 1)]) for j in range(8)] for _ in range(6)])
     labels = [
-        [f"p{int(owner[min(j, N - 1)])} pass {i // block_m}\n"
+        [f"p{int(owner[min(j, N - 1)])} step {i // block_m}\n"
          + (f"acc[{i % block_m}]" if i < M and j < N else f"masked\n({masked(i, j)})")
          for j in range(8)]
         for i in range(6)
@@ -221,8 +221,9 @@ def draw_03(lesson, figure):
     cells(
         axes[0], colour, labels,
         f"simple_column_sum_kernel on the docstring's x ({M} x {N}): program p owns BLOCK_N = "
-        f"{block_n} columns;\npass i adds rows 2i, 2i + 1 into acc's rows 0, 1. Cells past x's "
-        f"edge: the tile's masked lanes (NaN after x: out finite, {bool(out.isfinite().all())})",
+        f"{block_n} columns;\nstep i adds rows 2i, 2i + 1 into acc's rows 0, 1. Cells past x's "
+        f"edge: masked, never read (memory after x holds NaN here, and every sum came out "
+        f"finite: {bool(out.isfinite().all())})",
     )  # fmt: skip
     M, rows_per_split, splits, column_blocks = 12, 4, 3, 2
     x = powers_of_two(M, N)
@@ -261,7 +262,8 @@ def draw_04(lesson, figure):
         axes[0], colour, labels,
         f"simple_forward_kernel on the docstring's x ({rows} x {D}): program p computes y for "
         f"ROWS_TILE = {rows_tile} rows;\nstep s loads columns 4s to 4s + 3. Cells past x's edge: "
-        f"masked lanes: x is followed by NaN, yet y is finite: {bool(y.isfinite().all())}",
+        f"masked, never read (memory after x holds NaN here, and every y came out finite: "
+        f"{bool(y.isfinite().all())})",
     )  # fmt: skip
     rows, D, programs = 10, 8, 2
     x, ones = powers_of_two(rows, D), torch.ones(max(rows, D), dtype=torch.float64)

@@ -11,7 +11,7 @@ The maths. For A (M, K) and B (K, N):
 
 Cut C into tiles of BLOCK_M x BLOCK_N (BM x BN), one program
 each. The program for rows m:m+BM and columns n:n+BN of C runs,
-in PyTorch, BK (BLOCK_K) values of k a step:
+in PyTorch, BK (BLOCK_K) values of k at each step:
 
     acc = torch.zeros(BM, BN)
     for k in range(0, K, BK):
@@ -95,11 +95,11 @@ def matmul_simple(a, b):
     assert K == b.shape[0], "a's columns must match b's rows"
     assert a.dtype != torch.float64, "acc is float32: no float64"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    # int32 offsets (Part 2 makes them int64): each tensor must
-    # span under 2^31 elements; its bytes, a stricter bound.
-    big = max(t.untyped_storage().nbytes() for t in (a, b, c))
+    # int32 offsets (Part 2 makes them int64): an offset lies in
+    # its tensor's memory, which must hold under 2^31 elements.
+    big = max(t.untyped_storage().nbytes() // t.element_size() for t in (a, b, c))
     assert big < 2**31, "int32 offsets: use Part 2's int64 kernel"
-    # On a CPU, bfloat16 as float32: the interpreter's is wrong.
+    # On a CPU, float32 copies: the interpreter errs in bf16 tl.dot.
     a, b = common.dot_inputs(a, b)
     grid = (triton.cdiv(M, 64) * triton.cdiv(N, 64),)  # one per tile
     strides = (*a.stride(), *b.stride(), *c.stride())
@@ -113,7 +113,7 @@ reference = torch.matmul  # what every kernel here computes
 def check(fn, a, b, what):
     """Test harness: fn(a, b) and its gradients against float64."""
     grad_c = torch.randn(a.shape[0], b.shape[1], device=a.device).to(a.dtype)
-    # Terms a sum (rounding grows with them): K, N and M.
+    # Rounding grows with a sum's length: K for C, N for grad_a, M for grad_b.
     terms, names = (a.shape[1], b.shape[1], a.shape[0]), ("C", "grad_a", "grad_b")
     # TF32 moves a product by up to 2^-10 of it: allow twice that.
     tf32 = 2.0**-9 if a.dtype == torch.float32 else 0.0
@@ -238,7 +238,8 @@ def input_precision(dtype):
 #
 # GELU's gradient needs P. Where pre_ptr is given, the kernel
 # stores P too: op.py's backward uses that. This file always
-# passes None, and Triton then compiles the store out.
+# passes None, and Triton then leaves the store out of the
+# compiled kernel.
 @triton.jit
 def add_bias(acc, bias_ptr, cols, N):
     """acc + bias[cols] on every row; acc if bias_ptr is None."""
@@ -338,7 +339,7 @@ def matmul_kernel(
         b = tl.load(b_ptrs, mask=b_mask, other=0.0)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
         # (step) in int64: for a transposed A, stride_ak is M,
-        # and 64 * M passes 2^31 from M = 2^25
+        # and BLOCK_K * M (64 * M, say) passes 2^31 at M = 2^25
         a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak
         b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
     c_offsets = rows[:, None] * stride_cm + cols[None, :] * stride_cn

@@ -241,9 +241,9 @@ def test_the_lesson_asserts_what_its_kernels_cannot_take():
 
 
 def test_the_simple_kernel_refuses_offsets_past_2_to_31():
-    # Its offsets are int32: the wrapper refuses a tensor of 2^31 bytes or more before a launch
-    # could wrap them around (meta tensors: shapes with no memory behind them).
-    a = torch.empty(2**15, 2**15, dtype=torch.float16, device="meta")  # 2^31 bytes
+    # Its offsets are int32: the wrapper refuses a tensor of 2^31 elements or more before a
+    # launch could wrap them around (meta tensors: shapes with no memory behind them).
+    a = torch.empty(2**16, 2**15, dtype=torch.float16, device="meta")  # 2^31 elements
     b = torch.empty(2**15, 1, dtype=torch.float16, device="meta")
     with pytest.raises(AssertionError):
         ex.matmul_simple(a, b)

@@ -14,7 +14,6 @@ Without a GPU, loading it sets TRITON_INTERPRET=1 for the process, so that Trito
 on the CPU.
 """
 
-import functools
 import importlib.util
 from pathlib import Path
 
@@ -53,9 +52,8 @@ def validate(x, style="tuned"):
         raise ValueError(f"style {style!r}: {why}")
     if style in FIRST_KERNELS and x.dtype == torch.float64:
         raise TypeError(f"style {style!r} sums in float32 only: use 'tuned' for float64")
-    last = sum((size - 1) * stride for size, stride in zip(x.shape, x.stride()))
-    if style in FIRST_KERNELS and x.numel() and last >= 2**31:
-        raise ValueError(f"style {style!r} keeps offsets in int32, and x spans {last + 1} "
+    if style in FIRST_KERNELS and (span := common.elements_spanned(x)) > 2**31:
+        raise ValueError(f"style {style!r} keeps offsets in int32, and x spans {span} "
                          "elements (over 2^31): use 'tuned'")  # fmt: skip
     return x.shape[1]  # N, the length of the output
 
@@ -72,13 +70,7 @@ def prune_configs(configs, named_args, **kwargs):
     return fit or [min(configs, key=lambda c: c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"])]
 
 
-tune = triton.autotune(
-    configs=lesson.CONFIGS,
-    key=["N", "rows_per_split"],
-    prune_configs_by={"early_config_prune": prune_configs},
-    do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
-    cache_results=True,
-)
+tune = common.op_autotune(lesson.CONFIGS, ["N", "rows_per_split"], prune_configs)
 
 # The kernel each style launches first (the lesson's VARIANTS list the styles that run here), and
 # the tile it is launched with (none: the autotuner picks).

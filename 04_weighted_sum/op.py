@@ -17,7 +17,6 @@ Without a GPU, loading it sets TRITON_INTERPRET=1 for the process, so that Trito
 on the CPU.
 """
 
-import functools
 import importlib.util
 from pathlib import Path
 
@@ -53,13 +52,7 @@ def tiles_for_d(configs, named_args, **kwargs):
     return fit or configs
 
 
-tune = triton.autotune(
-    configs=lesson.CONFIGS,
-    key=["D"],
-    prune_configs_by={"early_config_prune": tiles_for_d},
-    do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
-    cache_results=True,
-)
+tune = common.op_autotune(lesson.CONFIGS, ["D"], tiles_for_d)
 # wide.py's kernels (.fn: each under its autotuner), tuned the op's way
 forward_wide_kernel = tune(wide.forward_wide_kernel.fn)
 backward_wide_kernel = tune(wide.backward_wide_kernel.fn)
@@ -86,9 +79,9 @@ def validate(x, weight, style="tuned"):
     if style == "simple":  # the lesson's first kernels: float32 sums and int32 offsets
         if x.dtype == torch.float64:
             raise TypeError("style 'simple' sums in float32 only: use 'tuned' for float64")
-        last = max(x.numel() - 1, sum((n - 1) * step for n, step in zip(x.shape, x.stride())))
-        if x.numel() and last >= 2**31:  # x's last element, or grad_x's, past int32's reach
-            raise ValueError(f"style 'simple' keeps offsets in int32, and x spans {last + 1} "
+        span = max(common.elements_spanned(x), x.numel())  # x's reach, or grad_x's
+        if span > 2**31:
+            raise ValueError(f"style 'simple' keeps offsets in int32, and x spans {span} "
                              "elements (over 2^31): use 'tuned'")  # fmt: skip
     return x.shape[:-1]
 
@@ -115,7 +108,8 @@ def forward(x, weight, style, in_op=False):
     (rows, d), weight = x2d.shape, weight.contiguous()
     y = x2d.new_empty(rows)
     if style == "simple":  # lesson.forward_simple
-        kernel, grid, tiles = lesson.simple_forward_kernel, (triton.cdiv(rows, 16),), SIMPLE_TILE
+        kernel, tiles = lesson.simple_forward_kernel, SIMPLE_TILE
+        grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)
     else:  # wide.forward_wide
         kernel, tiles = forward_wide_kernel, wide.alignment(x2d)
         grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
@@ -132,8 +126,9 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_
     if x2d.numel() == 0:  # grad_x has no elements or is 0; grad_w, a sum of no rows, is 0
         grad_x, grad_w = x2d.new_zeros(x2d.shape), weight.new_zeros(weight.shape)
     elif style == "simple":  # lesson.backward_simple: a program per 16 rows, a partial row each
-        grad_x, partial = x2d.new_empty((rows, d)), partials(triton.cdiv(rows, 16), x2d)
-        common.traceable(lesson.simple_backward_kernel, in_op)[(partial.shape[0],)](
+        programs = triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"])
+        grad_x, partial = x2d.new_empty((rows, d)), partials(programs, x2d)
+        common.traceable(lesson.simple_backward_kernel, in_op)[(programs,)](
             x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **SIMPLE_TILE
         )
         grad_w = partial.sum(0).to(weight.dtype)

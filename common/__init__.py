@@ -276,6 +276,27 @@ def address(tensor):
         return tensor.storage_offset() * tensor.element_size()
 
 
+def elements_spanned(tensor):
+    """1 + the largest offset, in elements, from tensor's first element to any other (0 if it is
+    empty): what int32 offsets into it must reach."""
+    if tensor.numel() == 0:
+        return 0
+    return 1 + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
+
+
+def op_autotune(configs, key, prune):
+    """triton.autotune as the ops use it on a lesson's kernel: prune(configs, named_args) drops
+    configs first; each is timed for 5 + 20 ms (Triton's default: 25 + 100); cache_results keeps
+    the winner on disk for the next process."""
+    return triton.autotune(
+        configs=configs,
+        key=key,
+        prune_configs_by={"early_config_prune": prune},
+        do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
+        cache_results=True,
+    )
+
+
 @functools.cache  # asked once per device
 def sm_count(device):
     """The SMs (streaming multiprocessors) of a CUDA device; 3 under the interpreter, so that a

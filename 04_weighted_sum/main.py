@@ -15,12 +15,10 @@ One program's work in PyTorch, for its ROWS_TILE rows, row_ids:
         acc += x[row_ids, d0 : d0 + D_TILE] * w[d0 : d0 + D_TILE]
     y[row_ids] = acc.sum(1)
 
-Words, as lesson 01 defines them: a program is one running copy
-of a kernel, numbered by tl.program_id; a block is a small tensor
-inside one program (a tile: a 2-D block), its shape fixed when
-Triton compiles; a stride is the distance, in elements, to the
-next element along a dim. Run: `python 04_weighted_sum/main.py`
-(`--help` lists its options).
+Words from lesson 01: a program is one running copy of a
+kernel, numbered by tl.program_id; a block is a small tensor in
+one program, its shape fixed at compile time; a stride is the
+distance, in elements, to the next element along a dim.
 
 Worked example: x of shape (5, 6), stored row after row, so
 x[r, d] lies r * 6 + d elements after x[0, 0]. A program owns
@@ -73,7 +71,7 @@ def simple_forward_kernel(
         offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
         mask = row_mask[:, None] & col_mask[None, :]
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-        # w is contiguous (the Function makes it so): w[d] at w_ptr + d.
+        # w is contiguous (its callers see to it): w[d] at w_ptr + d.
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(tl.float32) * w.to(tl.float32)[None, :]
     y = tl.sum(acc, axis=1)  # each row's sum, once
@@ -81,12 +79,11 @@ def simple_forward_kernel(
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
-# Why reduce once: a program runs on num_warps x 32 threads (a
-# warp is 32 threads), and Triton splits each tile among them:
-# a 16 x 64 tile on 4 x 32 threads, 8 values each. acc += adds
-# each thread's own values, with no talk between threads; tl.sum
-# makes threads pass values around, and wait. Lesson 03 times a
-# 1-D acc summed at every step: 1.6 times slower (an H200).
+# Why reduce once: Triton splits a tile among num_warps x 32
+# threads (a warp is 32 threads): a 16 x 64 tile on 4 x 32
+# threads is 8 values each. acc += adds each thread's own
+# values; tl.sum makes threads pass values around, and wait.
+# Lesson 03: a 1-D acc summed every step, 1.6x slower (H200).
 SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Part 1's tile
 
 
@@ -108,15 +105,18 @@ def reference(x, weight):  # what every kernel here computes
 
 
 def check(x, variants):
-    """Test harness: y and gradients of each fn(x, w) vs float64."""
-    w = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
-    grad_y = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
+    """Test harness: y, grad_x and grad_w of each variant, a pair
+    of wrappers (forward, backward; Part 1b's is next), vs float64."""
+    w = torch.randn(x.shape[1], dtype=x.dtype, device=x.device)
+    grad_y = torch.randn(x.shape[0], dtype=x.dtype, device=x.device)
     # Rounding grows with a sum's terms: y's D, grad_w's rows.
-    terms = (x.shape[-1], 1, grad_y.numel())
-    for name, fn in variants.items():
+    terms, names = (x.shape[1], 1, x.shape[0]), ("y", "grad_x", "grad_w")
+    for name, (fwd, bwd) in variants.items():
+        # Outputs start as NaN: an element never written shows.
+        with common.uninitialized_memory_is_nan():
+            got = [fwd(x, w), *bwd(x, w, grad_y)]
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
-        names = ("y", "grad_x", "grad_w")
-        common.assert_function_close(fn, (x, w), grad_y, reference, terms, names, case)
+        common.assert_outputs_close(got, (x, w), grad_y, reference, terms, names, case)
     return list(variants)
 
 
@@ -185,41 +185,6 @@ def backward_simple(x2d, weight, grad_y):
     return grad_x, grad_w
 
 
-# ## The Function: autograd launches the kernels
-# A torch.autograd.Function pairs a forward with its backward.
-# forward saves x and w, then launches the forward kernel
-# through its wrapper; backward launches the backward kernel.
-# The wrappers come in as two more arguments, fwd and bwd:
-# Part 1's by default, Parts 2 and 3's where VARIANTS (after
-# Part 3) passes them; backward returns None for these two.
-class WeightedSum(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, weight, fwd=forward_simple, bwd=backward_simple):
-        assert x.shape[-1] == weight.shape[0], "x (..., D) needs w of shape (D,)"
-        weight = weight.contiguous()  # the kernels read w_ptr + d
-        ctx.save_for_backward(x, weight)
-        ctx.bwd = bwd
-        # x (..., D) as rows: a view where it can be.
-        x2d = rearrange(x, "... d -> (...) d")
-        y = fwd(x2d, weight)
-        return y.reshape(x.shape[:-1])
-
-    # Autograd cannot see into a kernel, so it cannot take a
-    # second derivative through this backward: asking raises.
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_y):
-        x, weight = ctx.saved_tensors
-        x2d = rearrange(x, "... d -> (...) d")
-        # The kernels read grad_y[r] at grad_y_ptr + r. For a
-        # loss y.sum(), autograd hands grad_y as one 1 expanded
-        # to y's shape (stride 0): copy it to a plain tensor.
-        grad_y = grad_y.reshape(-1).contiguous()
-        grad_x, grad_w = ctx.bwd(x2d, weight, grad_y)
-        # A gradient per input of forward: None for fwd and bwd.
-        return grad_x.reshape(x.shape), grad_w, None, None
-
-
 # ## Part 2. forward_kernel: the simple kernel, tuned, any x
 # Parts 2 and 3 mark each change by a tag: (tune) and (any x)
 # here; (split), (tune) and (sum) in Part 3.
@@ -279,9 +244,8 @@ def forward_kernel(
 
 
 def forward_tuned(x2d, weight, kernel=forward_kernel, **hints):
-    """x2d @ weight by forward_kernel, with the tuned tile.
-    wide.py passes its own kernel, and hints: more constexpr
-    arguments for it."""
+    """x2d @ weight by forward_kernel, or by wide.py's kernel
+    and its hints (more constexpr arguments)."""
     rows, D = x2d.shape
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     # The programs depend on the tuned ROWS_TILE, so the grid
@@ -415,14 +379,45 @@ def backward_tuned(x2d, weight, grad_y, kernel=backward_kernel, **hints):
     return grad_x, grad_w
 
 
-# Next: wide.py, beside this file, is Part 4 (optional): wide
-# loads, 16 bytes at a time, by telling the compiler what the
-# sizes of x allow.
+# ## The Function: autograd launches the kernels
+# A torch.autograd.Function pairs a forward with its backward.
+# forward launches Part 2's kernel, through forward_tuned, and
+# saves x and w; when autograd needs the gradients, backward
+# launches Part 3's. A model calls WeightedSum.apply(x, w).
+class WeightedSum(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight):
+        assert x.shape[-1] == weight.shape[0], "x (..., D) needs w of shape (D,)"
+        weight = weight.contiguous()  # the kernels read w_ptr + d
+        ctx.save_for_backward(x, weight)
+        # x (..., D) as rows: a view where it can be.
+        x2d = rearrange(x, "... d -> (...) d")
+        y = forward_tuned(x2d, weight)
+        return y.reshape(x.shape[:-1])
+
+    # Autograd cannot see into a kernel, so it cannot take a
+    # second derivative through this backward: asking raises.
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_y):
+        x, weight = ctx.saved_tensors
+        x2d = rearrange(x, "... d -> (...) d")
+        # The kernels read grad_y[r] at grad_y_ptr + r. For a
+        # loss y.sum(), autograd hands grad_y as one 1 expanded
+        # to y's shape (stride 0): copy it to a plain tensor.
+        grad_y = grad_y.reshape(-1).contiguous()
+        grad_x, grad_w = backward_tuned(x2d, weight, grad_y)
+        # A gradient per input of forward: x's, then w's.
+        return grad_x.reshape(x.shape), grad_w
 
 
-VARIANTS = {  # each pair of wrappers, by the Function
-    "simple": lambda x, w: WeightedSum.apply(x, w),
-    "tuned": lambda x, w: WeightedSum.apply(x, w, forward_tuned, backward_tuned),
+# Next: wide.py, Part 4 (optional): wide loads, 16 bytes at a
+# time, by telling the compiler what the sizes of x allow.
+
+
+VARIANTS = {  # what check() and benchmark() run: wrapper pairs
+    "simple": (forward_simple, backward_simple),
+    "tuned": (forward_tuned, backward_tuned),
 }
 
 
@@ -440,19 +435,20 @@ def benchmark(rows, dim, dtype="float32", module=sys.modules[__name__]):
     grad_y = torch.randn(rows, **kw)
     fwd = {"torch": lambda: x @ w}
     variants, (name, kernel, hints) = module.VARIANTS, module.bare(x)
-    fwd |= {name: functools.partial(fn, x, w) for name, fn in variants.items()}
+    fwd |= {name: functools.partial(f, x, w) for name, (f, _) in variants.items()}
     args = (x, w, torch.empty(rows, **kw), rows, dim, *x.stride())
     grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
     fwd[f"{name}[grid] bare"] = lambda: kernel[grid](*args, **hints)
-    bwd = {"torch": torch.matmul, **variants}  # each timed backward alone
-    # Elements moved: x, w, y; then x, grad_y, w, grad_x,
-    # grad_w.
+    # Each backward alone: ours by its wrapper, torch's by autograd.
+    bwd = {n: functools.partial(b, x, w, grad_y) for n, (_, b) in variants.items()}
+    # Elements moved: x, w, y; x, grad_y, w, grad_x, grad_w.
     moved = {"fwd": (rows + 1) * dim + rows, "bwd": 2 * (rows + 1) * dim + rows}
     case = f"{rows}x{dim} {str(x.dtype).removeprefix('torch.')}"
     ceiling, results = common.copy_ceiling_gbps(), []
     timed = {
         "fwd": {name: common.measure(call) for name, call in fwd.items()},
-        "bwd": {n: common.measure_backward(f, (x, w), grad_y) for n, f in bwd.items()},
+        "bwd": {"torch": common.measure_backward(torch.matmul, (x, w), grad_y)}
+        | {name: common.measure(call) for name, call in bwd.items()},
     }
     for step, times in timed.items():
         for name, t in times.items():
@@ -487,7 +483,14 @@ def main(argv=None, module=sys.modules[__name__]):
     print(f"the docstring's example: {y.tolist()} = {x.sum(1).tolist()}")
     x = torch.randn(args.rows, args.dim, dtype=DTYPES[args.dtype], device=common.DEVICE)
     checked = check(x, module.VARIANTS)
-    print(f"check passed: y, grad_x and grad_w of {', '.join(checked)}\n")
+    print(f"check passed: y, grad_x and grad_w of {', '.join(checked)}")
+    # The Function, as a model calls it. y.sum()'s grad_y is all
+    # ones, so grad_x is exactly w, in every row.
+    x = torch.randn(2, 3, 4, device=common.DEVICE, requires_grad=True)
+    w = torch.randn(4, device=common.DEVICE)
+    WeightedSum.apply(x, w).sum().backward()
+    exact = torch.equal(x.grad, w.expand(2, 3, 4))
+    print(f"WeightedSum.apply(x, w).sum().backward(): x.grad is w: {exact}\n")
     rows = benchmark(args.rows, args.dim, args.dtype, module)
     common.print_table(rows, common.TIMING_COLUMNS)
     return 0

@@ -169,11 +169,20 @@ def allowed_error(dtype, expected, magnitude, reduction_length, product_roundoff
 
 
 def assert_function_close(fn, inputs, grad_out, reference, terms, names, what, roundoff=0.0):
-    """fn(*inputs), and its gradients for grad_out, against reference()'s, taken by autograd in
+    """fn(*inputs), and its gradients for grad_out taken by autograd, as assert_outputs_close
+    checks them. fn's outputs start as NaN (uninitialized_memory_is_nan)."""
+    leaves = [t.detach().requires_grad_() for t in inputs]
+    with uninitialized_memory_is_nan():
+        out = fn(*leaves)
+        got = [out, *torch.autograd.grad(out, leaves, grad_out)]
+    assert_outputs_close(got, inputs, grad_out, reference, terms, names, what, roundoff)
+
+
+def assert_outputs_close(got, inputs, grad_out, reference, terms, names, what, roundoff=0.0):
+    """got, [output, *gradients for grad_out], against reference()'s, taken by autograd in
     float64. Each must have the inputs' dtype and be within assert_close's rounding, with
     terms[i] additions, `roundoff` per product (assert_close's product_roundoff) and the same
-    maths on |inputs| for magnitude; names[i] names it in the AssertionError. fn's outputs start
-    as NaN (uninitialized_memory_is_nan)."""
+    maths on |inputs| for magnitude; names[i] names it in the AssertionError."""
 
     def float64_maths(tensors, grad):  # reference()'s output and gradients, in float64
         leaves = [t.detach().double().requires_grad_() for t in tensors]
@@ -182,10 +191,6 @@ def assert_function_close(fn, inputs, grad_out, reference, terms, names, what, r
 
     expected = float64_maths(inputs, grad_out)
     magnitude = float64_maths([t.abs() for t in inputs], grad_out.abs())
-    leaves = [t.detach().requires_grad_() for t in inputs]
-    with uninitialized_memory_is_nan():
-        out = fn(*leaves)
-        got = [out, *torch.autograd.grad(out, leaves, grad_out)]
     for name, *values, length in zip(names, got, expected, magnitude, terms):
         if values[0].dtype != inputs[0].dtype:
             raise AssertionError(f"{what}: {name} is {values[0].dtype}, not {inputs[0].dtype}")

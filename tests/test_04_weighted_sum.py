@@ -15,12 +15,21 @@ op = support.load_op("04_weighted_sum")
 common = support.common
 DEVICE = common.DEVICE
 LAYOUTS = ("contiguous", "transposed", "sliced")
-ENTRY_AND_VARIANTS = {"weighted_sum": op.weighted_sum, **wide.VARIANTS}
+# The lesson's VARIANTS are (forward, backward) wrapper pairs, run directly by check(); these run
+# through autograd: the entry, and the lesson's Function (the tuned pair).
+AUTOGRAD = {"weighted_sum": op.weighted_sum, "WeightedSum": ws.WeightedSum.apply}
 # The entry with each style: the lesson's kernels, with second derivatives.
 ENTRY_STYLES = {
     f"weighted_sum {style}": lambda x, w, style=style: op.weighted_sum(x, w, style=style)
     for style in op.STYLES
 }
+
+
+def check_autograd(fn, x, what):  # y and both gradients of fn(x, w), by autograd, vs float64
+    w = torch.randn(x.shape[-1], dtype=x.dtype, device=x.device)
+    g = torch.randn(x.shape[:-1], dtype=x.dtype, device=x.device)
+    terms, names = (x.shape[-1], 1, g.numel()), ("y", "grad_x", "grad_w")
+    common.assert_function_close(fn, (x, w), g, ws.reference, terms, names, what)
 
 
 def float64_ones(names):  # the simple kernels sum in float32 only: the lesson keeps them simple
@@ -90,23 +99,25 @@ def test_every_config_on_gpu(index):
     [((3,), "contiguous"), ((2, 3), "contiguous"), ((3,), "transposed"), ((2, 2), "sliced")],
 )
 def test_leading_dims(batch, how):
-    assert ws.check(layout(7, 40, how=how, batch=batch), wide.VARIANTS) == list(wide.VARIANTS)
+    for name, fn in AUTOGRAD.items():
+        check_autograd(fn, layout(7, 40, how=how, batch=batch), f"{name} {batch} {how}")
 
 
 @pytest.mark.parametrize("rows, d", [(0, 8), (0, 1), (4, 0)])
 def test_empty(rows, d):
     # The entry launches nothing for an empty x: no autotuner times an empty launch. The lesson's
     # simple kernels launch no program for no rows, and sum no columns for D = 0.
-    variants = {**ENTRY_STYLES, "simple": wide.VARIANTS["simple"]}
-    assert ws.check(layout(rows, d), variants) == list(variants)
+    assert ws.check(layout(rows, d), {"simple": ws.VARIANTS["simple"]}) == ["simple"]
+    for name, fn in ENTRY_STYLES.items():
+        check_autograd(fn, layout(rows, d), f"{name} empty")
 
 
-@pytest.mark.parametrize("name", list(wide.VARIANTS))
+@pytest.mark.parametrize("name", list(AUTOGRAD))
 def test_strided_weight(name):
     x = torch.randn(19, 24, device=DEVICE, requires_grad=True)
     w = torch.randn(48, device=DEVICE)[::2].requires_grad_()
     g = torch.randn(19, device=DEVICE)
-    y = wide.VARIANTS[name](x, w)
+    y = AUTOGRAD[name](x, w)
     assert_matches_float64(y, torch.autograd.grad(y, (x, w), g), x, w, g, f"{name}, strided w")
 
 
@@ -265,13 +276,11 @@ def test_one_dimensional_x_gives_a_scalar():
     )
 
 
-@pytest.mark.parametrize("name", float64_ones(ENTRY_AND_VARIANTS))
+@pytest.mark.parametrize("name", list(AUTOGRAD))
 def test_gradcheck(name):
     x = torch.randn(3, 5, 4, dtype=torch.float64, device=DEVICE, requires_grad=True)
     w = torch.randn(4, dtype=torch.float64, device=DEVICE, requires_grad=True)
-    assert torch.autograd.gradcheck(
-        ENTRY_AND_VARIANTS[name], (x, w), eps=1e-6, atol=1e-8, rtol=1e-6
-    )
+    assert torch.autograd.gradcheck(AUTOGRAD[name], (x, w), eps=1e-6, atol=1e-8, rtol=1e-6)
 
 
 @pytest.mark.parametrize("name", float64_ones(ENTRY_STYLES))
@@ -281,12 +290,11 @@ def test_gradgradcheck(name):
     assert torch.autograd.gradgradcheck(ENTRY_STYLES[name], (x, w), eps=1e-6, atol=1e-8, rtol=1e-6)
 
 
-@pytest.mark.parametrize("name", list(wide.VARIANTS))
-def test_the_lessons_function_refuses_a_second_derivative(name):
+def test_the_lessons_function_refuses_a_second_derivative():
     # Its backward launches kernels, which autograd cannot see into: it raises, never a wrong 0.
     x = torch.randn(5, 3, dtype=torch.float64, device=DEVICE, requires_grad=True)
     w = torch.randn(3, dtype=torch.float64, device=DEVICE, requires_grad=True)
-    (grad_x,) = torch.autograd.grad(wide.VARIANTS[name](x, w).sum(), x, create_graph=True)
+    (grad_x,) = torch.autograd.grad(ws.WeightedSum.apply(x, w).sum(), x, create_graph=True)
     with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
         torch.autograd.grad(grad_x.sum(), w)
 
@@ -340,8 +348,7 @@ def test_gradcheck_the_registered_ops_directly():
     )
     for style in float64_ones(op.STYLES):  # the op's Function
         assert torch.autograd.gradcheck(lambda a, b: op.WeightedSum.apply(a, b, style), (x, w))
-    for name in float64_ones(wide.VARIANTS):  # the lesson's Function: tuned, wide
-        assert torch.autograd.gradcheck(wide.VARIANTS[name], (x, w))
+    assert torch.autograd.gradcheck(ws.WeightedSum.apply, (x, w))  # the lesson's Function
 
 
 def opcheck_cases():
@@ -410,12 +417,12 @@ def test_compile_forward_and_backward(dtype):
     )
 
 
-@pytest.mark.parametrize("name", list(wide.VARIANTS))
+@pytest.mark.parametrize("name", list(AUTOGRAD))
 def test_retain_graph_repeats_exactly(name):
     x = torch.randn(50, 48, device=DEVICE, requires_grad=True)
     w = torch.randn(48, device=DEVICE, requires_grad=True)
     g = torch.randn(50, device=DEVICE)
-    y = wide.VARIANTS[name](x, w)
+    y = AUTOGRAD[name](x, w)
     first = torch.autograd.grad(y, (x, w), g, retain_graph=True)
     second = torch.autograd.grad(y, (x, w), g)
     assert all(torch.equal(a, b) for a, b in zip(first, second))
@@ -423,23 +430,21 @@ def test_retain_graph_repeats_exactly(name):
 
 @pytest.mark.parametrize("name", list(wide.VARIANTS))
 def test_bitwise_identical_runs(name):
-    x = torch.randn(300, 72, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
-    w = torch.randn(72, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
+    x = torch.randn(300, 72, device=DEVICE, dtype=torch.bfloat16)
+    w = torch.randn(72, device=DEVICE, dtype=torch.bfloat16)
     g = torch.randn(300, device=DEVICE, dtype=torch.bfloat16)
-    runs = []
-    for _ in range(2):
-        y = wide.VARIANTS[name](x, w)
-        runs.append((y, *torch.autograd.grad(y, (x, w), g)))
+    forward, backward = wide.VARIANTS[name]
+    runs = [(forward(x, w), *backward(x, w, g)) for _ in range(2)]
     assert all(torch.equal(a, b) for a, b in zip(*runs))
 
 
-@pytest.mark.parametrize("name", list(wide.VARIANTS))
+@pytest.mark.parametrize("name", list(AUTOGRAD))
 @pytest.mark.parametrize("needs", [(True, False), (False, True)])
 def test_needs_input_grad(name, needs):
     x = torch.randn(33, 20, device=DEVICE, requires_grad=needs[0])
     w = torch.randn(20, device=DEVICE, requires_grad=needs[1])
     g = torch.randn(33, device=DEVICE)
-    (grad,) = torch.autograd.grad(wide.VARIANTS[name](x, w), [x] if needs[0] else [w], g)
+    (grad,) = torch.autograd.grad(AUTOGRAD[name](x, w), [x] if needs[0] else [w], g)
     expected = g[:, None] * w if needs[0] else (x.double() * g.double()[:, None]).sum(0)
     magnitude = (
         expected.abs() if needs[0] else (x.double().abs() * g.double().abs()[:, None]).sum(0)
@@ -468,10 +473,11 @@ def test_entry_runs_the_tuned_kernels_on_every_layout(how):
     grad_y = torch.randn(33, device=DEVICE)
     # op's "tuned" is wide.py's kernels, tuned by the op itself: at one config, the same bits.
     with support.pinned_config(wide, 0), support.pinned_config(op, 0):
-        got, want = op.weighted_sum(x, w), wide.VARIANTS["wide"](x, w)
+        got, want = op.weighted_sum(x, w), wide.forward_wide(x.detach(), w.detach())
         assert torch.equal(got, want) and torch.equal(op.weighted_sum(x.detach(), w.detach()), want)
-        grads = [torch.autograd.grad(y, (x, w), grad_y) for y in (got, want)]
-    assert all(torch.equal(g, h) for g, h in zip(*grads))
+        grads = torch.autograd.grad(got, (x, w), grad_y)
+        wanted = wide.backward_wide(x.detach(), w.detach(), grad_y)
+    assert all(torch.equal(g, h) for g, h in zip(grads, wanted))
 
 
 def test_entry_without_gradients_skips_the_op():
@@ -568,11 +574,10 @@ def test_bad_input_gives_the_same_error_through_the_entry_and_the_op(case, entry
             torch.ops.triton_lessons.weighted_sum(*args)
 
 
-@pytest.mark.parametrize("name", list(wide.VARIANTS))
-def test_the_lesson_asserts_that_d_matches(name):
-    # A shorter w would be read past its end: the lesson's one-line assert stops it.
+def test_the_lessons_function_asserts_that_d_matches():
+    # A shorter w would be read past its end: the Function's one-line assert stops it.
     with pytest.raises(AssertionError, match=r"x \(\.\.\., D\) needs w of shape \(D,\)"):
-        wide.VARIANTS[name](torch.randn(4, 8, device=DEVICE), torch.randn(7, device=DEVICE))
+        ws.WeightedSum.apply(torch.randn(4, 8, device=DEVICE), torch.randn(7, device=DEVICE))
 
 
 def test_not_a_tensor():
@@ -587,7 +592,7 @@ def test_check_catches_an_output_element_left_unwritten():
         y[:-1] = (x2d[:-1] * weight).sum(-1)
         return y
 
-    broken = {"simple": lambda x, w: ws.WeightedSum.apply(x, w, forgets_the_last_row)}
+    broken = {"simple": (forgets_the_last_row, ws.backward_simple)}
     message = r"simple on x \(9, 8\).*: y: 1 of 9 elements off.*got nan"
     with pytest.raises(AssertionError, match=message):
         ws.check(layout(9, 8), wide.VARIANTS | broken)
@@ -601,7 +606,7 @@ def test_check_catches_a_wrong_gradient(wrong):
             return grad_x, grad_w / 2
         return grad_x.flip(0), grad_w
 
-    broken = {"simple": lambda x, w: ws.WeightedSum.apply(x, w, ws.forward_simple, wrong_backward)}
+    broken = {"simple": (ws.forward_simple, wrong_backward)}
     message = "grad_w: .* elements off" if wrong == "grad_w halved" else "grad_x: .* elements off"
     with pytest.raises(AssertionError, match=message):
         ws.check(layout(40, 8, torch.bfloat16), broken)
@@ -631,6 +636,7 @@ def test_main_runs(capsys, recwarn, lesson):
     out = capsys.readouterr().out
     names = list(lesson.VARIANTS)
     assert f"check passed: y, grad_x and grad_w of {', '.join(names)}\n" in out
+    assert "WeightedSum.apply(x, w).sum().backward(): x.grad is w: True\n" in out
     bare = "forward_wide_kernel" if lesson is wide else "forward_kernel"
     for row in ["torch fwd", f"{bare}[grid] bare fwd", "torch bwd"]:
         assert row in out
@@ -713,15 +719,17 @@ def test_more_than_2_to_the_31_elements(name):
     # grad_w is compared against a float64 sum taken in chunks.
     rows, d = (1 << 23) + 5, 256
     torch.manual_seed(0)
-    x = torch.randn(rows, d, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
-    w = torch.randn(d, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
+    x = torch.randn(rows, d, device=DEVICE, dtype=torch.bfloat16)
+    w = torch.randn(d, device=DEVICE, dtype=torch.bfloat16)
     g = torch.randn(rows, device=DEVICE, dtype=torch.bfloat16)
+    forward, backward = wide.VARIANTS[name]
     if name == "simple":  # int32 offsets: the lesson's first kernels refuse, never misread memory
-        with pytest.raises(AssertionError, match="see Part 2"):
-            wide.VARIANTS[name](x, w)
+        for call in (lambda: forward(x, w), lambda: backward(x, w, g)):
+            with pytest.raises(AssertionError, match="see Part 2"):
+                call()
         return
-    y = wide.VARIANTS[name](x, w)
-    grad_x, grad_w = torch.autograd.grad(y, (x, w), g)
+    y = forward(x, w)
+    grad_x, grad_w = backward(x, w, g)
     tail = slice(rows - 1000, rows)
     x_tail, w64, g_tail = x.detach()[tail].double(), w.detach().double(), g[tail].double()
     common.assert_close(

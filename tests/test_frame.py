@@ -56,7 +56,11 @@ def test_public_surface(folder):
     for name in ("VARIANTS", "reference", "check", "benchmark", "SWEEP", "main"):
         assert hasattr(example, name), f"{folder}/main.py has no {name}"
     assert hasattr(entry_module(folder), ENTRIES[folder]), f"{folder} has no {ENTRIES[folder]}"
-    assert example.VARIANTS and all(callable(fn) for fn in example.VARIANTS.values())
+    # A variant is a callable, or (04) a pair of wrappers: forward and backward.
+    variants = [
+        fn for v in example.VARIANTS.values() for fn in (v if isinstance(v, tuple) else [v])
+    ]
+    assert example.VARIANTS and all(callable(fn) for fn in variants)
     assert not set(example.VARIANTS) & set(getattr(example, "UNAVAILABLE", {}))
     assert example.SWEEP and all(isinstance(case, dict) for case in example.SWEEP)
 

@@ -3,7 +3,6 @@
 What you learn (after lesson 01): how one program computes a
 tile of C with tl.dot, on the tensor cores (the GPU's matrix
 units); then how such a kernel gets fast, one change a section.
-Part 3, persistent.py, reaches cuBLAS's speed on an H100.
 
 The maths. For A (M, K) and B (K, N):
 
@@ -21,16 +20,15 @@ in PyTorch, BK (BLOCK_K) values of k at each step:
 A loaded tile of A serves BN columns of C, so A is read N / BN
 times, not N times as in lesson 01.
 
-Worked example, with tiles of 2 x 2 (on a GPU, tl.dot needs
-16 or more a side). A is (3, 4) and B (4, 5), both row-major:
-strides (4, 1) and (5, 1). C (3, 5) has cdiv(3, 2) = 2 rows
-and cdiv(5, 2) = 3 columns of tiles, numbered row by row.
-Program 4 takes tile row 4 // 3 = 1, tile column 4 % 3 = 1:
-rows = [2, 3], cols = [2, 3]. Its loop takes k = 0, then 2,
-with ks = [0, 1]. It loads A at the offsets
-rows[:, None] * 4 + (k + ks)[None, :], and B at
-(k + ks)[:, None] * 5 + cols[None, :] (a column plus a row
-broadcasts to a grid, as in torch):
+Worked example, with tiles of 2 x 2 (on a GPU, tl.dot needs 16
+or more a side). A is (3, 4) and B (4, 5), both row-major:
+strides (4, 1) and (5, 1). C (3, 5) has cdiv(3, 2) = 2 rows and
+cdiv(5, 2) = 3 columns of tiles, numbered row by row. Program 4
+takes tile row 4 // 3 = 1, tile column 4 % 3 = 1: rows = [2, 3],
+cols = [2, 3]. Its loop takes k = 0, then 2, with ks = [0, 1].
+It loads A at the offsets rows[:, None] * 4 + (k + ks)[None, :],
+and B at (k + ks)[:, None] * 5 + cols[None, :] (a column plus a
+row broadcasts to a grid, as in torch):
 
     offsets   of A                 of B
     k = 0:    [[ 8,  9], [ -,  -]]   [[ 2,  3], [ 7,  8]]
@@ -111,39 +109,24 @@ reference = torch.matmul  # what every kernel here computes
 
 
 def check(fn, a, b, what):
-    """Test harness: fn(a, b) and its gradients against float64."""
+    """Test harness: C = fn(a, b) and the backward's two
+    products (see Gradients) vs float64; outputs start as NaN."""
     grad_c = torch.randn(a.shape[0], b.shape[1], device=a.device).to(a.dtype)
+    with common.uninitialized_memory_is_nan():
+        got = [fn(a, b), fn(grad_c, b.T), fn(a.T, grad_c)]
     # Rounding grows with a sum's length: K for C, N for grad_a, M for grad_b.
     terms, names = (a.shape[1], b.shape[1], a.shape[0]), ("C", "grad_a", "grad_b")
-    # TF32 moves a product by up to 2^-10 of it: allow twice that.
-    tf32 = 2.0**-9 if a.dtype == torch.float32 else 0.0
-    common.assert_function_close(fn, (a, b), grad_c, reference, terms, names, what, tf32)
+    tf32 = 2.0**-9 if a.dtype == torch.float32 else 0.0  # TF32: 2^-10 a product
+    common.assert_outputs_close(got, (a, b), grad_c, reference, terms, names, what, tf32)
 
 
-# ## Gradients: a torch.autograd.Function
+# ## Gradients
 # For a loss L of C = A @ B, the chain rule gives
 #     grad_a = grad_c @ B^T        grad_b = A^T @ grad_c
 # b.T is a view: b's memory, its strides swapped. The kernels
-# take any strides, so the backward is the forward's kernel,
-# launched twice. `wrapper` is the function that launches it:
-# matmul_simple, or Part 2's matmul_tuned. backward returns a
-# gradient for each input of forward: None for `wrapper`.
-class Matmul(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, a, b, wrapper=matmul_simple):
-        ctx.save_for_backward(a, b)
-        ctx.wrapper = wrapper
-        return wrapper(a, b)
-
-    # Autograd cannot see inside a kernel, so it cannot take a
-    # second derivative through this backward: asking raises.
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_c):
-        a, b, wrapper = *ctx.saved_tensors, ctx.wrapper
-        grad_a = wrapper(grad_c, b.T) if ctx.needs_input_grad[0] else None
-        grad_b = wrapper(a.T, grad_c) if ctx.needs_input_grad[1] else None
-        return grad_a, grad_b, None
+# take any strides, so the backward is two more launches of the
+# forward's kernel, as check() runs them. After Part 2, the
+# Function hands them to autograd.
 
 
 # ## Part 2. matmul_kernel: the simple kernel, six changes
@@ -235,11 +218,6 @@ def input_precision(dtype):
 # CDF. GPT-2 approximates Φ(P) by (1 + tanh(z)) / 2, where
 # z = √(2/π) (P + 0.044715 P^3); and (1 + tanh(z)) / 2 equals
 # sigmoid(2z), which the kernel computes, with y = 2z.
-#
-# GELU's gradient needs P. Where pre_ptr is given, the kernel
-# stores P too: op.py's backward uses that. This file always
-# passes None, and Triton then leaves the store out of the
-# compiled kernel.
 @triton.jit
 def add_bias(acc, bias_ptr, cols, N):
     """acc + bias[cols] on every row; acc if bias_ptr is None."""
@@ -285,38 +263,17 @@ CONFIGS = [
 # @triton.autotune(configs=CONFIGS, key=["M", "N", "K"]) on a
 # kernel times every config the first time the key's arguments
 # take new values, and keeps the fastest config for them. The
-# autotuner adds the inputs' dtypes to the key itself.
-#
-# The key below differs in three ways, each for a model's use:
-# - M_BUCKET and K_BUCKET, M and K rounded up to powers of 2,
-#   stand for M and K. A model meets many M (tokens in a
-#   batch), and as many K: the backward's grad_b = A.T @
-#   grad_c sums over the tokens. Each new value would cost a
-#   new timing, but M = 3000 and 4000 share the bucket 4096
-#   and its pick. A key can name only the kernel's arguments,
-#   so the wrapper passes the buckets as two more, which the
-#   kernel does not read.
-# - stride_ak and stride_bn tell a transposed A or B (which
-#   runs best with other tiles) from a row-major one: each is
-#   1 for a row-major operand; for a transposed one, the row
-#   length of the matrix as stored, one of the model's sizes.
-# - INPUT_PRECISION, since TF32 runs best with other tiles.
-#
-# do_bench times each config (5 ms of warm-up, 20 of timing);
-# cache_results keeps the picks on disk for the next run.
-@triton.autotune(  # (tune)
-    configs=CONFIGS,
-    key=["M_BUCKET", "N", "K_BUCKET", "stride_ak", "stride_bn", "INPUT_PRECISION"],
-    do_bench=functools.partial(triton.testing.do_bench, warmup=5, rep=20),
-    cache_results=True,
-)
+# autotuner adds the inputs' dtypes to the key itself. (A model
+# meets many M, the tokens of a batch: op.py, beside this file,
+# keys on M and K rounded up to powers of 2, so that a new M
+# is timed only when it passes a power of 2.)
+@triton.autotune(configs=CONFIGS, key=["M", "N", "K"])  # (tune)
 @triton.jit
 def matmul_kernel(
     a_ptr, b_ptr, c_ptr,
-    bias_ptr, pre_ptr,  # (epilogue): None where not used
+    bias_ptr,  # (epilogue): None for no bias
     M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-    stride_cm, stride_cn,  # P, if kept, has C's strides
-    M_BUCKET, K_BUCKET,  # (tune) used by the key only
+    stride_cm, stride_cn,
     INPUT_PRECISION: tl.constexpr,  # (precision)
     ACTIVATION: tl.constexpr,  # (epilogue)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -345,8 +302,6 @@ def matmul_kernel(
     c_offsets = rows[:, None] * stride_cm + cols[None, :] * stride_cn
     c_mask = (rows[:, None] < M) & (cols[None, :] < N)
     acc = add_bias(acc, bias_ptr, cols, N)  # (epilogue)
-    if pre_ptr is not None:  # P, kept for the backward
-        tl.store(pre_ptr + c_offsets, acc.to(c_dtype), mask=c_mask)
     c = activate(acc, ACTIVATION).to(c_dtype)
     tl.store(c_ptr + c_offsets, c, mask=c_mask)
 
@@ -364,10 +319,8 @@ def matmul_tuned(a, b, bias=None, activation=None):
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     a, b = common.dot_inputs(a, b)  # on a CPU: bfloat16 as float32
     strides = (*a.stride(), *b.stride(), *c.stride())
-    # (tune) M_BUCKET and K_BUCKET, for the autotuner's key
-    buckets = (triton.next_power_of_2(M), triton.next_power_of_2(K))
     matmul_kernel[tile_grid(M, N)](
-        a, b, c, bias, None, M, N, K, *strides, *buckets,
+        a, b, c, bias, M, N, K, *strides,
         INPUT_PRECISION=input_precision(c.dtype), ACTIVATION=activation,
     )  # fmt: skip
     return c
@@ -389,9 +342,34 @@ def check_epilogue(a, b):
     common.assert_close(c, expected, magnitude, a.shape[1], what, tf32)
 
 
-VARIANTS = {  # each wrapper, with gradients, by the Function
-    "simple": lambda a, b: Matmul.apply(a, b, matmul_simple),
-    "tuned": lambda a, b: Matmul.apply(a, b, matmul_tuned),
+# ## The Function: autograd launches the kernels
+# A torch.autograd.Function pairs a forward with its backward.
+# forward launches matmul_kernel, through matmul_tuned, and
+# saves a and b; when autograd needs the gradients, backward
+# launches it twice more, on the views that Gradients names.
+# A model calls Matmul.apply(a, b).
+class Matmul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return matmul_tuned(a, b)
+
+    # Autograd cannot see inside a kernel, so it cannot take a
+    # second derivative through this backward: asking raises.
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_c):
+        a, b = ctx.saved_tensors
+        # needs_input_grad: which inputs autograd wants a
+        # gradient for; None stands for one not wanted.
+        grad_a = matmul_tuned(grad_c, b.T) if ctx.needs_input_grad[0] else None
+        grad_b = matmul_tuned(a.T, grad_c) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+
+VARIANTS = {  # what check() and benchmark() run: the wrappers
+    "simple": matmul_simple,
+    "tuned": matmul_tuned,
 }
 
 
@@ -414,8 +392,7 @@ def benchmark(m, n, k, dtype="float16", module=sys.modules[__name__]):
     calls = {name: functools.partial(f, a, b) for name, f in variants.items()}
     # A bare launch: its arguments made ahead, no Python around.
     c, precision, grid = a.new_empty((m, n)), input_precision(dtype), tile_grid(m, n)
-    buckets = (triton.next_power_of_2(m), triton.next_power_of_2(k))
-    args = (a, b, c, None, None, m, n, k, *a.stride(), *b.stride(), *c.stride(), *buckets)
+    args = (a, b, c, None, m, n, k, *a.stride(), *b.stride(), *c.stride())
     named = dict(INPUT_PRECISION=precision, ACTIVATION=None)
     calls["matmul_kernel[grid] bare"] = lambda: matmul_kernel[grid](*args, **named)
     calls["torch"] = functools.partial(reference, a, b)
@@ -470,7 +447,13 @@ def main(argv=None, module=sys.modules[__name__]):
         check(fn, a, b, f"{name} {shape} {args.dtype}")
     print(f"check {shape} {args.dtype}: {', '.join(variants)} match float64")
     check_epilogue(a, b)
-    print(f"check {shape} {args.dtype}: tuned + bias + GELU match float64\n")
+    print(f"check {shape} {args.dtype}: tuned + bias + GELU match float64")
+    # The Function, as a model calls it: autograd runs its
+    # backward, which launches matmul_kernel on b.T.
+    grad_c = common.random_matrix(args.m, args.n, dtype)
+    Matmul.apply(a.requires_grad_(), b).backward(grad_c)
+    largest = (a.grad - grad_c @ b.T).abs().max().item()
+    print(f"Matmul.apply(a, b).backward(grad_c): a.grad - grad_c @ b.T: at most {largest:.1e}\n")
     table = benchmark(args.m, args.n, args.k, dtype, module)
     common.print_table(table, common.TIMING_COLUMNS)
     return 0

@@ -292,7 +292,7 @@ def test_the_lessons_function_refuses_a_second_derivative():
     # Its backward launches kernels, which autograd cannot see into: it raises, never a wrong 0.
     a = torch.randn(5, 4, device=DEVICE, requires_grad=True)
     b = torch.randn(4, 3, device=DEVICE, requires_grad=True)
-    (grad_a,) = torch.autograd.grad(pe.VARIANTS["tuned"](a, b).sum(), a, create_graph=True)
+    (grad_a,) = torch.autograd.grad(ex.Matmul.apply(a, b).sum(), a, create_graph=True)
     with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
         torch.autograd.grad(grad_a.sum(), b)
 
@@ -313,7 +313,7 @@ def test_check_catches_a_wrong_answer(wrong):
     with pytest.raises(
         AssertionError, match="broken: C" if wrong == "a row of C" else "broken: grad_b"
     ):
-        ex.check(lambda a, b: ex.Matmul.apply(a, b, broken), a, b, "broken")
+        ex.check(broken, a, b, "broken")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -337,6 +337,7 @@ def test_main_runs(capsys, lesson):
     names = list(lesson.VARIANTS)
     assert f"check 20x24x40 float32: {', '.join(names)} match float64" in printed
     assert "check 20x24x40 float32: tuned + bias + GELU match float64" in printed
+    assert "Matmul.apply(a, b).backward(grad_c): a.grad - grad_c @ b.T: at most " in printed
     for name in ["torch", "matmul_kernel[grid] bare", *names]:
         assert f" {name} " in printed
 
@@ -387,8 +388,9 @@ def test_sweep_covers_the_issue_sizes():
     }
 
 
-def test_autotune_key_is_what_the_lesson_names():
-    assert ex.matmul_kernel.keys == [
+def test_autotune_keys_the_lesson_and_the_op_name():
+    assert ex.matmul_kernel.keys == ["M", "N", "K"]  # the lesson's: bare
+    assert op.bucketed_matmul_kernel.keys == [
         "M_BUCKET", "N", "K_BUCKET", "stride_ak", "stride_bn", "INPUT_PRECISION"
     ]  # fmt: skip
 
@@ -570,18 +572,23 @@ def test_gradients_run_the_persistent_kernel_on_transposed_views(monkeypatch, dt
 
 
 @pytest.mark.parametrize("dtype, precision", [(torch.float32, "high"), (torch.float16, None)])
-@pytest.mark.parametrize("entry", ["matmul", "tuned", "persistent"])
+@pytest.mark.parametrize("entry", ["matmul", "Matmul", "tuned", "persistent"])
 def test_gradients_of_a_sum(dtype, precision, entry):
     # dC of c.sum() is an expand()ed view with strides (0, 0); of (c.sum(0) * w).sum(), (0, 1).
-    fn = op.matmul if entry == "matmul" else pe.VARIANTS[entry]
+    # op.py's matmul and the lesson's Function get it from autograd; a wrapper, in the backward's
+    # two products, dC @ B^T and A^T @ dC.
     w = torch.randn(16, device=DEVICE).to(dtype)
     with support.float32_matmul_precision(precision):
         for loss, grad_c in [
-            (lambda c: c.sum(), torch.ones(32, 16, device=DEVICE, dtype=dtype)),
+            (lambda c: c.sum(), torch.ones((), device=DEVICE, dtype=dtype).expand(32, 16)),
             (lambda c: (c.sum(0) * w).sum(), w.expand(32, 16)),
         ]:
             a, b, _ = grad_inputs(32, 16, 24, dtype)
-            loss(fn(a, b)).backward()
+            if entry in ("matmul", "Matmul"):
+                loss((op.matmul if entry == "matmul" else ex.Matmul.apply)(a, b)).backward()
+            else:
+                fn, a_, b_ = WRAPPERS[entry], a.detach(), b.detach()
+                a.grad, b.grad = fn(grad_c, b_.T), fn(a_.T, grad_c)
             assert_gradients_match(a, b, grad_c, f"{entry}: sum {dtype}")
 
 

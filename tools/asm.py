@@ -105,7 +105,7 @@ def probes_02(lesson, device):  # lesson: main.py or persistent.py; both files' 
     lesson, part3 = load_example(folder / "main.py"), load_example(folder / "persistent.py")
     a, w, c = (torch.randn(512, 512, device=device, dtype=torch.float16) for _ in range(3))
     epilogue = dict(INPUT_PRECISION="ieee", ACTIVATION=None)
-    args = (a, w, c, None, None, 512, 512, 512, *a.stride(), *w.stride(), *c.stride(), 512, 512)
+    args = (a, w, c, None, 512, 512, 512, *a.stride(), *w.stride(), *c.stride())
     pointer_looks = [
         (r"wgmma\.mma_async|mma\.sync", "tl.dot on the tensor cores: wgmma on an H100"),
         (

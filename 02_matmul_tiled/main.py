@@ -52,9 +52,8 @@ import triton.language as tl  # noqa: E402
 
 
 # ## Part 1. The simplest tiled kernel: one program per C tile
-# tl.dot(a, b, acc) returns acc + a @ b on the tensor cores,
-# adding in float32. Float32 inputs it rounds to TF32 (10 bits
-# of mantissa): faster, each product off by up to 2^-10 of it.
+# tl.dot(a, b, acc) returns acc + a @ b, on the tensor cores,
+# adding in float32 (Part 2's (precision) says how it rounds).
 @triton.jit
 def simple_matmul_kernel(
     a_ptr, b_ptr, c_ptr,  # pointers to A[0, 0], B[0, 0], C[0, 0]
@@ -93,11 +92,11 @@ def matmul_simple(a, b):
     assert K == b.shape[0], "a's columns must match b's rows"
     assert a.dtype != torch.float64, "acc is float32: no float64"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    # int32 offsets (Part 2 makes them int64): an offset lies in
-    # its tensor's memory, which must hold under 2^31 elements.
+    # Offsets are int32 here (int64 in Part 2). A view, as b.T,
+    # may reach any element of its memory: it must be < 2^31.
     big = max(t.untyped_storage().nbytes() // t.element_size() for t in (a, b, c))
     assert big < 2**31, "int32 offsets: use Part 2's int64 kernel"
-    # On a CPU, float32 copies: the interpreter errs in bf16 tl.dot.
+    # The CPU interpreter's bf16 tl.dot is wrong: use float32 there.
     a, b = common.dot_inputs(a, b)
     grid = (triton.cdiv(M, 64) * triton.cdiv(N, 64),)  # one per tile
     strides = (*a.stride(), *b.stride(), *c.stride())
@@ -116,7 +115,8 @@ def check(fn, a, b, what):
         got = [fn(a, b), fn(grad_c, b.T), fn(a.T, grad_c)]
     # Rounding grows with a sum's length: K for C, N for grad_a, M for grad_b.
     terms, names = (a.shape[1], b.shape[1], a.shape[0]), ("C", "grad_a", "grad_b")
-    tf32 = 2.0**-9 if a.dtype == torch.float32 else 0.0  # TF32: 2^-10 a product
+    # TF32 can move a product by 2^-10 of it: allow twice that.
+    tf32 = 2.0**-9 if a.dtype == torch.float32 else 0.0
     common.assert_outputs_close(got, (a, b), grad_c, reference, terms, names, what, tf32)
 
 
@@ -180,9 +180,10 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # rows, cols and ks into int64 first: its offsets are int64.
 #
 # ### (step) Pointers that step along K
-# int64 offsets cost more instructions. So the kernel computes
-# the pointers for k = 0 once, then moves them BLOCK_K columns
-# along at each step:
+# The simple kernel computes every offset again at each step.
+# In int64 that costs more instructions. So this kernel
+# computes the pointers for k = 0 once, then moves them
+# BLOCK_K columns along at each step:
 #
 #     a_ptrs = a_ptr + rows[:, None] * stride_am + ks[None, :] ...
 #     for k in range(0, K, BLOCK_K):
@@ -198,8 +199,9 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # The simple kernel always rounds float32 inputs to TF32.
 # PyTorch does so only where set_float32_matmul_precision
 # allows it. The constexpr INPUT_PRECISION passes PyTorch's
-# choice to tl.dot: "tf32" rounds, "ieee" does not. Float64
-# inputs make tl.dot add in float64, so acc is float64 too.
+# choice to tl.dot: "tf32" rounds, "ieee" does not. For
+# float64 inputs (and so a float64 C), acc is float64 and
+# tl.dot adds in float64.
 def input_precision(dtype):
     """tl.dot's input_precision for dtype, as torch.matmul's."""
     tf32 = torch.get_float32_matmul_precision() != "highest"
@@ -221,8 +223,9 @@ def input_precision(dtype):
 @triton.jit
 def add_bias(acc, bias_ptr, cols, N):
     """acc + bias[cols] on every row; acc if bias_ptr is None."""
-    # Triton compiles the kernel anew for a None argument, so
-    # this `if` is decided then, and costs nothing at run time.
+    # Triton compiles a separate version of the kernel for a
+    # None argument. So `bias_ptr is not None` is known while
+    # compiling: the `if` is decided then, and costs nothing.
     if bias_ptr is not None:
         bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0)
         acc += bias.to(acc.dtype)[None, :]
@@ -263,10 +266,7 @@ CONFIGS = [
 # @triton.autotune(configs=CONFIGS, key=["M", "N", "K"]) on a
 # kernel times every config the first time the key's arguments
 # take new values, and keeps the fastest config for them. The
-# autotuner adds the inputs' dtypes to the key itself. (A model
-# meets many M, the tokens of a batch: op.py, beside this file,
-# keys on M and K rounded up to powers of 2, so that a new M
-# is timed only when it passes a power of 2.)
+# autotuner adds the inputs' dtypes to the key itself.
 @triton.autotune(configs=CONFIGS, key=["M", "N", "K"])  # (tune)
 @triton.jit
 def matmul_kernel(
@@ -295,8 +295,9 @@ def matmul_kernel(
         a = tl.load(a_ptrs, mask=a_mask, other=0.0)
         b = tl.load(b_ptrs, mask=b_mask, other=0.0)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc_dtype)
-        # (step) in int64: for a transposed A, stride_ak is M,
-        # and BLOCK_K * M (64 * M, say) passes 2^31 at M = 2^25
+        # (step) The step is an int64 too. For A = x.T, a
+        # transposed view, stride_ak is M: 64 * M passes 2^31
+        # once M reaches 2^25.
         a_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_ak
         b_ptrs += tl.cast(BLOCK_K, tl.int64) * stride_bk
     c_offsets = rows[:, None] * stride_cm + cols[None, :] * stride_cn
@@ -390,7 +391,8 @@ def benchmark(m, n, k, dtype="float16", module=sys.modules[__name__]):
     a, b = common.random_matrix(m, k, dtype), common.random_matrix(k, n, dtype)
     variants = module.variants_for(a, b)
     calls = {name: functools.partial(f, a, b) for name, f in variants.items()}
-    # A bare launch: its arguments made ahead, no Python around.
+    # A bare launch: the kernel alone, its arguments made ahead,
+    # to time it without the wrapper's Python.
     c, precision, grid = a.new_empty((m, n)), input_precision(dtype), tile_grid(m, n)
     args = (a, b, c, None, m, n, k, *a.stride(), *b.stride(), *c.stride())
     named = dict(INPUT_PRECISION=precision, ACTIVATION=None)

@@ -109,7 +109,7 @@ def check(x, variants):
     of wrappers (forward, backward; Part 1b's is next), vs float64."""
     w = torch.randn(x.shape[1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[0], dtype=x.dtype, device=x.device)
-    # Rounding grows with a sum's terms: y's D, grad_w's rows.
+    # Sum lengths, as rounding grows with them: D, 1, rows.
     terms, names = (x.shape[1], 1, x.shape[0]), ("y", "grad_x", "grad_w")
     for name, (fwd, bwd) in variants.items():
         # Outputs start as NaN: an element never written shows.
@@ -186,8 +186,8 @@ def backward_simple(x2d, weight, grad_y):
 
 
 # ## Part 2. forward_kernel: the simple kernel, tuned, any x
-# Parts 2 and 3 mark each change by a tag: (tune) and (any x)
-# here; (split), (tune) and (sum) in Part 3.
+# Parts 2 and 3 mark each change by a tag: (tune), (any x) and
+# (rows) here; (split), (tune) and (sum) in Part 3.
 #
 # (tune) The best tile depends on D. Wide rows want wide
 # tiles, which read long runs of memory; narrow rows want
@@ -213,11 +213,11 @@ CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w
 # row * stride_row passes 2^31 - 1, where an int32 wraps
 # around: so the kernel casts row_ids and cols to int64 first.
 #
-# (rows) Triton compiles a separate version of a kernel for an
-# int argument that is 1 or divisible by 16 (it "specializes":
-# the compiler may then use wider loads), a fraction of a
-# second each. rows changes with every batch:
-# do_not_specialize=["rows"] keeps one version for all rows.
+# (rows) Triton compiles up to three versions of a kernel for
+# each int argument: for 1, for a multiple of 16, for others
+# (it "specializes"). Each takes a fraction of a second. rows
+# changes with every batch: do_not_specialize=["rows"] keeps
+# one version for all rows.
 @triton.autotune(configs=CONFIGS, key=["D"])  # (tune)
 @triton.jit(do_not_specialize=["rows"])  # (rows)
 def forward_kernel(
@@ -278,16 +278,15 @@ def forward_tuned(x2d, weight, kernel=forward_kernel, **hints):
 #     programs (1, 0) and (1, 1): the same for columns 4-7
 # The right half of picture.png (beside this file) draws it.
 #
-# (tune): as forward_kernel, it is autotuned over CONFIGS; the
-# autotuner picks its tile apart from forward_kernel's.
+# (tune) As forward_kernel: its own tile, picked from CONFIGS.
 # (sum): the second pass, partial's rows added, is a kernel.
 #
 # ### Picking P, on the host
 # About 8 programs per SM (streaming multiprocessor, one of the
 # GPU's cores) keep every SM busy: while some wait for memory,
-# others run. partial's P rows are allocated before the
-# launch, but the autotuner picks D_TILE only at the launch; so
-# P is figured for D tiles of D_TILE_GUESS = 128 columns. P is
+# others run. The host allocates partial, P rows, before the
+# launch; the autotuner picks D_TILE only inside it. So P is
+# figured as if D tiles were D_TILE_GUESS = 128 columns. P is
 # at least one per SM, and at most one per row of x:
 #     P = min(rows, max(SMs, cdiv(8 x SMs, D tiles)))
 # On an H200 (132 SMs), D = 128 (one D tile) gives P = 1056.
@@ -328,9 +327,9 @@ def backward_kernel(
         out = (row_ids * D)[:, None] + cols[None, :]
         tl.store(grad_x_ptr + out, grad_x.to(x_dtype), mask=mask)
         acc += x.to(acc_dtype) * grad_y[:, None]
-    # (split) P can exceed the row tiles (ROWS_TILE is tuned
-    # after P): a program with no tile stores zeros; every
-    # partial row is set.
+    # (split) partial is torch.empty: every row must be written.
+    # P may exceed the row tiles (ROWS_TILE is picked after P):
+    # a program with no tile then stores zeros.
     sums = tl.sum(acc, axis=0)
     tl.store(partial_ptr + p.to(tl.int64) * D + cols, sums, mask=col_mask)
 
@@ -369,9 +368,10 @@ def backward_tuned(x2d, weight, grad_y, kernel=backward_kernel, **hints):
     grid = lambda meta: (triton.cdiv(D, meta["D_TILE"]), P)  # noqa: E731
     kernel[grid](x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride(), **hints)
     grad_w = torch.empty_like(weight)
-    # (sum) A tile of partial: rows_tile rows, up to 1024 so
-    # that few steps cover its P rows, by 4096 // rows_tile
-    # columns, at least 16. P = 1056: 1024 x 16, two steps.
+    # (sum) The second pass reads partial a tile at a time:
+    # rows_tile rows (up to 1024, so that few steps cover P)
+    # by d_tile = 4096 // rows_tile columns (at least 16).
+    # P = 1056: tiles of 1024 x 16, two steps down partial.
     rows_tile = min(triton.next_power_of_2(P), 1024)
     d_tile = max(16, 4096 // rows_tile)
     grid = (triton.cdiv(D, d_tile),)

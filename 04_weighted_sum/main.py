@@ -91,7 +91,7 @@ def forward_simple(x2d, weight):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
     # int32 offsets: x's memory must hold under 2^31 elements
-    assert x2d.untyped_storage().nbytes() < 2**31 * x2d.element_size(), "see Part 2"
+    assert x2d.untyped_storage().nbytes() < 2**31 * x2d.element_size(), "see wide.py"
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     # kernel[grid]: grid[0] programs, a program per 16 rows
     grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)
@@ -175,7 +175,7 @@ def backward_simple(x2d, weight, grad_y):
     rows, D = x2d.shape
     # int32 offsets: x's memory and grad_x under 2^31 elements
     elements = x2d.untyped_storage().nbytes() // x2d.element_size()
-    assert max(elements, x2d.numel()) < 2**31, "see Part 2"
+    assert max(elements, x2d.numel()) < 2**31, "see wide.py"
     programs = triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"])
     grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
     partial = torch.empty((programs, D), dtype=torch.float32, device=x2d.device)
@@ -185,9 +185,9 @@ def backward_simple(x2d, weight, grad_y):
     return grad_x, grad_w
 
 
-# ## Part 2. forward_kernel: the simple kernel, tuned, any x
-# Parts 2 and 3 mark each change by a tag: (tune), (any x) and
-# (rows) here; (split), (tune) and (sum) in Part 3.
+# ## Part 2. forward_kernel: the simple forward, tuned
+# Parts 2 and 3 mark each change by a tag: (tune) here;
+# (split), (tune) and (sum) in Part 3.
 #
 # (tune) The best tile depends on D. Wide rows want wide
 # tiles, which read long runs of memory; narrow rows want
@@ -201,57 +201,25 @@ if common.INTERPRETED:
     TILES = [(16, 64, 4)]  # no GPU to time: one config
 CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w in TILES]
 
-
-# @triton.autotune(configs=CONFIGS, key=["D"]) times every
-# config at the first launch with a new D, and keeps the
-# fastest for that D. A new number of rows reuses the pick.
-#
-# (any x) Part 1 keeps to float32 sums and int32 offsets.
-# A float64 x sums in float64: x_ptr.dtype.element_ty is x's
-# dtype, known while Triton compiles, so the `... if ... else
-# ...` below is settled then. In an x of over 2^31 elements,
-# row * stride_row passes 2^31 - 1, where an int32 wraps
-# around: so the kernel casts row_ids and cols to int64 first.
-#
-# (rows) Triton compiles up to three versions of a kernel for
-# each int argument: for 1, for a multiple of 16, for others
-# (it "specializes"). Each takes a fraction of a second. rows
-# changes with every batch: do_not_specialize=["rows"] keeps
-# one version for all rows.
-@triton.autotune(configs=CONFIGS, key=["D"])  # (tune)
-@triton.jit(do_not_specialize=["rows"])  # (rows)
-def forward_kernel(
-    x_ptr, w_ptr, y_ptr, rows, D, stride_row, stride_col,
-    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # (tune)
-):  # fmt: skip
-    row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
-    row_mask = row_ids < rows
-    row_starts = row_ids.to(tl.int64) * stride_row  # (any x)
-    x_dtype = x_ptr.dtype.element_ty  # (any x)
-    acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
-    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
-    for d0 in range(0, D, D_TILE):
-        cols = d0 + tl.arange(0, D_TILE)
-        col_mask = cols < D
-        col_offsets = cols.to(tl.int64) * stride_col  # (any x)
-        offsets = row_starts[:, None] + col_offsets[None, :]
-        mask = row_mask[:, None] & col_mask[None, :]
-        x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
-        acc += x.to(acc_dtype) * w.to(acc_dtype)[None, :]
-    y = tl.sum(acc, axis=1)
-    tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
+# triton.autotune(configs, key) wraps a kernel. Its first
+# launch with a new D times every config, and keeps the
+# fastest for that D; a new number of rows reuses the pick.
+# Written as a decorator, it goes above @triton.jit:
+#     @triton.autotune(configs=CONFIGS, key=["D"])
+# The kernel is Part 1's, unchanged: only its tile is tuned.
+forward_kernel = triton.autotune(configs=CONFIGS, key=["D"])(simple_forward_kernel)
 
 
-def forward_tuned(x2d, weight, kernel=forward_kernel, **hints):
-    """x2d @ weight by forward_kernel, or by wide.py's kernel
-    and its hints (more constexpr arguments)."""
+def forward_tuned(x2d, weight):
+    """x2d @ weight by forward_kernel, with the tuned tile."""
     rows, D = x2d.shape
+    # Part 1's int32 offsets (wide.py, Part 4, lifts the limit)
+    assert x2d.untyped_storage().nbytes() < 2**31 * x2d.element_size(), "see wide.py"
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     # The programs depend on the tuned ROWS_TILE, so the grid
     # is a function of meta: the picked config's values.
     grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
-    kernel[grid](x2d, weight, y, rows, D, *x2d.stride(), **hints)
+    forward_kernel[grid](x2d, weight, y, rows, D, *x2d.stride())
     return y
 
 
@@ -293,30 +261,36 @@ def forward_tuned(x2d, weight, kernel=forward_kernel, **hints):
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
 
+def programs_down(rows, D, device):
+    """P: the programs down each D tile, by the rule above."""
+    on_gpu = device.type == "cuda"
+    sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 1
+    d_tiles = triton.cdiv(D, D_TILE_GUESS)
+    P = max(sms, triton.cdiv(PROGRAMS_PER_SM * sms, d_tiles))
+    return min(P, rows)  # at most a program per row
+
+
 @triton.autotune(configs=CONFIGS, key=["D"])  # (tune)
-@triton.jit(do_not_specialize=["rows"])
+@triton.jit
 def backward_kernel(
     x_ptr, w_ptr, grad_y_ptr, grad_x_ptr, partial_ptr,
     rows, D, stride_row, stride_col,  # all as before
     ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # (tune)
 ):  # fmt: skip
-    x_dtype = x_ptr.dtype.element_ty  # as in forward_kernel
-    acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
     t, p = tl.program_id(0), tl.program_id(1)  # (split)
     P = tl.num_programs(1)  # (split) grid axis 1's size
     cols = t * D_TILE + tl.arange(0, D_TILE)
     col_mask = cols < D
-    col_offsets = cols.to(tl.int64) * stride_col
     # (split) One D tile per program: w is loaded once, not
     # per step.
-    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(acc_dtype)
-    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
     for tile in range(p, tl.cdiv(rows, ROWS_TILE), P):  # (split)
-        row_ids = (tile * ROWS_TILE + tl.arange(0, ROWS_TILE)).to(tl.int64)
+        row_ids = tile * ROWS_TILE + tl.arange(0, ROWS_TILE)
         row_mask = row_ids < rows
         mask = row_mask[:, None] & col_mask[None, :]
-        grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(acc_dtype)
-        offsets = (row_ids * stride_row)[:, None] + col_offsets[None, :]
+        grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
+        offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
         # Load x before storing grad_x: the compiler cannot
         # prove that the two never overlap in memory, so a
         # load after the store would wait for it (18%
@@ -324,14 +298,14 @@ def backward_kernel(
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         grad_x = grad_y[:, None] * w[None, :]
         # grad_x is contiguous: its rows lie D apart.
-        out = (row_ids * D)[:, None] + cols[None, :]
-        tl.store(grad_x_ptr + out, grad_x.to(x_dtype), mask=mask)
-        acc += x.to(acc_dtype) * grad_y[:, None]
+        out = row_ids[:, None] * D + cols[None, :]
+        tl.store(grad_x_ptr + out, grad_x.to(grad_x_ptr.dtype.element_ty), mask=mask)
+        acc += x.to(tl.float32) * grad_y[:, None]
     # (split) partial is torch.empty: every row must be written.
     # P may exceed the row tiles (ROWS_TILE is picked after P):
     # a program with no tile then stores zeros.
     sums = tl.sum(acc, axis=0)
-    tl.store(partial_ptr + p.to(tl.int64) * D + cols, sums, mask=col_mask)
+    tl.store(partial_ptr + p * D + cols, sums, mask=col_mask)
 
 
 # (sum) The second pass as a kernel: one launch that writes
@@ -354,19 +328,9 @@ def sum_partials_kernel(
     tl.store(grad_w_ptr + cols, sums, mask=cols < D)
 
 
-def backward_tuned(x2d, weight, grad_y, kernel=backward_kernel, **hints):
-    """(grad_x, grad_w) by backward_kernel, then sum_partials_kernel
-    (wide.py passes its own kernel, and hints for it)."""
-    rows, D = x2d.shape
-    sms = torch.cuda.get_device_properties(x2d.device).multi_processor_count if x2d.is_cuda else 1
-    d_tiles = triton.cdiv(D, D_TILE_GUESS)
-    P = max(sms, triton.cdiv(PROGRAMS_PER_SM * sms, d_tiles))
-    P = min(P, rows)  # (split) at most a program per row
-    grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
-    sum_dtype = torch.promote_types(x2d.dtype, torch.float32)
-    partial = torch.empty((P, D), dtype=sum_dtype, device=x2d.device)
-    grid = lambda meta: (triton.cdiv(D, meta["D_TILE"]), P)  # noqa: E731
-    kernel[grid](x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride(), **hints)
+def sum_partials(partial, weight):
+    """grad_w: partial's rows added up, by sum_partials_kernel."""
+    P, D = partial.shape
     grad_w = torch.empty_like(weight)
     # (sum) The second pass reads partial a tile at a time:
     # rows_tile rows (up to 1024, so that few steps cover P)
@@ -376,7 +340,22 @@ def backward_tuned(x2d, weight, grad_y, kernel=backward_kernel, **hints):
     d_tile = max(16, 4096 // rows_tile)
     grid = (triton.cdiv(D, d_tile),)
     sum_partials_kernel[grid](partial, grad_w, P, D, ROWS_TILE=rows_tile, D_TILE=d_tile)
-    return grad_x, grad_w
+    return grad_w
+
+
+def backward_tuned(x2d, weight, grad_y):
+    """(grad_x, grad_w) by backward_kernel, then sum_partials."""
+    rows, D = x2d.shape
+    # Part 1b's int32 offsets (wide.py lifts the limit)
+    elements = x2d.untyped_storage().nbytes() // x2d.element_size()
+    assert max(elements, x2d.numel()) < 2**31, "see wide.py"
+    P = programs_down(rows, D, x2d.device)
+    grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
+    partial = torch.empty((P, D), dtype=torch.float32, device=x2d.device)
+    grid = lambda meta: (triton.cdiv(D, meta["D_TILE"]), P)  # noqa: E731
+    args = (x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride())
+    backward_kernel[grid](*args)
+    return grad_x, sum_partials(partial, weight)
 
 
 # ## The Function: autograd launches the kernels
@@ -411,8 +390,8 @@ class WeightedSum(torch.autograd.Function):
         return grad_x.reshape(x.shape), grad_w
 
 
-# Next: wide.py, Part 4 (optional): wide loads, 16 bytes at a
-# time, by telling the compiler what the sizes of x allow.
+# Next: wide.py, Part 4 (optional), the kernels op.py runs:
+# 16-byte loads, a float64 or huge x, one compile for all rows.
 
 
 VARIANTS = {  # what check() and benchmark() run: wrapper pairs

@@ -157,7 +157,7 @@ def partials(programs, x2d):  # a row of grad_w's partial sums a program, in flo
 
 
 def split(rows, d, device):
-    """P, the programs down each D tile of the tuned backward, as lesson.backward_tuned picks."""
+    """P, the programs down each D tile of the tuned backward, as lesson.programs_down picks."""
     sms = common.sm_count(device) if device.type == "cuda" else 1
     wanted = triton.cdiv(lesson.PROGRAMS_PER_SM * sms, triton.cdiv(d, lesson.D_TILE_GUESS))
     return min(max(sms, wanted), rows)  # at most a program per row

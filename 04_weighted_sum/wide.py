@@ -1,15 +1,19 @@
-"""Wide loads: lesson 04's Part 4 (optional), 16 bytes a load.
+"""Lesson 04's Part 4 (optional): the kernels op.py runs.
 
-What you learn: how to let the compiler load 16 bytes with one
-instruction, where main.py's tuned kernels (Parts 2 and 3: read
-them first) load one element an instruction. The kernels below
-are those two, with the lines marked (wide) added; nothing else
-changes, and they compute the same numbers.
+What you learn: three changes that make main.py's tuned
+kernels (Parts 2 and 3: read them first) fit for a model. The
+kernels below are those two with each change marked; they
+compute the same numbers:
+- (wide) loads of 16 bytes with one instruction, by telling
+  the compiler what the sizes of x allow;
+- (any x) float64 sums for a float64 x, and int64 offsets for
+  an x of over 2^31 elements;
+- (rows) one compile for every number of rows.
 
-Worked example: x of 1000 x 1000 float32, one row of a tile is
-32 columns, and each of the 128 threads of a 128 x 32 tile
-loads 32 values of x. As single loads: 32 instructions. As wide
-loads of 4 float32 (16 bytes): 8 instructions, when the
+Worked example of (wide): x of 1000 x 1000 float32, one row of
+a tile is 32 columns, and each of the 128 threads of a 128 x 32
+tile loads 32 values of x. As single loads: 32 instructions. As
+wide loads of 4 float32 (16 bytes): 8 instructions, when the
 compiler can prove each group of 4 lies side by side, starts
 on a 16-byte boundary, and is masked all or none. At D = 1000,
 no multiple of 16, Triton gives it too few facts to prove that:
@@ -21,6 +25,8 @@ import math
 import sys
 from pathlib import Path
 
+import torch
+
 # The repository's root holds common and lesson_loader.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import common  # noqa: E402, F401  (before triton, which it configures)
@@ -28,8 +34,8 @@ import lesson_loader  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-# main.py beside this file: Parts 1 to 3, whose tiles, tuning
-# and wrappers the kernels below reuse.
+# main.py beside this file: Parts 1 to 3, whose tiles, P rule
+# and second pass the kernels below reuse.
 lesson = lesson_loader.load_lesson(Path(__file__).resolve().parent)
 CONFIGS = lesson.CONFIGS  # (tune)
 
@@ -71,11 +77,26 @@ def alignment(x2d):
     return dict(X_ROW_ALIGN=row_align, D_ALIGN=math.gcd(x2d.shape[1], vector))
 
 
-# ## The kernels, with the (wide) lines marked
-# forward_wide_kernel is main.py's forward_kernel (Part 2) with
-# the (wide) lines added, written out with its decorators.
+# ## (any x) Float64, and offsets past 2^31
+# Parts 1 to 3 keep to float32 sums and int32 offsets. A
+# float64 x sums in float64: x_ptr.dtype.element_ty is x's
+# dtype, known while Triton compiles, so the `... if ... else
+# ...` below is settled then. In an x of over 2^31 elements,
+# row * stride_row passes 2^31 - 1, where an int32 wraps
+# around: so the kernels cast row_ids and cols to int64 first.
+#
+# ## (rows) One compile for every number of rows
+# Triton compiles up to three versions of a kernel for each
+# int argument: for 1, for a multiple of 16, for others (it
+# "specializes"). Each takes a fraction of a second. rows
+# changes with every batch: do_not_specialize=["rows"] keeps
+# one version for all rows.
+#
+# ## The kernels, each change marked
+# forward_wide_kernel is main.py's forward_kernel (Part 2, Part
+# 1's kernel tuned) with the lines of Part 4 added.
 @triton.autotune(configs=CONFIGS, key=["D"])  # (tune)
-@triton.jit(do_not_specialize=["rows"])
+@triton.jit(do_not_specialize=["rows"])  # (rows)
 def forward_wide_kernel(
     x_ptr, w_ptr, y_ptr, rows, D, stride_row, stride_col,
     X_ROW_ALIGN: tl.constexpr,  # (wide) a power of 2 dividing stride_row
@@ -88,13 +109,13 @@ def forward_wide_kernel(
     # sees that they divide by X_ROW_ALIGN and D_ALIGN.
     stride_row = (stride_row // X_ROW_ALIGN) * X_ROW_ALIGN
     D_aligned = (D // D_ALIGN) * D_ALIGN
-    row_starts = row_ids.to(tl.int64) * stride_row
+    row_starts = row_ids.to(tl.int64) * stride_row  # (any x)
     acc_dtype = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for d0 in range(0, D, D_TILE):
         cols = d0 + tl.arange(0, D_TILE)
         col_mask = cols < D_aligned  # (wide) cols < D, as before
-        col_offsets = cols.to(tl.int64) * stride_col
+        col_offsets = cols.to(tl.int64) * stride_col  # (any x)
         offsets = row_starts[:, None] + col_offsets[None, :]
         mask = row_mask[:, None] & col_mask[None, :]
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
@@ -105,17 +126,17 @@ def forward_wide_kernel(
 
 
 # backward_wide_kernel is main.py's backward_kernel (Part 3)
-# with the (wide) lines added: for its loads of x, and for its
-# stores of grad_x.
+# with the lines of Part 4 added: (wide) for its loads of x and
+# its stores of grad_x.
 @triton.autotune(configs=CONFIGS, key=["D"])  # (tune)
-@triton.jit(do_not_specialize=["rows"])
+@triton.jit(do_not_specialize=["rows"])  # (rows)
 def backward_wide_kernel(
     x_ptr, w_ptr, grad_y_ptr, grad_x_ptr, partial_ptr,
     rows, D, stride_row, stride_col,  # all as before
     X_ROW_ALIGN: tl.constexpr, D_ALIGN: tl.constexpr,  # (wide)
     ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # (tune)
 ):  # fmt: skip
-    x_dtype = x_ptr.dtype.element_ty
+    x_dtype = x_ptr.dtype.element_ty  # (any x), as forward's
     acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
     t, p = tl.program_id(0), tl.program_id(1)  # (split)
     P = tl.num_programs(1)  # (split) grid axis 1's size
@@ -123,12 +144,12 @@ def backward_wide_kernel(
     D_aligned = (D // D_ALIGN) * D_ALIGN  # (wide) as forward's
     col_mask = cols < D_aligned  # (wide)
     stride_row = (stride_row // X_ROW_ALIGN) * X_ROW_ALIGN  # (wide)
-    col_offsets = cols.to(tl.int64) * stride_col
+    col_offsets = cols.to(tl.int64) * stride_col  # (any x)
     # (split) One D tile per program: w is loaded once, not per step.
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(acc_dtype)
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
     for tile in range(p, tl.cdiv(rows, ROWS_TILE), P):  # (split)
-        row_ids = (tile * ROWS_TILE + tl.arange(0, ROWS_TILE)).to(tl.int64)
+        row_ids = (tile * ROWS_TILE + tl.arange(0, ROWS_TILE)).to(tl.int64)  # (any x)
         row_mask = row_ids < rows
         mask = row_mask[:, None] & col_mask[None, :]
         grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(acc_dtype)
@@ -148,17 +169,28 @@ def backward_wide_kernel(
 
 
 def forward_wide(x2d, weight):
-    """x2d @ weight by forward_wide_kernel (main.py's wrapper)."""
+    """x2d @ weight by forward_wide_kernel, as main.py's
+    forward_tuned launches forward_kernel."""
+    rows, D = x2d.shape
+    y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
+    grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
     hints = alignment(x2d)  # (wide)
-    return lesson.forward_tuned(x2d, weight, forward_wide_kernel, **hints)
+    forward_wide_kernel[grid](x2d, weight, y, rows, D, *x2d.stride(), **hints)
+    return y
 
 
 def backward_wide(x2d, weight, grad_y):
     """(grad_x, grad_w) by backward_wide_kernel, then main.py's
-    sum_partials_kernel (main.py's wrapper)."""
-    hints = alignment(x2d)  # (wide)
-    kernel = backward_wide_kernel
-    return lesson.backward_tuned(x2d, weight, grad_y, kernel, **hints)
+    second pass, as main.py's backward_tuned."""
+    rows, D = x2d.shape
+    P = lesson.programs_down(rows, D, x2d.device)
+    grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
+    sum_dtype = torch.promote_types(x2d.dtype, torch.float32)  # (any x)
+    partial = torch.empty((P, D), dtype=sum_dtype, device=x2d.device)
+    grid = lambda meta: (triton.cdiv(D, meta["D_TILE"]), P)  # noqa: E731
+    args = (x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride())
+    backward_wide_kernel[grid](*args, **alignment(x2d))  # (wide)
+    return grad_x, lesson.sum_partials(partial, weight)
 
 
 VARIANTS = {**lesson.VARIANTS, "wide": (forward_wide, backward_wide)}

@@ -158,6 +158,9 @@ def check(fn, a, b, what):
 #                  8  9 10 11                    8 10 12 14
 #                 12 13 14 15                    9 11 13 15
 #
+# benchmark() times the tuned kernel with GROUP_M = 1 too, which
+# is row-major order: its row "tuned, row-major order".
+#
 # A @triton.jit function may call another: Triton inlines it.
 @triton.jit
 def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
@@ -397,6 +400,12 @@ def benchmark(m, n, k, dtype="float16", module=sys.modules[__name__]):
     args = (a, b, c, None, m, n, k, *a.stride(), *b.stride(), *c.stride())
     named = dict(INPUT_PRECISION=precision, ACTIVATION=None)
     calls["matmul_kernel[grid] bare"] = lambda: matmul_kernel[grid](*args, **named)
+
+    def row_major():  # the tuned pick, (group) undone
+        kw = {**matmul_kernel.best_config.all_kwargs(), **named}
+        matmul_kernel.fn[grid](*args, **{**kw, "GROUP_M": 1})
+
+    calls["tuned, row-major order"] = row_major
     calls["torch"] = functools.partial(reference, a, b)
     if not common.INTERPRETED:  # warm the GPU to its steady clock
         triton.testing.do_bench(calls["torch"], warmup=1000, rep=1)

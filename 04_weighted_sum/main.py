@@ -51,18 +51,23 @@ import triton.language as tl  # noqa: E402
 
 
 # ## Part 1. The simplest forward: one program per tile of rows
-# A tensor argument arrives as a pointer to its first element.
+# A program runs on num_warps x 32 threads (a warp: 32 threads,
+# num_warps set at the launch), and Triton splits each tile
+# among them: a 16 x 64 tile on 4 x 32 threads, 8 values each.
+# acc += adds each thread's own values; tl.sum makes threads
+# pass values around, and wait: so the kernel reduces once, at
+# the end (lesson 03: a sum every step is 1.6x slower, H200).
 @triton.jit
 def simple_forward_kernel(
-    x_ptr, w_ptr, y_ptr,  # point to x[0, 0], w[0] and y[0]
+    x_ptr, w_ptr, y_ptr,  # tensors arrive as pointers: to x[0, 0], w[0], y[0]
     rows, D, stride_row, stride_col,  # x's sizes, strides
     ROWS_TILE: tl.constexpr,  # rows per program, a power of 2
-    D_TILE: tl.constexpr,  # columns per step, a power of 2
+    D_TILE: tl.constexpr,  # columns per step, too (tl.arange's rule)
 ):  # fmt: skip
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
     # acc: a whole tile of float32 sums (16-bit sums lose bits),
-    # reduced once, after the loop (why: below this kernel).
+    # reduced once, after the loop.
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
     for d0 in range(0, D, D_TILE):  # a loop that runs on the GPU
         cols = d0 + tl.arange(0, D_TILE)
@@ -79,19 +84,14 @@ def simple_forward_kernel(
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
-# Why reduce once: Triton splits a tile among num_warps x 32
-# threads (a warp is 32 threads): a 16 x 64 tile on 4 x 32
-# threads is 8 values each. acc += adds each thread's own
-# values; tl.sum makes threads pass values around, and wait.
-# Lesson 03: a 1-D acc summed every step, 1.6x slower (H200).
 SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Part 1's tile
 
 
 def forward_simple(x2d, weight):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
-    # int32 offsets: x's memory must hold under 2^31 elements
-    assert x2d.untyped_storage().nbytes() < 2**31 * x2d.element_size(), "see wide.py"
+    # Offsets are int32, as tl.arange is: keep them under 2^31.
+    assert common.elements_spanned(x2d) < 2**31, "see wide.py"
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     # kernel[grid]: grid[0] programs, a program per 16 rows
     grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)
@@ -173,9 +173,8 @@ def simple_backward_kernel(
 def backward_simple(x2d, weight, grad_y):
     """(grad_x, grad_w) of y = x2d @ weight, given grad_y."""
     rows, D = x2d.shape
-    # int32 offsets: x's memory and grad_x under 2^31 elements
-    elements = x2d.untyped_storage().nbytes() // x2d.element_size()
-    assert max(elements, x2d.numel()) < 2**31, "see wide.py"
+    # int32 offsets, as the forward's, into x and into grad_x
+    assert max(common.elements_spanned(x2d), x2d.numel()) < 2**31, "see wide.py"
     programs = triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"])
     grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
     partial = torch.empty((programs, D), dtype=torch.float32, device=x2d.device)
@@ -213,8 +212,8 @@ forward_kernel = triton.autotune(configs=CONFIGS, key=["D"])(simple_forward_kern
 def forward_tuned(x2d, weight):
     """x2d @ weight by forward_kernel, with the tuned tile."""
     rows, D = x2d.shape
-    # Part 1's int32 offsets (wide.py, Part 4, lifts the limit)
-    assert x2d.untyped_storage().nbytes() < 2**31 * x2d.element_size(), "see wide.py"
+    # int32 offsets, as Part 1's (wide.py, Part 4, lifts this)
+    assert common.elements_spanned(x2d) < 2**31, "see wide.py"
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     # The programs depend on the tuned ROWS_TILE, so the grid
     # is a function of meta: the picked config's values.
@@ -257,7 +256,8 @@ def forward_tuned(x2d, weight):
 # figured as if D tiles were D_TILE_GUESS = 128 columns. P is
 # at least one per SM, and at most one per row of x:
 #     P = min(rows, max(SMs, cdiv(8 x SMs, D tiles)))
-# On an H200 (132 SMs), D = 128 (one D tile) gives P = 1056.
+# On an H200 (132 SMs), D = 128 (one D tile) gives P = 1056;
+# D = 4096 (32 D tiles): cdiv(1056, 32) = 33, so P = 132.
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
 
@@ -315,14 +315,16 @@ def backward_kernel(
 @triton.jit
 def sum_partials_kernel(
     partial_ptr, grad_w_ptr, P, D,  # partial: a contiguous (P, D)
-    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,
+    P_TILE: tl.constexpr,  # rows of partial a step
+    D_TILE: tl.constexpr,
 ):  # fmt: skip
     cols = tl.program_id(0) * D_TILE + tl.arange(0, D_TILE)
-    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=partial_ptr.dtype.element_ty)
-    for p0 in range(0, P, ROWS_TILE):  # rows of partial, in order
-        p = p0 + tl.arange(0, ROWS_TILE)
-        mask = (p < P)[:, None] & (cols < D)[None, :]
-        offsets = p.to(tl.int64)[:, None] * D + cols[None, :]
+    acc = tl.zeros((P_TILE, D_TILE), dtype=partial_ptr.dtype.element_ty)
+    for i0 in range(0, P, P_TILE):  # rows of partial, in order
+        part_rows = i0 + tl.arange(0, P_TILE)
+        mask = (part_rows < P)[:, None] & (cols < D)[None, :]
+        # int64: wide.py's x, of any size, comes here too.
+        offsets = part_rows.to(tl.int64)[:, None] * D + cols[None, :]
         acc += tl.load(partial_ptr + offsets, mask=mask, other=0.0)
     sums = tl.sum(acc, axis=0).to(grad_w_ptr.dtype.element_ty)
     tl.store(grad_w_ptr + cols, sums, mask=cols < D)
@@ -333,22 +335,22 @@ def sum_partials(partial, weight):
     P, D = partial.shape
     grad_w = torch.empty_like(weight)
     # (sum) The second pass reads partial a tile at a time:
-    # rows_tile rows (up to 1024, so that few steps cover P)
-    # by d_tile = 4096 // rows_tile columns (at least 16).
+    # p_tile rows (up to 1024, so that few steps cover P) by
+    # d_tile columns, 4096 values in all (32 for each of 4
+    # warps' 128 threads), and at least 16 columns.
     # P = 1056: tiles of 1024 x 16, two steps down partial.
-    rows_tile = min(triton.next_power_of_2(P), 1024)
-    d_tile = max(16, 4096 // rows_tile)
+    p_tile = min(triton.next_power_of_2(P), 1024)
+    d_tile = max(16, 4096 // p_tile)
     grid = (triton.cdiv(D, d_tile),)
-    sum_partials_kernel[grid](partial, grad_w, P, D, ROWS_TILE=rows_tile, D_TILE=d_tile)
+    sum_partials_kernel[grid](partial, grad_w, P, D, P_TILE=p_tile, D_TILE=d_tile)
     return grad_w
 
 
 def backward_tuned(x2d, weight, grad_y):
     """(grad_x, grad_w) by backward_kernel, then sum_partials."""
     rows, D = x2d.shape
-    # Part 1b's int32 offsets (wide.py lifts the limit)
-    elements = x2d.untyped_storage().nbytes() // x2d.element_size()
-    assert max(elements, x2d.numel()) < 2**31, "see wide.py"
+    # int32 offsets, as Part 1b's, into x and into grad_x
+    assert max(common.elements_spanned(x2d), x2d.numel()) < 2**31, "see wide.py"
     P = programs_down(rows, D, x2d.device)
     grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
     partial = torch.empty((P, D), dtype=torch.float32, device=x2d.device)

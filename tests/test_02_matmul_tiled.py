@@ -400,7 +400,7 @@ def test_benchmark_rows(dtype, m):
     with support.float32_matmul_precision("high"):
         rows = pe.benchmark(m, 32, 16, dtype)
     names = [row["variant"] for row in rows]
-    assert names == [*VARIANT_NAMES, "matmul_kernel[grid] bare", "torch"]
+    assert names == [*VARIANT_NAMES, "matmul_kernel[grid] bare", "tuned, row-major order", "torch"]
     for row in rows:
         assert set(row) == set(common.TIMING_COLUMNS) and row["unit"] == "TFLOP/s"
         assert (row["host us"] is None) == common.INTERPRETED

@@ -336,8 +336,7 @@ def sum_partials(partial, weight):
     grad_w = torch.empty_like(weight)
     # (sum) The second pass reads partial a tile at a time:
     # p_tile rows (up to 1024, so that few steps cover P) by
-    # d_tile columns, 4096 values in all (32 for each of 4
-    # warps' 128 threads), and at least 16 columns.
+    # d_tile = 4096 // p_tile columns, but at least 16.
     # P = 1056: tiles of 1024 x 16, two steps down partial.
     p_tile = min(triton.next_power_of_2(P), 1024)
     d_tile = max(16, 4096 // p_tile)

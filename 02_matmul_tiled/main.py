@@ -151,7 +151,8 @@ def check(fn, a, b, what):
 # row-major order (5 strips); in grouped order, 2 and 2 (4).
 # The saving grows with the grid: on the 9 x 9 grid of
 # picture.png (beside this file), GROUP_M = 3: a wave of 9 reads
-# 10 strips row-major and 6 grouped.
+# 10 strips row-major and 6 grouped. Were K 9 tiles long, as
+# in Triton's tutorial 03, that is its 90 tiles against 54.
 #
 #     row-major:   0  1  2  3      grouped,      0  2  4  6
 #                  4  5  6  7      GROUP_M = 2:  1  3  5  7

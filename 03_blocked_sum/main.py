@@ -90,14 +90,14 @@ def simple_column_sum_kernel(
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by simple_column_sum_kernel, or kernel."""
     M, N = x.shape
-    # int32 offsets (Part 2 makes them int64): every offset lies
-    # in x's memory, which must hold under 2^31 elements.
-    assert x.untyped_storage().nbytes() < 2**31 * x.element_size(), "see Part 2"
+    # Offsets are int32, as tl.arange is: keep them under 2^31.
+    assert common.elements_spanned(x) < 2**31, "see Part 2"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
-    grid = (triton.cdiv(N, 64),)  # a program per 64 columns
+    BLOCK_N = 64  # columns a program
+    grid = (triton.cdiv(N, BLOCK_N),)  # a program per block
     # num_warps: a program runs on num_warps x 32 GPU threads
     # (a warp is 32 threads); the next section says more.
-    kernel[grid](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=64, num_warps=4)
+    kernel[grid](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=BLOCK_N, num_warps=4)
     return out
 
 
@@ -211,8 +211,8 @@ def split_column_sum_kernel(
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(acc_dtype)
     sums = tl.sum(acc, axis=0)
-    # (1) into row `chunk` of out: partial, whose rows are N
-    # long, or out itself (one chunk)
+    # (1) out_ptr points to partial (rows of N) if x is split,
+    # else to out itself: this chunk's sums go to row `chunk`.
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
@@ -269,7 +269,7 @@ def plan_splits(M, N, device=common.DEVICE):
     # those programs keep the SMs busy without a split.
     if M <= ROW_ALIGN or 2 * column_blocks >= wanted:
         # One chunk, rounded up to a power of two (the autotuner
-        # tunes for each value): M = 1000 and M = 1001 share one.
+        # tunes for each value): M = 1000 and 1001 share a tuning.
         return 1, triton.next_power_of_2(max(M, 1))
     rows = triton.cdiv(M, triton.cdiv(wanted, column_blocks))
     rows_per_split = triton.cdiv(rows, ROW_ALIGN) * ROW_ALIGN
@@ -295,9 +295,10 @@ def column_sums(x, kernel, **tile):
 
 
 def sum_partials(partial, out):
-    """out[j] = partial[:, j].sum() in a fixed order: partial as
-    one chunk. A tile of 4096 values: block_m rows, up to 256 so
-    that few steps cover partial, by 4096 // block_m columns."""
+    """out[j] = partial[:, j].sum(), in a fixed order, by the
+    split kernel with one chunk: a 1-D grid, so chunk is 0, and
+    rows_per_split = P. A tile: block_m rows (up to 256, so few
+    steps cover P) by 4096 // block_m columns (16 to 256)."""
     P, N = partial.shape
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))

@@ -92,9 +92,8 @@ def matmul_simple(a, b):
     assert K == b.shape[0], "a's columns must match b's rows"
     assert a.dtype != torch.float64, "acc is float32: no float64"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    # Offsets are int32 here (int64 in Part 2). A view, as b.T,
-    # may reach any element of its memory: it must be < 2^31.
-    big = max(t.untyped_storage().nbytes() // t.element_size() for t in (a, b, c))
+    # Offsets are int32, as tl.arange is: keep them under 2^31.
+    big = max(common.elements_spanned(t) for t in (a, b, c))
     assert big < 2**31, "int32 offsets: use Part 2's int64 kernel"
     # The CPU interpreter's bf16 tl.dot is wrong: use float32 there.
     a, b = common.dot_inputs(a, b)

@@ -251,10 +251,11 @@ def forward_tuned(x2d, weight):
 # ### Picking P, on the host
 # About 8 programs per SM (streaming multiprocessor, one of the
 # GPU's cores) keep every SM busy: while some wait for memory,
-# others run. The host allocates partial, P rows, before the
-# launch; the autotuner picks D_TILE only inside it. So P is
-# figured as if D tiles were D_TILE_GUESS = 128 columns. P is
-# at least one per SM, and at most one per row of x:
+# others run. The host (the CPU's Python) allocates partial,
+# P rows, before the launch; the autotuner picks D_TILE only
+# during the launch. So P is figured as if D tiles were
+# D_TILE_GUESS = 128 columns. P is at least one per SM, and
+# at most one per row of x:
 #     P = min(rows, max(SMs, cdiv(8 x SMs, D tiles)))
 # On an H200 (132 SMs), D = 128 (one D tile) gives P = 1056;
 # D = 4096 (32 D tiles): cdiv(1056, 32) = 33, so P = 132.

@@ -43,14 +43,12 @@ lesson = lesson_loader.load_lesson(Path(__file__).resolve().parent)
 # plan_splits (main.py) makes them: a chunk's length is a
 # multiple of ROW_ALIGN = 256, and every BLOCK_M divides 256.
 @triton.autotune(configs=lesson.CONFIGS, key=["N", "rows_per_split"])
-@triton.jit(do_not_specialize=["M"])
+@triton.jit
 def column_sum_block_ptr_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n, rows_per_split,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     STAGES: tl.constexpr,  # all as in split_column_sum_kernel
 ):  # fmt: skip
-    x_dtype = x_ptr.dtype.element_ty
-    acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
     chunk, col_start = tl.program_id(1), tl.program_id(0) * BLOCK_N
     row_start = chunk * rows_per_split
     row_stop = tl.minimum(row_start + rows_per_split, M)
@@ -60,11 +58,11 @@ def column_sum_block_ptr_kernel(
     tile = tl.make_block_ptr(
         x_ptr, (M, N), (stride_m, stride_n), (row_start, col_start), (BLOCK_M, BLOCK_N), (1, 0)
     )
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for _ in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):
         # boundary_check: past M or N (dims 0, 1), read 0
         values = tl.load(tile, boundary_check=(0, 1), padding_option="zero")
-        acc += values.to(acc_dtype)
+        acc += values.to(tl.float32)
         tile = tl.advance(tile, (BLOCK_M, 0))  # BLOCK_M rows down
     cols = col_start + tl.arange(0, BLOCK_N)
     sums = tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty)

@@ -3,8 +3,8 @@
 What you learn: the pattern behind Triton's reductions. A program
 adds whole tiles (the pieces of x it loads at once) into acc, an
 accumulator of a tile's shape, and reduces acc once, after its
-loop. Then you make it fast on every shape of x: tune the tile,
-split a tall x over more programs, and load tiles ahead.
+loop. Then you make it fast on every shape of x: split a tall x
+over more programs, load tiles ahead, and tune the tile.
 
     out[j]       = sum over i of x[i, j]    one sum per column
     grad_x[i, j] = grad_out[j]              the same on every row
@@ -13,17 +13,14 @@ One program's work in PyTorch (cols: its BLOCK_N columns):
 
     acc = torch.zeros(BLOCK_M, BLOCK_N)
     for i0 in range(0, M, BLOCK_M):
-        acc += x[i0 : i0 + BLOCK_M, cols]  # the kernel pads with 0
+        acc += x[i0 : i0 + BLOCK_M, cols]  # 0 past x's last row
     out[cols] = acc.sum(0)
 
-Words, as lesson 01 defines them: a program is one running copy
-of a kernel, numbered by tl.program_id; a block is a small tensor
-inside one program, its shape fixed when Triton compiles; a stride
-is the distance, in elements, to the next element along a dim.
-Here, a tile is the 2-D block of x one step of the loop loads;
-a column block, the BLOCK_N columns a program owns; a chunk
-(Part 2), the rows one program adds up when x is split.
-Run: `python 03_blocked_sum/main.py` (`--help` lists options).
+Words from lesson 01: a program is a running copy of a kernel,
+numbered by tl.program_id; a block, a small tensor of fixed
+shape in one program; a stride, the step in elements along a dim.
+Here, a tile is the 2-D block of x that one step of the loop
+loads, and a column block is the BLOCK_N columns a program owns.
 op.py beside this file makes these kernels an op, blocked_sum.
 
 Worked example: x of shape (5, 6), stored row after row, so
@@ -68,14 +65,15 @@ import triton.language as tl  # noqa: E402
 def simple_column_sum_kernel(
     x_ptr, out_ptr,  # pointers to x[0, 0] and out[0]
     M, N, stride_m, stride_n,  # x's sizes and strides
-    BLOCK_M: tl.constexpr,  # rows a step; tl.arange needs a power of 2
-    BLOCK_N: tl.constexpr,  # columns a program, power of 2
+    BLOCK_M: tl.constexpr,  # rows per step, a power of 2
+    BLOCK_N: tl.constexpr,  # columns per program, too
 ):  # fmt: skip
+    # tl.arange(0, n): the block 0 to n - 1 (n a power of 2)
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     # A float32 sum: a 16-bit running sum would drop small terms.
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i0 in range(0, M, BLOCK_M):  # a loop on the GPU
+    for i0 in range(0, M, BLOCK_M):  # M: known at run time
         rows = i0 + tl.arange(0, BLOCK_M)
         # A (BLOCK_M, BLOCK_N) block, broadcast as in torch:
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
@@ -83,17 +81,16 @@ def simple_column_sum_kernel(
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)  # elementwise
     sums = tl.sum(acc, axis=0)  # acc's rows, added once
-    # out_ptr.dtype.element_ty: the dtype out holds
+    # A pointer knows its tensor's dtype: out_ptr.dtype.element_ty
     tl.store(out_ptr + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by simple_column_sum_kernel, or kernel."""
     M, N = x.shape
-    # Offsets are int32, as tl.arange is: keep them under 2^31.
-    assert common.elements_spanned(x) < 2**31, "see Part 2"
+    assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
-    BLOCK_N = 64  # columns a program
+    BLOCK_N = 64  # columns per program
     grid = (triton.cdiv(N, BLOCK_N),)  # a program per block
     # num_warps: a program runs on num_warps x 32 GPU threads
     # (a warp is 32 threads); the next section says more.
@@ -101,36 +98,42 @@ def column_sums_simple(x, kernel=simple_column_sum_kernel):
     return out
 
 
+# ## Is it right? The test harness (its docstrings suffice)
 def reference(x):  # what every kernel here computes
     return x.sum(0)
 
 
 def check(x, variants):
-    """Check each variant (name -> function) on x."""
-    expected = reference(x.double())
-    # The rounding allowed grows with M and with the sums of |x|.
-    magnitude = reference(x.double().abs())
+    """Compares each variant (name -> function) with reference()."""
+    exact = reference(x.double())
+    # The rounding allowed grows with the size of the terms
+    # (reference() on |x|) and with their number, M.
+    size = reference(x.double().abs())
     for name, fn in variants.items():
-        # Inside this `with`, torch.empty returns NaN: unwritten
-        # elements fail the check.
+        # Inside this with, torch.empty gives NaN: unwritten fails.
         with common.uninitialized_memory_is_nan():
             out = fn(x)
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
-        common.assert_close(out, expected, magnitude, reduction_length=x.shape[0], what=case)
+        assert out.dtype == x.dtype, f"{case}: {out.dtype}"
+        common.assert_close(out, exact, size, x.shape[0], case)
     return list(variants)
 
 
 # ## Why reduce once: the 1-D way, for comparison
-# A program runs on num_warps x 32 threads (4 x 32 = 128 in the
-# simple kernel's launch), and Triton spreads each tile over
-# them: a tile of 16 x 64 values gives each thread 8. acc += tile
-# adds each thread's own 8 values; no thread waits for another.
-# tl.sum makes threads pass values to each other, and wait.
-# one_d_column_sum_kernel sums every tile inside its loop into a
-# 1-D acc: its threads pass values around at every step. `main.py
-# --asm` shows the simple kernel's shfl instructions (threads
-# swapping values): they come once, after its loop. On an H200,
-# for x 16384 x 8192 float32: simple 0.50 ms, one_d 0.79 ms.
+# A program runs on num_warps x 32 threads: 4 x 32 = 128 in the
+# simple kernel's launch. Triton spreads each tile over them,
+# and acc the same way, since acc has the tile's shape: in a
+# 16 x 64 tile, each thread holds 8 values of the tile and the
+# same 8 places of acc. So acc += tile adds each thread's own 8
+# values, and no thread waits for another. tl.sum is different:
+# to add up a column, the threads that hold its values must
+# pass them to each other, and wait.
+# one_d_column_sum_kernel keeps a 1-D acc instead, so it runs
+# tl.sum on every tile, inside its loop. On an H200, for x of
+# 16384 x 8192 float32, the simple kernel takes 0.50 ms and
+# one_d 0.79 ms. `main.py --asm` shows the simple kernel's shfl
+# instructions (threads swapping values): they come once, after
+# its loop.
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -150,81 +153,66 @@ def one_d_column_sum_kernel(
 column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_sum_kernel)
 
 
-# ## Part 2. split_column_sum_kernel: four changes
-# The simple kernel is right, but slow on a tall x, and it
-# cannot take a float64 x or an x of over 2^31 elements. The
-# kernel below changes it in four ways, each marked at its
-# lines.
+# ## Part 2. split_column_sum_kernel: two changes
+# The simple kernel is right, but slow on a tall x. The kernel
+# below changes it in two ways, each marked at its lines.
 #
 # (1) Split a tall x over more programs. A program runs on one
 # SM (streaming multiprocessor, one of the GPU's cores; an H200
 # has 132). For x of 1048576 x 64 the simple kernel starts one
 # program, and one SM cannot keep memory busy. So the grid gets
-# a second axis: program (c, s) adds up chunk s of the rows of
-# column block c, into row s of a buffer, partial. A second pass
-# adds up each column of partial:
+# a second axis. The host cuts x's rows into chunks of
+# rows_per_split rows each; program (c, s) adds up column block
+# c of chunk s into row s of a buffer, partial. A second pass
+# then adds up each column of partial:
 #
 #     partial[s, cols] = x[rows of chunk s, cols].sum(0)
 #     out[cols] = partial[:, cols].sum(0)
 #
-# in a fixed order, so every call gives the same bits (atomic adds
-# into out would land in any order, and round differently).
+# It adds them in a fixed order, so every call gives the same
+# bits. (Atomic adds into out, from every program at once,
+# would land in any order, and round differently each time.)
+# The second pass is this same kernel, reading partial as if it
+# were x, in one chunk. partial is float32: the sums before
+# they are rounded to x's dtype.
 #
 # (2) Load tiles ahead. A load from memory takes hundreds of
 # cycles. The loop tl.range(..., num_stages=STAGES) asks for the
 # next STAGES - 1 tiles before it adds the current one, so the
 # loads and the adds overlap.
-#
-# (3) Any x. A float32 sum drops bits of a float64 x: float64 x
-# sums in float64. And offsets are int32 by default (the program
-# id, tl.arange, int arguments): past 2^31 - 1, in an x of over
-# 2^31 elements, they wrap around. In int64 they reach any
-# element.
-#
-# (4) One compile for every M. Triton compiles a separate
-# version of a kernel when an int argument is 1 or a multiple of
-# 16 (it "specializes": the compiler may then use wider loads).
-# A compile takes a fraction of a second, and M changes with
-# every x: do_not_specialize=["M"] keeps one version for all M.
-@triton.jit(do_not_specialize=["M"])  # (4)
+@triton.jit
 def split_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
     rows_per_split,  # (1) a chunk's rows; >= M if not split
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     STAGES: tl.constexpr,  # (2) tiles in flight
 ):  # fmt: skip
-    # (3) x_ptr.dtype.element_ty is x's dtype, known while
-    # Triton compiles: this `... if ... else ...` is settled then.
-    x_dtype = x_ptr.dtype.element_ty
-    acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
     chunk = tl.program_id(1)  # (1) which chunk: 0 if x is not split
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
-    col_offsets = cols.to(tl.int64) * stride_n  # (3) int64
-    row_start = chunk * rows_per_split  # (1) chunk's start
+    row_start = chunk * rows_per_split  # (1) the chunk's rows
     row_stop = tl.minimum(row_start + rows_per_split, M)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):  # (2)
         rows = i0 + tl.arange(0, BLOCK_M)
-        offsets = rows.to(tl.int64)[:, None] * stride_m + col_offsets[None, :]  # (3)
+        offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
         mask = (rows < row_stop)[:, None] & col_mask[None, :]  # (1)
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-        acc += tile.to(acc_dtype)
+        acc += tile.to(tl.float32)
     sums = tl.sum(acc, axis=0)
-    # (1) out_ptr points to partial (rows of N) if x is split,
-    # else to out itself: this chunk's sums go to row `chunk`.
+    # (1) out_ptr points to partial (a row of N sums per chunk)
+    # if x is split, else to out: chunk's sums go to its row.
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
 # ## Part 3. column_sum_kernel: the split kernel, tuned
-# The best tile depends on x: in a tile wider than x most
-# elements are masked off, and a program with few rows wants
-# short tiles. A triton.Config is one candidate tile: values of
-# the constexprs, and num_warps. A TILES row is (BLOCK_M,
-# BLOCK_N, num_warps, STAGES). We timed 32 tiles on 12 shapes and
-# kept these 7: each was the fastest on at least one shape. The
-# last, one row by 1024 columns, is for an x of few rows; its acc
-# is still 2-D, (1, 1024).
+# The best tile depends on x: in a tile wider than x, most
+# values are masked off, and a chunk of few rows wants tiles of
+# few rows. A triton.Config is one candidate tile: values of the
+# constexprs, and num_warps. A TILES row is (BLOCK_M, BLOCK_N,
+# num_warps, STAGES). We timed 32 tiles on 12 shapes and kept
+# these 7, each the fastest on at least one shape. The last, one
+# row by 1024 columns, is for an x of few rows.
 TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2)]
 TILES += [(32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1)]  # last: few rows
 if common.INTERPRETED:
@@ -233,9 +221,10 @@ CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for 
 
 # triton.autotune(configs, key) wraps a kernel. Its first launch
 # with new values of the key's arguments times every config and
-# keeps the fastest. rows_per_split, the rows a program adds
-# up (the host sets it, below), stands in for M. Written as a
-# decorator, it goes above @triton.jit:
+# keeps the fastest for those values. The key is N and
+# rows_per_split, not M: M changes with every x, while the host
+# (below) picks rows_per_split from few values, so the autotuner
+# tunes seldom. Written as a decorator, it goes above @triton.jit:
 #     @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
 column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])(
     split_column_sum_kernel
@@ -243,33 +232,36 @@ column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"]
 
 
 # ## On the host: how many chunks, the launch, the second pass
-PROGRAMS_PER_SM = 4  # more: shorter chunks, a larger second pass
-# A chunk's length, rows_per_split, is a multiple of ROW_ALIGN
-# rows, the tallest BLOCK_M in CONFIGS. So it takes few values:
-# the autotuner tunes once for each value it meets.
-ROW_ALIGN = 256
+# plan_splits picks the chunks, by three rules:
+# - Aim at PROGRAMS_PER_SM = 4 programs per SM, so that every
+#   SM has work. (More gives shorter chunks, and a larger
+#   partial for the second pass to add up.)
+# - Split no x of ROW_ALIGN rows or fewer, and no x so wide that
+#   its column blocks alone give half those programs.
+# - Make a chunk a multiple of ROW_ALIGN = 256 rows, the tallest
+#   BLOCK_M in CONFIGS, and an unsplit x's one chunk a power of
+#   2. Then rows_per_split takes few values, and the autotuner,
+#   keyed on it, tunes once for each.
+PROGRAMS_PER_SM, ROW_ALIGN = 4, 256
 
 
-# plan_splits runs at every call; the cache keeps its answer for
-# sizes it has seen.
+# functools.lru_cache remembers plan_splits' answer for each
+# (M, N) it has seen: column_sums asks at every call.
 @functools.lru_cache(maxsize=1024)
 def plan_splits(M, N, device=common.DEVICE):
-    """(splits, rows_per_split). For 1048576 x 64 on an H200: 4 x 132
-    = 528 programs wanted, so 1986 rows each, rounded up to 2048."""
+    """(splits, rows_per_split). For 1048576 x 64 on an H200:
+    4 * 132 = 528 programs wanted, one column block, so chunks
+    of cdiv(1048576, 528) = 1986 rows, rounded up to 2048."""
     on_gpu = device.type == "cuda"
     sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 1
-    # A CPU counts as one SM: 4 programs wanted, so that even the
-    # tests' small x splits.
+    # A CPU counts as one SM, so that the tests' small x splits.
     wanted = PROGRAMS_PER_SM * sms
-    # The autotuner picks BLOCK_N only at the launch, after this
-    # plan: so count blocks of 128 columns, a typical BLOCK_N.
+    # The autotuner picks BLOCK_N only inside the launch, after
+    # this plan, so the plan counts blocks of 128 columns. A
+    # wrong guess costs speed, never correctness.
     column_blocks = triton.cdiv(max(N, 1), 128)
-    # Split no short x (one tile of rows), and no wide x whose
-    # column blocks alone give half the programs wanted or more:
-    # those programs keep the SMs busy without a split.
     if M <= ROW_ALIGN or 2 * column_blocks >= wanted:
-        # One chunk, rounded up to a power of two (the autotuner
-        # tunes for each value): M = 1000 and 1001 share a tuning.
+        # One chunk: M = 1000 and 1001 share a tuning, at 1024.
         return 1, triton.next_power_of_2(max(M, 1))
     rows = triton.cdiv(M, triton.cdiv(wanted, column_blocks))
     rows_per_split = triton.cdiv(rows, ROW_ALIGN) * ROW_ALIGN
@@ -280,32 +272,36 @@ def column_sums(x, kernel, **tile):
     """x.sum(0) by `kernel` (at `tile`, or at its autotuner's
     pick), then the second pass if x is split."""
     M, N = x.shape
+    # float32 sums and int32 offsets, as Part 1's
+    assert x.dtype != torch.float64, "float32 sums: see any_x.py"
+    assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     splits, rows_per_split = plan_splits(M, N, x.device)
-    # The grid is a function of the launch's constexprs, meta:
+    # The grid is a function of meta, the launch's constexprs:
     # BLOCK_N sets how many programs.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
     if splits == 1:  # one chunk: sums go straight into out
         kernel[grid](x, out, M, N, *x.stride(), rows_per_split, **tile)
         return out
-    partial = x.new_empty((splits, N), dtype=torch.promote_types(x.dtype, torch.float32))
+    partial = x.new_empty((splits, N), dtype=torch.float32)
     kernel[grid](x, partial, M, N, *x.stride(), rows_per_split, **tile)
     sum_partials(partial, out)
     return out
 
 
-def sum_partials(partial, out):
+def sum_partials(partial, out, kernel=split_column_sum_kernel):
     """out[j] = partial[:, j].sum(), in a fixed order, by the
-    split kernel with one chunk: a 1-D grid, so chunk is 0, and
-    rows_per_split = P. A tile: block_m rows (up to 256, so few
-    steps cover P) by 4096 // block_m columns (16 to 256)."""
+    split kernel (or any_x.py's) with one chunk: a 1-D grid, so
+    chunk is 0, and rows_per_split = P."""
     P, N = partial.shape
+    # A tile is block_m rows times block_n columns. block_m: P
+    # rounded up to a power of 2, at most 256, so that few steps
+    # cover P. block_n = 4096 // block_m, from 16 to 256.
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)
-    split_column_sum_kernel[grid](
-        partial, out, P, N, *partial.stride(), P, BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1
-    )
+    tile = dict(BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1)
+    kernel[grid](partial, out, P, N, *partial.stride(), P, **tile)
 
 
 # The variants: "split" runs Part 2's kernel at one tile (try
@@ -317,7 +313,8 @@ column_sums_tuned = functools.partial(column_sums, kernel=column_sum_kernel)
 
 # ## Gradients: a torch.autograd.Function
 # grad_x[i, j] = grad_out[j] needs no kernel: grad_out.expand(M, N)
-# is a view; autograd records it, so second derivatives work too.
+# is a view. expand is a torch op, which autograd records like
+# any other: so second derivatives work too.
 class BlockedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -331,8 +328,10 @@ class BlockedSum(torch.autograd.Function):
 
 VARIANTS = {"simple": column_sums_simple, "one_d": column_sums_one_d}
 VARIANTS |= {"split": column_sums_split, "tuned": column_sums_tuned}
-# block_ptr.py, beside this file, is an appendix: the same loop
-# with block pointers, the style of Triton's older tutorials.
+# Beside this file: any_x.py, Part 4 (optional), the kernel
+# op.py runs: float64 sums, int64 offsets, one compile for all
+# M. block_ptr.py, an appendix: the same loop with block
+# pointers, the style of Triton's older tutorials.
 
 
 # ## Timing (the harness: skip it on a first read)

@@ -30,10 +30,14 @@ spec = importlib.util.spec_from_file_location("_triton_lessons_loader", LOADER)
 spec.loader.exec_module(loader := importlib.util.module_from_spec(spec))
 lesson = loader.load_lesson(HERE)
 appendix = loader.load_lesson(HERE, "block_ptr.py")  # the lesson's block-pointer appendix
+any_x = loader.load_lesson(HERE, "any_x.py")  # Part 4: the split kernel for any x, any M
 common = lesson.common  # the device, and the checks of out= that every op shares
 
 DTYPES = common.OP_DTYPES  # float16, bfloat16, float32 and float64
-FIRST_KERNELS = ("simple", "one_d")  # the lesson keeps them simple: float32 sums, int32 offsets
+# The styles that launch the lesson's own kernels, kept simple: float32 sums, int32 offsets. The
+# others launch any_x.py's kernel (Part 4): float64 sums for float64, int64 offsets, any M.
+FLOAT32_STYLES = ("simple", "one_d", "block_ptr")
+FIRST_KERNELS = ("simple", "one_d")  # a program per 64 columns, no split
 
 
 def validate(x, style="tuned"):
@@ -50,9 +54,9 @@ def validate(x, style="tuned"):
     if style not in appendix.VARIANTS:  # main.py's, and block_ptr where it runs
         why = appendix.UNAVAILABLE.get(style, f"not one of {list(appendix.VARIANTS)}")
         raise ValueError(f"style {style!r}: {why}")
-    if style in FIRST_KERNELS and x.dtype == torch.float64:
+    if style in FLOAT32_STYLES and x.dtype == torch.float64:
         raise TypeError(f"style {style!r} sums in float32 only: use 'tuned' for float64")
-    if style in FIRST_KERNELS and (span := common.elements_spanned(x)) > 2**31:
+    if style in FLOAT32_STYLES and (span := common.elements_spanned(x)) > 2**31:
         raise ValueError(f"style {style!r} keeps offsets in int32, and x spans {span} "
                          "elements (over 2^31): use 'tuned'")  # fmt: skip
     return x.shape[1]  # N, the length of the output
@@ -74,12 +78,12 @@ tune = common.op_autotune(lesson.CONFIGS, ["N", "rows_per_split"], prune_configs
 
 # The kernel each style launches first (the lesson's VARIANTS list the styles that run here), and
 # the tile it is launched with (none: the autotuner picks).
-column_sum_kernel = tune(lesson.split_column_sum_kernel)
+column_sum_kernel = tune(any_x.split_any_x_kernel)
 block_ptr_kernel = tune(appendix.column_sum_block_ptr_kernel.fn)  # .fn: under its autotuner
 KERNELS = {
     "simple": lesson.simple_column_sum_kernel,
     "one_d": lesson.one_d_column_sum_kernel,
-    "split": lesson.split_column_sum_kernel,
+    "split": any_x.split_any_x_kernel,
     "tuned": column_sum_kernel,
     "block_ptr": block_ptr_kernel,
 }
@@ -97,7 +101,7 @@ def forward(x, style, in_op=False):
     if style in FIRST_KERNELS:  # lesson.column_sums_simple: a program per 64 columns
         kernel[(triton.cdiv(N, 64),)](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=64)
         return out
-    # lesson.column_sums (a plan is cached by its sizes: a size torch.compile traces is fixed)
+    # any_x.column_sums_any_x (a plan is cached by its sizes: a size torch.compile traces is fixed)
     splits, rows_per_split = lesson.plan_splits(int(M), int(N), x.device)
     partial = out if splits == 1 else x.new_empty((splits, N), dtype=sum_dtype)
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
@@ -105,7 +109,7 @@ def forward(x, style, in_op=False):
     if splits > 1:  # lesson.sum_partials: the second pass, partial as one chunk
         block_m = min(triton.next_power_of_2(splits), 256)
         block_n = max(16, min(256, 4096 // block_m))
-        second_pass = common.traceable(lesson.split_column_sum_kernel, in_op)
+        second_pass = common.traceable(any_x.split_any_x_kernel, in_op)
         second_pass[(triton.cdiv(N, block_n),)](
             partial, out, splits, N, *partial.stride(), splits,
             BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1,

@@ -15,10 +15,9 @@ One program's work in PyTorch, for its ROWS_TILE rows, row_ids:
         acc += x[row_ids, d0 : d0 + D_TILE] * w[d0 : d0 + D_TILE]
     y[row_ids] = acc.sum(1)
 
-Words from lesson 01: a program is one running copy of a
-kernel, numbered by tl.program_id; a block is a small tensor in
-one program, its shape fixed at compile time; a stride is the
-distance, in elements, to the next element along a dim.
+Words from lesson 01: a program is a running copy of a kernel,
+numbered by tl.program_id; a block, a small tensor of fixed
+shape in one program; a stride, the step in elements along a dim.
 
 Worked example: x of shape (5, 6), stored row after row, so
 x[r, d] lies r * 6 + d elements after x[0, 0]. A program owns
@@ -29,10 +28,10 @@ owns rows 2 and 3; its first step loads x at these offsets:
     [[2], [3]] * 6 + [[0, 1, 2, 3]] = [[12, 13, 14, 15],
                                        [18, 19, 20, 21]]
 
-Its second step takes columns 4 to 7. Columns 6 and 7 are past
-the row's end: offset 2 * 6 + 6 = 18 is x[3, 0], the next row.
-The mask cols < 6 turns those loads into zeros; in program 2
-(rows 4 and 5) the mask rows < 5 switches off row 5.
+Its second step takes columns 4 to 7, but the last column is
+5: row 2's column 6 would be offset 2 * 6 + 6 = 18, which
+holds x[3, 0], the next row's first value. The mask cols < 6
+makes those loads zeros; in program 2, row_ids < 5 drops row 5.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
 
@@ -51,25 +50,19 @@ import triton.language as tl  # noqa: E402
 
 
 # ## Part 1. The simplest forward: one program per tile of rows
-# A program runs on num_warps x 32 threads (a warp: 32 threads,
-# num_warps set at the launch), and Triton splits each tile
-# among them: a 16 x 64 tile on 4 x 32 threads, 8 values each.
-# acc += adds each thread's own values; tl.sum makes threads
-# pass values around, and wait: so the kernel reduces once, at
-# the end (lesson 03: a sum every step is 1.6x slower, H200).
 @triton.jit
 def simple_forward_kernel(
     x_ptr, w_ptr, y_ptr,  # tensors arrive as pointers: to x[0, 0], w[0], y[0]
     rows, D, stride_row, stride_col,  # x's sizes, strides
-    ROWS_TILE: tl.constexpr,  # rows per program, a power of 2
-    D_TILE: tl.constexpr,  # columns per step, too (tl.arange's rule)
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # constexpr: fixed at compile time
 ):  # fmt: skip
+    # tl.arange(0, n): the block 0 to n - 1 (n a power of 2)
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
-    # acc: a whole tile of float32 sums (16-bit sums lose bits),
-    # reduced once, after the loop.
+    # acc: a tile of float32 sums (16-bit sums would lose bits).
+    # tl.sum reduces it once, at the end (Threads, below: why).
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
-    for d0 in range(0, D, D_TILE):  # a loop that runs on the GPU
+    for d0 in range(0, D, D_TILE):  # D_TILE columns a step
         cols = d0 + tl.arange(0, D_TILE)
         col_mask = cols < D
         # A (ROWS_TILE, D_TILE) block of offsets (broadcast):
@@ -80,7 +73,7 @@ def simple_forward_kernel(
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(tl.float32) * w.to(tl.float32)[None, :]
     y = tl.sum(acc, axis=1)  # each row's sum, once
-    # y_ptr.dtype.element_ty: the dtype y holds
+    # A pointer knows its tensor's dtype: y_ptr.dtype.element_ty
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
@@ -90,34 +83,49 @@ SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Part 1's tile
 def forward_simple(x2d, weight):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
-    # Offsets are int32, as tl.arange is: keep them under 2^31.
-    assert common.elements_spanned(x2d) < 2**31, "see wide.py"
+    assert common.elements_spanned(x2d) < 2**31, "int32 offsets: see wide.py"
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     # kernel[grid]: grid[0] programs, a program per 16 rows
     grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)
     args = (x2d, weight, y, rows, D, *x2d.stride())
+    # num_warps=4: 4 warps of 32 threads a program (see Threads)
     simple_forward_kernel[grid](*args, **SIMPLE_TILE, num_warps=4)
     return y
 
 
-def reference(x, weight):  # what every kernel here computes
-    return (x * weight).sum(-1)
+# ## Is it right? The test harness (its docstrings suffice)
+def reference(x, w, grad_y):  # the docstring's formulas
+    return x @ w, grad_y[:, None] * w, grad_y @ x  # y, grad_x, grad_w
 
 
 def check(x, variants):
-    """Test harness: y, grad_x and grad_w of each variant, a pair
-    of wrappers (forward, backward; Part 1b's is next), vs float64."""
+    """Compares each variant's y, grad_x, grad_w with reference()."""
     w = torch.randn(x.shape[1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[0], dtype=x.dtype, device=x.device)
-    # Sum lengths, as rounding grows with them: D, 1, rows.
-    terms, names = (x.shape[1], 1, x.shape[0]), ("y", "grad_x", "grad_w")
-    for name, (fwd, bwd) in variants.items():
-        # Outputs start as NaN: an element never written shows.
+    exact = reference(x.double(), w.double(), grad_y.double())
+    # The rounding allowed grows with the size of a sum's terms
+    # (reference() on |x|, |w|, |grad_y|) and its length.
+    size = reference(*(t.double().abs() for t in (x, w, grad_y)))
+    for name, (forward, backward) in variants.items():
+        # Inside this with, torch.empty gives NaN: unwritten fails.
         with common.uninitialized_memory_is_nan():
-            got = [fwd(x, w), *bwd(x, w, grad_y)]
-        case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
-        common.assert_outputs_close(got, (x, w), grad_y, reference, terms, names, case)
+            got = (forward(x, w), *backward(x, w, grad_y))
+        for i, what in enumerate(("y", "grad_x", "grad_w")):
+            case = f"{name} {what} on x {tuple(x.shape)} {x.dtype}"
+            assert got[i].dtype == x.dtype, f"{case}: {got[i].dtype}"
+            terms = (x.shape[1], 1, x.shape[0])[i]  # D, 1, rows
+            common.assert_close(got[i], exact[i], size[i], terms, case)
     return list(variants)
+
+
+# ## Threads, and why acc is a whole tile
+# A program runs on num_warps x 32 threads (a warp is a group
+# of 32 threads). Triton splits each tile among them: a 16 x 64
+# tile on 4 x 32 threads gives each thread 8 values. acc += adds
+# each thread's own values, with no waiting. tl.sum makes the
+# threads pass values to each other, and wait. So the kernel
+# sums once, after its loop: lesson 03 measures a tl.sum at
+# every step, and finds it 1.6x slower on an H200.
 
 
 # ## Part 1b. The simplest backward: a partial row per program
@@ -157,8 +165,7 @@ def simple_backward_kernel(
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         # grad_x in float32, rounded to its dtype at the store
         grad_x = grad_y[:, None] * w.to(tl.float32)[None, :]
-        # grad_x is contiguous: its (r, d) lies r * D + d
-        # elements in.
+        # grad_x is contiguous: grad_x[r, d] lies at r * D + d.
         out = row_ids[:, None] * D + cols[None, :]
         grad_x = grad_x.to(grad_x_ptr.dtype.element_ty)
         tl.store(grad_x_ptr + out, grad_x, mask=mask)
@@ -173,8 +180,8 @@ def simple_backward_kernel(
 def backward_simple(x2d, weight, grad_y):
     """(grad_x, grad_w) of y = x2d @ weight, given grad_y."""
     rows, D = x2d.shape
-    # int32 offsets, as the forward's, into x and into grad_x
-    assert max(common.elements_spanned(x2d), x2d.numel()) < 2**31, "see wide.py"
+    # grad_x, of x2d.numel() elements, takes int32 offsets too
+    assert max(common.elements_spanned(x2d), x2d.numel()) < 2**31, "int32 offsets: see wide.py"
     programs = triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"])
     grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
     partial = torch.empty((programs, D), dtype=torch.float32, device=x2d.device)
@@ -185,9 +192,7 @@ def backward_simple(x2d, weight, grad_y):
 
 
 # ## Part 2. forward_kernel: the simple forward, tuned
-# Parts 2 and 3 mark each change by a tag: (tune) here;
-# (split), (tune) and (sum) in Part 3.
-#
+# Parts 2 and 3 mark each change in the code by a tag.
 # (tune) The best tile depends on D. Wide rows want wide
 # tiles, which read long runs of memory; narrow rows want
 # many rows in a tile. A triton.Config is one candidate
@@ -213,7 +218,7 @@ def forward_tuned(x2d, weight):
     """x2d @ weight by forward_kernel, with the tuned tile."""
     rows, D = x2d.shape
     # int32 offsets, as Part 1's (wide.py, Part 4, lifts this)
-    assert common.elements_spanned(x2d) < 2**31, "see wide.py"
+    assert common.elements_spanned(x2d) < 2**31, "int32 offsets: see wide.py"
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     # The programs depend on the tuned ROWS_TILE, so the grid
     # is a function of meta: the picked config's values.
@@ -223,42 +228,52 @@ def forward_tuned(x2d, weight):
 
 
 # ## Part 3. backward_kernel: the simple backward, changed
-# On an H200, for x of 1048576 x 128 float32, backward_simple
-# takes 0.356 ms and backward_tuned, below, 0.276 ms. Two
-# problems: the simple backward's tl.sum runs at every step,
-# and its partial has a row per 16 rows of x. Here that is
-# 65536 rows, 32 MiB, written and read back: 64 MiB of traffic
-# on top of the 1 GiB that reading x and writing grad_x take.
+# Part 1b's backward runs tl.sum at every step, and its partial
+# has a row per 16 rows of x. Three changes, each marked in the
+# code. Timed on an H200 for x of 1048576 x 128, each change
+# added to the ones above it:
 #
-# (split) The fix: the loops swap. A program owns one D tile
-# (a block of columns) and walks down the rows, every P-th row
-# tile, keeping a 2-D acc of x * grad_y as the forward does.
-# The grid is (D tiles, P): D tiles x P programs, and partial
-# has P rows. Program (t, p), in PyTorch, where cols is D tile
-# t and rows(i) are row tile i's rows:
+#                                     float32    bfloat16
+#     backward_simple                 0.353 ms   0.452 ms
+#     (split) P programs a D tile     0.295 ms   0.156 ms
+#     (tune) a tuned tile             0.279 ms   0.157 ms
+#     (sum) a kernel for the sum      0.276 ms   0.152 ms
+#
+# (split) A program owns one D tile (a block of columns) and
+# walks down the rows, keeping a 2-D acc of x * grad_y, as the
+# forward does: one tl.sum, at the end. P programs walk down
+# each D tile (the host picks P, below): the grid is (D tiles,
+# P), and program (t, p) takes D tile t of row tiles p, p + P,
+# p + 2P, ... In PyTorch, where cols is D tile t and rows(i)
+# are row tile i's rows:
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
 #     partial[p, cols] = acc.sum(0)
-# For D = 8 in two D tiles of 4 columns, 5 row tiles, P = 2:
+# So partial has P rows, not a row per 16 rows of x. For D = 8
+# in two D tiles of 4 columns, 5 row tiles and P = 2:
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
 #     programs (1, 0) and (1, 1): the same for columns 4-7
 # The right half of picture.png (beside this file) draws it.
 #
 # (tune) As forward_kernel: its own tile, picked from CONFIGS.
-# (sum): the second pass, partial's rows added, is a kernel.
+# (sum) The second pass, adding partial's rows, as a kernel.
 #
 # ### Picking P, on the host
-# About 8 programs per SM (streaming multiprocessor, one of the
-# GPU's cores) keep every SM busy: while some wait for memory,
-# others run. The host (the CPU's Python) allocates partial,
-# P rows, before the launch; the autotuner picks D_TILE only
-# during the launch. So P is figured as if D tiles were
-# D_TILE_GUESS = 128 columns. P is at least one per SM, and
-# at most one per row of x:
-#     P = min(rows, max(SMs, cdiv(8 x SMs, D tiles)))
-# On an H200 (132 SMs), D = 128 (one D tile) gives P = 1056;
-# D = 4096 (32 D tiles): cdiv(1056, 32) = 33, so P = 132.
+# An H200 has 132 SMs (streaming multiprocessors, the GPU's
+# cores). About 8 programs per SM keep every SM busy: while
+# some wait for memory, others run. The grid has D tiles * P
+# programs, so P = cdiv(8 * SMs, D tiles). Two limits: P is at
+# least SMs, so that each D tile alone is spread over every SM,
+# and at most rows, a program per row. One catch: D tiles needs
+# D_TILE, which the autotuner picks inside the launch, but the
+# host must make partial, with its P rows, before the launch.
+# So the host counts D tiles as if D_TILE were D_TILE_GUESS. A
+# wrong guess costs speed, never correctness: partial has P
+# rows whatever D_TILE is.
+#     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
+# On an H200, D = 128 (one D tile) gives P = 1056; D = 4096
+# (32 D tiles) gives cdiv(1056, 32) = 33, raised to 132.
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
 
@@ -282,8 +297,7 @@ def backward_kernel(
     P = tl.num_programs(1)  # (split) grid axis 1's size
     cols = t * D_TILE + tl.arange(0, D_TILE)
     col_mask = cols < D
-    # (split) One D tile per program: w is loaded once, not
-    # per step.
+    # (split) A program keeps one D tile: w loads just once.
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
     for tile in range(p, tl.cdiv(rows, ROWS_TILE), P):  # (split)
@@ -292,27 +306,29 @@ def backward_kernel(
         mask = row_mask[:, None] & col_mask[None, :]
         grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
         offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
-        # Load x before storing grad_x: the compiler cannot
-        # prove that the two never overlap in memory, so a
-        # load after the store would wait for it (18%
-        # slower, measured).
+        # Load x before storing grad_x. For all the compiler
+        # knows, grad_x and x could share memory, so a load of
+        # x after the store would have to wait for the store
+        # to finish (18% slower, measured).
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         grad_x = grad_y[:, None] * w[None, :]
         # grad_x is contiguous: its rows lie D apart.
         out = row_ids[:, None] * D + cols[None, :]
         tl.store(grad_x_ptr + out, grad_x.to(grad_x_ptr.dtype.element_ty), mask=mask)
         acc += x.to(tl.float32) * grad_y[:, None]
-    # (split) partial is torch.empty: every row must be written.
-    # P may exceed the row tiles (ROWS_TILE is picked after P):
-    # a program with no tile then stores zeros.
+    # (split) Every program stores its row of partial, even one
+    # whose loop ran no row tile (P may exceed the row tiles): it
+    # stores zeros. A row left unwritten would hold garbage.
     sums = tl.sum(acc, axis=0)
     tl.store(partial_ptr + p * D + cols, sums, mask=col_mask)
 
 
-# (sum) The second pass as a kernel: one launch that writes
-# w's dtype, where PyTorch's sum and then a cast take two
-# launches and 4 to 6 us more GPU time; its order is fixed,
-# like PyTorch's.
+# (sum) The second pass as a kernel. PyTorch's partial.sum(0)
+# and the cast to w's dtype are two launches; this is one. It
+# too adds partial's rows in a fixed order. wide.py (Part 4)
+# runs it too, on a partial that may be float64 and may pass
+# 2^31 elements: so acc takes partial's dtype, and the offsets
+# are int64.
 @triton.jit
 def sum_partials_kernel(
     partial_ptr, grad_w_ptr, P, D,  # partial: a contiguous (P, D)
@@ -324,7 +340,6 @@ def sum_partials_kernel(
     for i0 in range(0, P, P_TILE):  # rows of partial, in order
         part_rows = i0 + tl.arange(0, P_TILE)
         mask = (part_rows < P)[:, None] & (cols < D)[None, :]
-        # int64: wide.py's x, of any size, comes here too.
         offsets = part_rows.to(tl.int64)[:, None] * D + cols[None, :]
         acc += tl.load(partial_ptr + offsets, mask=mask, other=0.0)
     sums = tl.sum(acc, axis=0).to(grad_w_ptr.dtype.element_ty)
@@ -335,10 +350,10 @@ def sum_partials(partial, weight):
     """grad_w: partial's rows added up, by sum_partials_kernel."""
     P, D = partial.shape
     grad_w = torch.empty_like(weight)
-    # (sum) The second pass reads partial a tile at a time:
-    # p_tile rows (up to 1024, so that few steps cover P) by
-    # d_tile = 4096 // p_tile columns, but at least 16.
-    # P = 1056: tiles of 1024 x 16, two steps down partial.
+    # (sum) A tile is p_tile rows times d_tile columns. p_tile:
+    # P rounded up to a power of 2, at most 1024, so that few
+    # steps cover P. d_tile = 4096 // p_tile, at least 16. For
+    # P = 1056: p_tile = 1024, d_tile = 16, two steps down.
     p_tile = min(triton.next_power_of_2(P), 1024)
     d_tile = max(16, 4096 // p_tile)
     grid = (triton.cdiv(D, d_tile),)
@@ -349,8 +364,8 @@ def sum_partials(partial, weight):
 def backward_tuned(x2d, weight, grad_y):
     """(grad_x, grad_w) by backward_kernel, then sum_partials."""
     rows, D = x2d.shape
-    # int32 offsets, as Part 1b's, into x and into grad_x
-    assert max(common.elements_spanned(x2d), x2d.numel()) < 2**31, "see wide.py"
+    # int32 offsets into x and grad_x, as in Part 1b
+    assert max(common.elements_spanned(x2d), x2d.numel()) < 2**31, "int32 offsets: see wide.py"
     P = programs_down(rows, D, x2d.device)
     grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
     partial = torch.empty((P, D), dtype=torch.float32, device=x2d.device)
@@ -371,7 +386,8 @@ class WeightedSum(torch.autograd.Function):
         assert x.shape[-1] == weight.shape[0], "x (..., D) needs w of shape (D,)"
         weight = weight.contiguous()  # the kernels read w_ptr + d
         ctx.save_for_backward(x, weight)
-        # x (..., D) as rows: a view where it can be.
+        # x (..., D) as rows: a view of x if its strides allow,
+        # else a copy.
         x2d = rearrange(x, "... d -> (...) d")
         y = forward_tuned(x2d, weight)
         return y.reshape(x.shape[:-1])
@@ -409,8 +425,8 @@ SWEEP = [dict(rows=r, dim=d, dtype=t) for t in ("float32", "bfloat16") for r, d 
 
 
 def benchmark(rows, dim, dtype="float32", module=sys.modules[__name__]):
-    """Time forwards ("fwd"), backwards alone ("bwd"), a bare launch:
-    of this file's VARIANTS and forward_kernel, or wide.py's."""
+    """Times torch, module.VARIANTS (this file's, or wide.py's)
+    and its tuned forward kernel bare: "fwd"; backwards: "bwd"."""
     kw = dict(dtype=DTYPES.get(dtype, dtype), device=common.DEVICE)
     x, w = torch.randn(rows, dim, **kw), torch.randn(dim, **kw)
     grad_y = torch.randn(rows, **kw)
@@ -439,7 +455,7 @@ def benchmark(rows, dim, dtype="float32", module=sys.modules[__name__]):
     return results
 
 
-def bare(x):  # the kernel benchmark() launches bare: name, hints
+def bare(x):  # for benchmark(): the bare kernel, named, its args
     return "forward_kernel", forward_kernel, {}
 
 

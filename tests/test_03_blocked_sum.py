@@ -1,6 +1,9 @@
 """Tests for 03_blocked_sum: the lesson (main.py: every variant on every size, dtype and layout,
-the row split and its second pass, the block-pointer probe, the Function) and the op (op.py: out=,
-gradients, the registered op with opcheck and torch.compile, bad input)."""
+the row split and its second pass, the Function; any_x.py, Part 4: float64 and any size;
+block_ptr.py's probe) and the op (op.py: out=, gradients, the registered op with opcheck and
+torch.compile, bad input)."""
+
+import functools
 
 import pytest
 import torch
@@ -10,20 +13,24 @@ import triton  # after support, which may switch on the interpreter
 
 bs = support.load("03_blocked_sum")
 bp = support.load_beside("03_blocked_sum", "block_ptr.py")  # the appendix: adds "block_ptr"
+ax = support.load_beside("03_blocked_sum", "any_x.py")  # Part 4: adds "any_x"
 op = support.load_op("03_blocked_sum")
 OP = torch.ops.triton_lessons.blocked_sum
 common = support.common
 DEVICE = common.DEVICE
 FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
-ENTRY_AND_VARIANTS = {"blocked_sum": op.blocked_sum, **bp.VARIANTS}
+VARIANTS = {**bp.VARIANTS, "any_x": ax.VARIANTS["any_x"]}  # every variant of the lesson's files
+ENTRY_AND_VARIANTS = {"blocked_sum": op.blocked_sum, **VARIANTS}
 STYLES = [s for s in bp.VARIANTS if s != "one_d"]  # one_d sums in float32: the comparison
-FIRST_KERNELS = ("simple", "one_d")  # float32 sums and int32 offsets: the lesson keeps them simple
+FIRST_KERNELS = ("simple", "one_d")  # a program per 64 columns
+# float32 sums and int32 offsets: the lesson keeps them simple; any_x.py (Part 4) lifts both
+FLOAT32_VARIANTS = ("simple", "one_d", "split", "tuned", "block_ptr")
 
 
 def variants_for(dtype):
-    """The lesson's variants that take dtype: the first kernels sum in float32 only."""
+    """The lesson's variants that take dtype: all but any_x sum in float32 only."""
     return {
-        k: v for k, v in bp.VARIANTS.items() if k not in FIRST_KERNELS or dtype != torch.float64
+        k: v for k, v in VARIANTS.items() if k not in FLOAT32_VARIANTS or dtype != torch.float64
     }
 
 
@@ -50,7 +57,7 @@ def assert_sums(result, x, what):
     [(1, 1), (1, 17), (17, 1), (17, 17), (1000, 17), (17, 1000), (1001, 33), (100, 1001), (64, 64)],
 )
 def test_sizes(m, n):
-    assert bs.check(layout(m, n), bp.VARIANTS) == list(bp.VARIANTS)
+    assert bs.check(layout(m, n), VARIANTS) == list(VARIANTS)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -73,9 +80,9 @@ def test_one_d_is_the_same_sum_with_a_1d_accumulator():
 def test_every_config_on_gpu(index):
     # The other tests tune between two configs per kernel (support.load): here each kernel runs
     # its config `index`, on a matrix whose rows are split (two passes).
-    with support.pinned_config(bs, index):
+    with support.pinned_config(bs, index), support.pinned_config(ax, index):
         assert bs.plan_splits(1000, 1100, DEVICE)[0] > 1
-        assert bs.check(layout(1000, 1100), bp.VARIANTS) == list(bp.VARIANTS)
+        assert bs.check(layout(1000, 1100), VARIANTS) == list(VARIANTS)
 
 
 @pytest.mark.parametrize("name", list(ENTRY_AND_VARIANTS))
@@ -87,7 +94,7 @@ def test_half_precision_accumulates_in_float32(name):
     assert torch.equal(ENTRY_AND_VARIANTS[name](x), expected)
 
 
-@pytest.mark.parametrize("name", [n for n in ENTRY_AND_VARIANTS if n not in FIRST_KERNELS])
+@pytest.mark.parametrize("name", [n for n in ENTRY_AND_VARIANTS if n not in FLOAT32_VARIANTS])
 def test_float64_accumulates_in_float64(name):
     x = torch.tensor([[1.0], [1e-10], [-1.0]], dtype=torch.float64, device=DEVICE).expand(3, 4)
     got = ENTRY_AND_VARIANTS[name](x.contiguous())
@@ -110,10 +117,10 @@ def test_empty_inputs(style, m, n):
     assert torch.equal(op.blocked_sum(x, style=style), torch.zeros(n, device=DEVICE))
 
 
-@pytest.mark.parametrize("name", list(bp.VARIANTS))
+@pytest.mark.parametrize("name", list(VARIANTS))
 def test_lesson_variants_with_no_rows(name):
     with common.uninitialized_memory_is_nan():
-        got = bp.VARIANTS[name](torch.randn(0, 5, device=DEVICE))
+        got = VARIANTS[name](torch.randn(0, 5, device=DEVICE))
     assert torch.equal(got, torch.zeros(5, device=DEVICE))
 
 
@@ -187,28 +194,30 @@ def test_out_problems(style):
 @pytest.mark.parametrize("m, n", [(1000, 20), (300, 3), (1001, 33)])
 def test_split_shapes_split(m, n):
     assert bs.plan_splits(m, n, DEVICE)[0] > 1
-    assert bs.check(layout(m, n), bp.VARIANTS) == list(bp.VARIANTS)
+    assert bs.check(layout(m, n), VARIANTS) == list(VARIANTS)
 
 
-@pytest.mark.parametrize("name", list(bp.VARIANTS))
+@pytest.mark.parametrize("name", list(VARIANTS))
 def test_split_path_is_deterministic(name):
     x = torch.randn(1000, 20, device=DEVICE)
     assert bs.plan_splits(1000, 20, DEVICE)[0] > 1
-    assert torch.equal(bp.VARIANTS[name](x), bp.VARIANTS[name](x))
+    assert torch.equal(VARIANTS[name](x), VARIANTS[name](x))
 
 
 @pytest.mark.parametrize("splits, n", [(1, 1), (2, 17), (5, 64), (300, 20), (1001, 3)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 def test_sum_partials_alone(splits, n, dtype):
     # The second pass on buffers shorter and taller than one step of it (256 rows).
+    # main.py's kernel sums in float32; any_x.py's, which a float64 x runs, in float64.
+    kernel = ax.split_any_x_kernel if dtype == torch.float64 else bs.split_column_sum_kernel
     acc_dtype = torch.float64 if dtype == torch.float64 else torch.float32
     partial = torch.randn(splits, n, dtype=acc_dtype, device=DEVICE)
     out = torch.full((n,), float("nan"), dtype=dtype, device=DEVICE)
-    bs.sum_partials(partial, out)
+    bs.sum_partials(partial, out, kernel)
     p64 = partial.double()
     common.assert_close(out, p64.sum(0), p64.abs().sum(0), splits, f"sum_partials {splits}x{n}")
     again = torch.empty_like(out)
-    bs.sum_partials(partial, again)
+    bs.sum_partials(partial, again, kernel)
     assert torch.equal(out, again)
 
 
@@ -274,10 +283,12 @@ def test_block_ptr_probe_reports_a_failure_and_wrong_sums(monkeypatch):
 
 @pytest.mark.parametrize("how", ["contiguous", "transposed", "sliced", "every_other_row"])
 def test_entry_runs_the_tuned_kernels(how):
-    # The op tunes its own copy of the lesson's kernel: at one config, the same bits.
+    # The op tunes its own copy of any_x.py's kernel: at one config, the same bits as any_x's,
+    # and as main.py's tuned kernel (int32 offsets, the same sums in the same order).
     x = layout(1000, 16, how=how)
-    with support.pinned_config(bs, 0), support.pinned_config(op, 0):
-        assert torch.equal(op.blocked_sum(x), bp.VARIANTS["tuned"](x))
+    with support.pinned_config(bs, 0), support.pinned_config(ax, 0), support.pinned_config(op, 0):
+        assert torch.equal(op.blocked_sum(x), VARIANTS["any_x"](x))
+        assert torch.equal(op.blocked_sum(x), VARIANTS["tuned"](x))
 
 
 def test_check_catches_an_output_element_left_unwritten(monkeypatch):
@@ -312,7 +323,7 @@ BAD_INPUT = {  # case: (arguments, error, message)
 }
 
 
-@pytest.mark.parametrize("style", FIRST_KERNELS)
+@pytest.mark.parametrize("style", [s for s in op.FLOAT32_STYLES if s in bp.VARIANTS])
 def test_first_kernels_refuse_offsets_past_2_to_the_31(style):
     # Fake tensors: the strides of an x of over 2^31 elements, with no memory behind them.
     with torch._subclasses.fake_tensor.FakeTensorMode():
@@ -320,6 +331,20 @@ def test_first_kernels_refuse_offsets_past_2_to_the_31(style):
         with pytest.raises(ValueError, match=rf"style '{style}' keeps offsets in int32"):
             op.validate(x, style)
         assert op.validate(x, "tuned") == 3
+
+
+@pytest.mark.parametrize("style", [s for s in op.FLOAT32_STYLES if s in bp.VARIANTS])
+def test_float32_styles_refuse_float64_through_the_entry_and_the_op(style):
+    x = torch.ones(2, 3, dtype=torch.float64, device=DEVICE)
+    for fn in (lambda: op.blocked_sum(x, style=style), lambda: OP(x, style)):
+        with pytest.raises(TypeError, match=f"style '{style}' sums in float32 only"):
+            fn()
+
+
+@pytest.mark.parametrize("name", ["split", "tuned"])
+def test_the_lessons_split_wrappers_send_float64_to_any_x(name):
+    with pytest.raises(AssertionError, match="float32 sums: see any_x.py"):
+        bs.VARIANTS[name](torch.ones(300, 3, dtype=torch.float64, device=DEVICE))
 
 
 @pytest.mark.parametrize("case", list(BAD_INPUT))
@@ -361,7 +386,7 @@ def test_wrong_device(fn):
 # --- Gradients and the registered op ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("style", [s for s in STYLES if s not in FIRST_KERNELS])
+@pytest.mark.parametrize("style", [s for s in STYLES if s not in op.FLOAT32_STYLES])
 @pytest.mark.parametrize("m, n", [(5, 4), (65, 4)])  # 65 x 4 splits the rows on the CPU
 def test_gradcheck_and_gradgradcheck_float64(style, m, n):
     x = torch.randn(m, n, dtype=torch.float64, device=DEVICE, requires_grad=True)
@@ -378,8 +403,11 @@ def test_gradcheck_the_registered_op_and_both_functions():
     assert torch.autograd.gradcheck(OP, (x,))
     assert torch.autograd.gradgradcheck(OP, (x,))
     assert torch.autograd.gradcheck(lambda t: op.BlockedSum.apply(t, "tuned"), (x,))
-    assert torch.autograd.gradcheck(bs.BlockedSum.apply, (x,))  # the lesson's
-    assert torch.autograd.gradgradcheck(bs.BlockedSum.apply, (x,))  # expand is recorded
+    # The lesson's Function sums in float32 (any_x.py takes float64): a float32 check, its steps
+    # wide enough that float32 rounding stays far below the tolerance.
+    x32, loose = x.detach().float().requires_grad_(), dict(eps=1e-2, atol=1e-3, rtol=1e-3)
+    assert torch.autograd.gradcheck(bs.BlockedSum.apply, (x32,), **loose)
+    assert torch.autograd.gradgradcheck(bs.BlockedSum.apply, (x32,), **loose)  # expand is recorded
 
 
 def test_lesson_function_launches_column_sums(monkeypatch):
@@ -471,7 +499,7 @@ def test_benchmark_rows():
     assert {tuple(sorted(case)) for case in bs.SWEEP} == {("cols", "dtype", "rows")}
 
 
-@pytest.mark.parametrize("lesson", [bs, bp], ids=["main.py", "block_ptr.py"])
+@pytest.mark.parametrize("lesson", [bs, bp, ax], ids=["main.py", "block_ptr.py", "any_x.py"])
 def test_main_runs(capsys, lesson):
     assert lesson.main(["--rows", "300", "--cols", "20", "--dtype", "bfloat16"]) == 0
     out = capsys.readouterr().out
@@ -488,6 +516,7 @@ def test_block_ptr_py_adds_its_variant_where_it_runs():
     assert list(bp.VARIANTS) == ["simple", "one_d", "split", "tuned"] + (
         [] if bp.BLOCK_PTR_PROBLEM else ["block_ptr"]
     )
+    assert list(ax.VARIANTS) == ["simple", "one_d", "split", "tuned", "any_x"]
 
 
 @pytest.mark.parametrize("flag", ["--rows", "--cols"])
@@ -521,13 +550,13 @@ def test_help_shows_every_default(capsys):
     ],
 )
 def test_benchmark_shapes_on_the_gpu(m, n, dtype):
-    assert "tuned" in bs.check(layout(m, n, dtype), bp.VARIANTS)
+    assert "tuned" in bs.check(layout(m, n, dtype), VARIANTS)
 
 
 @support.gpu_only
 @pytest.mark.parametrize("how", ["transposed", "sliced", "every_other_row"])
 def test_large_strided_views_on_the_gpu(how):
-    assert "tuned" in bs.check(layout(8192, 3000, how=how), bp.VARIANTS)
+    assert "tuned" in bs.check(layout(8192, 3000, how=how), VARIANTS)
 
 
 @support.gpu_only
@@ -559,9 +588,10 @@ def test_offsets_past_2_to_the_31_elements(m, n, dtype):
     for chunk in x.split(1 << 20 >> max(n.bit_length() - 11, 0)):
         expected += chunk.sum(dim=0, dtype=torch.float64)
         magnitude += chunk.abs().sum(dim=0, dtype=torch.float64)
-    for name, fn in {**bp.VARIANTS, "entry": op.blocked_sum}.items():
-        if name in ("simple", "one_d"):
-            continue  # one program per 64 columns: minutes on the tall shape
+    # The lesson's own kernels keep int32 offsets (their wrappers refuse such an x): any_x.py's
+    # kernel, and the op's styles that run it.
+    styles = {style: functools.partial(op.blocked_sum, style=style) for style in ("split", "tuned")}
+    for name, fn in {"any_x": ax.VARIANTS["any_x"], **styles}.items():
         with common.uninitialized_memory_is_nan():
             got = fn(x)
         common.assert_close(got, expected, magnitude, m, f"{name} {m}x{n} {dtype}")

@@ -1,13 +1,15 @@
 """Lesson 03's Part 4 (optional): the kernel op.py runs.
 
-What you learn: two changes that make main.py's split kernel
+What you learn: three changes that make main.py's split kernel
 (Parts 2 and 3: read them first) fit for a model. The kernel
 below is main.py's split_column_sum_kernel with each change
-marked. On a float32 or 16-bit x it adds the same numbers in
-the same order, so it gives the same bits:
+marked. Given the same chunks, on a float32 or 16-bit x it adds
+the same numbers in the same order, so it gives the same bits:
 - (any x) float64 sums for a float64 x, and int64 offsets for
   an x of over 2^31 elements;
-- (any M) one compile for every number of rows M.
+- (any M) one compile for every number of rows M;
+- (plan) chunks picked from the GPU's SM count and x's width,
+  where main.py cuts every x into chunks of 2048 rows.
 
 Worked example of (any x): an int32 holds numbers up to
 2^31 - 1 = 2147483647. In x of 65536 x 32768 float16 (2^31
@@ -17,6 +19,7 @@ One more element, and an int32 offset wraps around to
 -2147483648: a load there would read memory before x.
 """
 
+import functools
 import sys
 from pathlib import Path
 
@@ -24,13 +27,13 @@ import torch
 
 # The repository's root holds common and lesson_loader.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402, F401  (before triton, which it configures)
+import common  # noqa: E402  (before triton, which it configures)
 import lesson_loader  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-# main.py beside this file: Parts 1 to 3, whose tiles, plan and
-# second pass this file reuses.
+# main.py beside this file: Parts 1 to 3, whose tiles and second
+# pass this file reuses.
 lesson = lesson_loader.load_lesson(Path(__file__).resolve().parent)
 
 
@@ -80,6 +83,44 @@ def split_any_x_kernel(
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
+# ## (plan) How many chunks
+# plan_splits picks the chunks, by three rules:
+# - Aim at PROGRAMS_PER_SM = 4 programs per SM, so that every
+#   SM has work. (More gives shorter chunks, and a larger
+#   partial for the second pass to add up.)
+# - Split no x of ROW_ALIGN rows or fewer, and no x so wide that
+#   its column blocks alone give half those programs: they keep
+#   the SMs busy without a second pass.
+# - Make a chunk a multiple of ROW_ALIGN = 256 rows, the tallest
+#   BLOCK_M in CONFIGS, and an unsplit x's one chunk a power of
+#   2, as main.py does. Then no tile hangs over a chunk's end,
+#   and the autotuner, keyed on rows_per_split, tunes seldom.
+PROGRAMS_PER_SM, ROW_ALIGN = 4, 256
+
+
+# functools.lru_cache remembers plan_splits' answer for each
+# (M, N) it has seen: op.py asks at every call.
+@functools.lru_cache(maxsize=1024)
+def plan_splits(M, N, device=common.DEVICE):
+    """(splits, rows_per_split). For 1048576 x 64 on an H200:
+    4 * 132 = 528 programs wanted, one column block, so chunks
+    of cdiv(1048576, 528) = 1986 rows, rounded up to 2048."""
+    on_gpu = device.type == "cuda"
+    sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 1
+    # A CPU counts as one SM, so that the tests' small x splits.
+    wanted = PROGRAMS_PER_SM * sms
+    # The autotuner picks BLOCK_N only inside the launch, after
+    # this plan, so the plan counts blocks of 128 columns. A
+    # wrong guess costs speed, never correctness.
+    column_blocks = triton.cdiv(max(N, 1), 128)
+    if M <= ROW_ALIGN or 2 * column_blocks >= wanted:
+        # One chunk: M = 1000 and 1001 share a tuning, at 1024.
+        return 1, triton.next_power_of_2(max(M, 1))
+    rows = triton.cdiv(M, triton.cdiv(wanted, column_blocks))
+    rows_per_split = triton.cdiv(rows, ROW_ALIGN) * ROW_ALIGN
+    return triton.cdiv(M, rows_per_split), rows_per_split
+
+
 # Tuned as main.py's column_sum_kernel is (Part 3).
 column_sum_any_x_kernel = triton.autotune(configs=lesson.CONFIGS, key=["N", "rows_per_split"])(
     split_any_x_kernel
@@ -91,7 +132,7 @@ def column_sums_any_x(x):
     for x of any float dtype and any size."""
     M, N = x.shape
     out = torch.empty(N, dtype=x.dtype, device=x.device)
-    splits, rows_per_split = lesson.plan_splits(M, N, x.device)
+    splits, rows_per_split = plan_splits(M, N, x.device)  # (plan)
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
     # (any x) A float64 x keeps float64 partial sums.
     sum_dtype = torch.promote_types(x.dtype, torch.float32)

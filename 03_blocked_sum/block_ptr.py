@@ -40,8 +40,8 @@ lesson = lesson_loader.load_lesson(Path(__file__).resolve().parent)
 # A block pointer's loads stop at x's edge, not at a chunk's
 # end. A tile that ran past its chunk would add rows of the next
 # chunk too: so this kernel relies on chunks of whole tiles.
-# plan_splits (main.py) makes them: a chunk's length is a
-# multiple of ROW_ALIGN = 256, and every BLOCK_M divides 256.
+# main.py's chunks() makes them: CHUNK_ROWS is a multiple of
+# every BLOCK_M, and an x of fewer rows is a single chunk.
 @triton.autotune(configs=lesson.CONFIGS, key=["N", "rows_per_split"])
 @triton.jit
 def column_sum_block_ptr_kernel(

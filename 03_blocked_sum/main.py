@@ -13,7 +13,7 @@ One program's work in PyTorch (cols: its BLOCK_N columns):
 
     acc = torch.zeros(BLOCK_M, BLOCK_N)
     for i0 in range(0, M, BLOCK_M):
-        acc += x[i0 : i0 + BLOCK_M, cols]  # 0 past x's last row
+        acc += x[i0 : i0 + BLOCK_M, cols]  # the kernel: 0s past M
     out[cols] = acc.sum(0)
 
 Words from lesson 01: a program is a running copy of a kernel,
@@ -36,8 +36,8 @@ Its first step loads the elements at these offsets from x[0, 0]:
 Columns 6 and 7 are past x's edge, yet offsets 6 and 7 lie in
 memory: they hold x[1, 0] and x[1, 1]. An unmasked load would not
 crash; it would quietly add the next row's values. The mask
-cols < N turns those loads off, as rows < M does for row 5, in
-the third step. A load turned off gives `other`, here 0.
+cols < N turns those loads off, as rows < M does in the third
+step for row 5, which x lacks. A load turned off gives tl.load's `other`, 0.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
 
@@ -59,27 +59,28 @@ import triton.language as tl  # noqa: E402
 # GPU at its first launch. A tensor argument arrives as a pointer
 # to its first element; tl.load reads there, tl.store writes.
 # acc has a tile's shape: the loop adds whole tiles into it, and
-# tl.sum reduces it once, after the loop (the next section says
-# why that matters).
+# tl.sum reduces it once, after the loop (the section after
+# check() says why that matters).
 @triton.jit
 def simple_column_sum_kernel(
     x_ptr, out_ptr,  # pointers to x[0, 0] and out[0]
     M, N, stride_m, stride_n,  # x's sizes and strides
+    # tl.constexpr: fixed at compile time, as a block's shape is
     BLOCK_M: tl.constexpr,  # rows per step, a power of 2
-    BLOCK_N: tl.constexpr,  # columns per program, too
+    BLOCK_N: tl.constexpr,  # columns per program, a power of 2
 ):  # fmt: skip
     # tl.arange(0, n): the block 0 to n - 1 (n a power of 2)
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     # A float32 sum: a 16-bit running sum would drop small terms.
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i0 in range(0, M, BLOCK_M):  # M: known at run time
+    for i0 in range(0, M, BLOCK_M):  # M: known at run time only
         rows = i0 + tl.arange(0, BLOCK_M)
         # A (BLOCK_M, BLOCK_N) block, broadcast as in torch:
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
         mask = (rows < M)[:, None] & col_mask[None, :]
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-        acc += tile.to(tl.float32)  # elementwise
+        acc += tile.to(tl.float32)  # each thread adds its own
     sums = tl.sum(acc, axis=0)  # acc's rows, added once
     # A pointer knows its tensor's dtype: out_ptr.dtype.element_ty
     tl.store(out_ptr + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
@@ -88,17 +89,17 @@ def simple_column_sum_kernel(
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by simple_column_sum_kernel, or kernel."""
     M, N = x.shape
+    # int32 offsets wrap past 2^31; spanned: 1 + largest offset
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     BLOCK_N = 64  # columns per program
     grid = (triton.cdiv(N, BLOCK_N),)  # a program per block
-    # num_warps: a program runs on num_warps x 32 GPU threads
-    # (a warp is 32 threads); the next section says more.
+    # kernel[grid] starts grid[0] programs, each on num_warps x
+    # 32 threads (a warp: 32 threads; more after check()).
     kernel[grid](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=BLOCK_N, num_warps=4)
     return out
 
 
-# ## Is it right? The test harness (its docstrings suffice)
 def reference(x):  # what every kernel here computes
     return x.sum(0)
 
@@ -106,16 +107,16 @@ def reference(x):  # what every kernel here computes
 def check(x, variants):
     """Compares each variant (name -> function) with reference()."""
     exact = reference(x.double())
-    # The rounding allowed grows with the size of the terms
-    # (reference() on |x|) and with their number, M.
-    size = reference(x.double().abs())
+    # The rounding allowed grows with the sum's length, M, and
+    # its magnitude: the sum of |x|.
+    magnitude = reference(x.double().abs())
     for name, fn in variants.items():
-        # Inside this with, torch.empty gives NaN: unwritten fails.
+        # In this with-block torch.empty gives NaN: unwritten fails.
         with common.uninitialized_memory_is_nan():
             out = fn(x)
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
         assert out.dtype == x.dtype, f"{case}: {out.dtype}"
-        common.assert_close(out, exact, size, x.shape[0], case)
+        common.assert_close(out, exact, magnitude, x.shape[0], case)
     return list(variants)
 
 
@@ -128,12 +129,12 @@ def check(x, variants):
 # values, and no thread waits for another. tl.sum is different:
 # to add up a column, the threads that hold its values must
 # pass them to each other, and wait.
-# one_d_column_sum_kernel keeps a 1-D acc instead, so it runs
-# tl.sum on every tile, inside its loop. On an H200, for x of
-# 16384 x 8192 float32, the simple kernel takes 0.50 ms and
-# one_d 0.79 ms. `main.py --asm` shows the simple kernel's shfl
-# instructions (threads swapping values): they come once, after
-# its loop.
+# one_d_column_sum_kernel keeps a 1-D acc, so it runs tl.sum on
+# every tile, inside its loop. On an H200, for x of 16384 x 8192
+# float32, the simple kernel takes 0.50 ms and one_d 0.79 ms.
+# `main.py --asm` shows the simple kernel's shfl instructions,
+# by which a thread swaps values with another: they come once,
+# after its loop.
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -211,8 +212,7 @@ def split_column_sum_kernel(
 # few rows. A triton.Config is one candidate tile: values of the
 # constexprs, and num_warps. A TILES row is (BLOCK_M, BLOCK_N,
 # num_warps, STAGES). We timed 32 tiles on 12 shapes and kept
-# these 7, each the fastest on at least one shape. The last, one
-# row by 1024 columns, is for an x of few rows.
+# these 7, each the fastest on at least one shape.
 TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2)]
 TILES += [(32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1)]  # last: few rows
 if common.INTERPRETED:
@@ -224,48 +224,32 @@ CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for 
 # keeps the fastest for those values. The key is N and
 # rows_per_split, not M: M changes with every x, while the host
 # (below) picks rows_per_split from few values, so the autotuner
-# tunes seldom. Written as a decorator, it goes above @triton.jit:
+# tunes seldom. Called as a function, it leaves
+# split_column_sum_kernel untuned, for the "split" variant and
+# the second pass. As a decorator it would go above @triton.jit:
 #     @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
 column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])(
     split_column_sum_kernel
 )
 
 
-# ## On the host: how many chunks, the launch, the second pass
-# plan_splits picks the chunks, by three rules:
-# - Aim at PROGRAMS_PER_SM = 4 programs per SM, so that every
-#   SM has work. (More gives shorter chunks, and a larger
-#   partial for the second pass to add up.)
-# - Split no x of ROW_ALIGN rows or fewer, and no x so wide that
-#   its column blocks alone give half those programs.
-# - Make a chunk a multiple of ROW_ALIGN = 256 rows, the tallest
-#   BLOCK_M in CONFIGS, and an unsplit x's one chunk a power of
-#   2. Then rows_per_split takes few values, and the autotuner,
-#   keyed on it, tunes once for each.
-PROGRAMS_PER_SM, ROW_ALIGN = 4, 256
+# ## On the host: chunks, the launch, the second pass
+# The host cuts x into chunks of CHUNK_ROWS = 2048 rows. For x
+# of 1048576 x 64 that makes 512 chunks, so 512 programs: about
+# 4 for each of an H200's 132 SMs, enough to keep them all busy.
+# An x of at most 2048 rows is one chunk, its length rounded up
+# to a power of 2: so rows_per_split, the autotuner's key, takes
+# few values (M = 1000 and 1001 share a tuning, at 1024).
+# 2048 is a multiple of every BLOCK_M, so no tile hangs over a
+# chunk's end. (any_x.py's plan_splits, which op.py runs, picks
+# the chunks from the GPU's SM count and from x's width.)
+CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # CPU: small x split too
 
 
-# functools.lru_cache remembers plan_splits' answer for each
-# (M, N) it has seen: column_sums asks at every call.
-@functools.lru_cache(maxsize=1024)
-def plan_splits(M, N, device=common.DEVICE):
-    """(splits, rows_per_split). For 1048576 x 64 on an H200:
-    4 * 132 = 528 programs wanted, one column block, so chunks
-    of cdiv(1048576, 528) = 1986 rows, rounded up to 2048."""
-    on_gpu = device.type == "cuda"
-    sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 1
-    # A CPU counts as one SM, so that the tests' small x splits.
-    wanted = PROGRAMS_PER_SM * sms
-    # The autotuner picks BLOCK_N only inside the launch, after
-    # this plan, so the plan counts blocks of 128 columns. A
-    # wrong guess costs speed, never correctness.
-    column_blocks = triton.cdiv(max(N, 1), 128)
-    if M <= ROW_ALIGN or 2 * column_blocks >= wanted:
-        # One chunk: M = 1000 and 1001 share a tuning, at 1024.
-        return 1, triton.next_power_of_2(max(M, 1))
-    rows = triton.cdiv(M, triton.cdiv(wanted, column_blocks))
-    rows_per_split = triton.cdiv(rows, ROW_ALIGN) * ROW_ALIGN
-    return triton.cdiv(M, rows_per_split), rows_per_split
+def chunks(M):
+    """(splits, rows_per_split) for an x of M rows."""
+    rows_per_split = min(CHUNK_ROWS, triton.next_power_of_2(max(M, 1)))
+    return triton.cdiv(max(M, 1), rows_per_split), rows_per_split
 
 
 def column_sums(x, kernel, **tile):
@@ -276,7 +260,8 @@ def column_sums(x, kernel, **tile):
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
-    splits, rows_per_split = plan_splits(M, N, x.device)
+    splits, rows_per_split = chunks(M)
+    assert splits <= 65535, "the grid's axis 1 limit: see any_x.py"
     # The grid is a function of meta, the launch's constexprs:
     # BLOCK_N sets how many programs.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
@@ -290,13 +275,14 @@ def column_sums(x, kernel, **tile):
 
 
 def sum_partials(partial, out, kernel=split_column_sum_kernel):
-    """out[j] = partial[:, j].sum(), in a fixed order, by the
-    split kernel (or any_x.py's) with one chunk: a 1-D grid, so
-    chunk is 0, and rows_per_split = P."""
+    """out[j] = partial[:, j].sum(), in a fixed order. The split
+    kernel (or any_x.py's) reads partial as an x of P rows in one
+    chunk: a 1-D grid, and rows_per_split = P."""
     P, N = partial.shape
-    # A tile is block_m rows times block_n columns. block_m: P
-    # rounded up to a power of 2, at most 256, so that few steps
-    # cover P. block_n = 4096 // block_m, from 16 to 256.
+    # A tile: block_m rows by block_n columns, about 4096 values
+    # (we picked 32 for each of 4 warps' 128 threads). block_m: P
+    # rounded up to a power of 2, at most 256 (few steps cover
+    # P); block_n = 4096 // block_m, kept within 16 to 256.
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)
@@ -329,9 +315,8 @@ class BlockedSum(torch.autograd.Function):
 VARIANTS = {"simple": column_sums_simple, "one_d": column_sums_one_d}
 VARIANTS |= {"split": column_sums_split, "tuned": column_sums_tuned}
 # Beside this file: any_x.py, Part 4 (optional), the kernel
-# op.py runs: float64 sums, int64 offsets, one compile for all
-# M. block_ptr.py, an appendix: the same loop with block
-# pointers, the style of Triton's older tutorials.
+# op.py runs (any dtype, any size, any M); block_ptr.py, an
+# appendix, the loop with block pointers (older tutorials).
 
 
 # ## Timing (the harness: skip it on a first read)
@@ -341,12 +326,11 @@ SWEEP = [dict(rows=m, cols=n, dtype=t) for t in ("float32", "bfloat16") for m, n
 
 
 def benchmark(rows, cols, dtype="float32", module=sys.modules[__name__]):
-    """Time torch, the variants (this file's, or block_ptr.py's),
-    and column_sum_kernel bare."""
+    """Times torch, module.VARIANTS and column_sum_kernel bare."""
     x = torch.randn(rows, cols, dtype=DTYPES.get(dtype, dtype), device=common.DEVICE)
     calls = {"torch": functools.partial(x.sum, 0)}
     calls |= {name: functools.partial(fn, x) for name, fn in module.VARIANTS.items()}
-    splits, rows_per_split = plan_splits(rows, cols, x.device)
+    splits, rows_per_split = chunks(rows)
     out = x.new_empty((splits, cols), dtype=x.dtype if splits == 1 else torch.float32)
     grid = lambda meta: (triton.cdiv(cols, meta["BLOCK_N"]), splits)  # noqa: E731
     args = (x, out, rows, cols, *x.stride(), rows_per_split)
@@ -362,8 +346,7 @@ def benchmark(rows, cols, dtype="float32", module=sys.modules[__name__]):
 
 
 def main(argv=None, module=sys.modules[__name__]):
-    """Checks and times the variants of `module`: this file, or
-    block_ptr.py, which passes itself."""
+    """Checks and times module.VARIANTS (this file, or one beside)."""
     import tools  # adds --draw and --asm (see the README)
 
     parser = tools.lesson_parser(module)

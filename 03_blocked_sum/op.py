@@ -1,7 +1,8 @@
 """blocked_sum: lesson 03's column sums as an op a model can call.
 
-main.py beside this file teaches the kernels; this file makes them safe to call from a model, and
-adds nothing to what they compute (it tunes them in less time than the lesson does):
+main.py beside this file teaches the kernels, and any_x.py (its Part 4) gives the split kernel
+float64 sums, int64 offsets and one compile for every M; this file makes them safe to call from a
+model, and adds nothing to what they compute (it tunes them in less time than the lesson does):
 - `blocked_sum(x, out=None, style="tuned")` checks its inputs (TypeError or ValueError naming
   what is wrong), writes into `out=` (which may overlap x), and records gradients, second ones
   too; `style` picks one of the lesson's VARIANTS;
@@ -102,7 +103,7 @@ def forward(x, style, in_op=False):
         kernel[(triton.cdiv(N, 64),)](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=64)
         return out
     # any_x.column_sums_any_x (a plan is cached by its sizes: a size torch.compile traces is fixed)
-    splits, rows_per_split = lesson.plan_splits(int(M), int(N), x.device)
+    splits, rows_per_split = any_x.plan_splits(int(M), int(N), x.device)
     partial = out if splits == 1 else x.new_empty((splits, N), dtype=sum_dtype)
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
     kernel[grid](x, partial, M, N, *x.stride(), rows_per_split, **TILES.get(style, {}))

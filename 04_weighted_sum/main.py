@@ -60,7 +60,6 @@ def simple_forward_kernel(
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
     row_mask = row_ids < rows
     # acc: a tile of float32 sums (16-bit sums would lose bits).
-    # tl.sum reduces it once, at the end (Threads, below: why).
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
     for d0 in range(0, D, D_TILE):  # D_TILE columns a step
         cols = d0 + tl.arange(0, D_TILE)
@@ -77,23 +76,26 @@ def simple_forward_kernel(
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
+# Why acc is a whole tile: a program runs on num_warps x 32
+# threads (a warp is 32), each holding some of a tile's values.
+# acc += adds each thread's own, with no waiting; tl.sum makes
+# threads swap values and wait: so the kernel calls it once.
 SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Part 1's tile
 
 
 def forward_simple(x2d, weight):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
+    # int32 offsets wrap past 2^31; spanned: 1 + largest offset
     assert common.elements_spanned(x2d) < 2**31, "int32 offsets: see wide.py"
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     # kernel[grid]: grid[0] programs, a program per 16 rows
     grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)
     args = (x2d, weight, y, rows, D, *x2d.stride())
-    # num_warps=4: 4 warps of 32 threads a program (see Threads)
     simple_forward_kernel[grid](*args, **SIMPLE_TILE, num_warps=4)
     return y
 
 
-# ## Is it right? The test harness (its docstrings suffice)
 def reference(x, w, grad_y):  # the docstring's formulas
     return x @ w, grad_y[:, None] * w, grad_y @ x  # y, grad_x, grad_w
 
@@ -103,29 +105,19 @@ def check(x, variants):
     w = torch.randn(x.shape[1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[0], dtype=x.dtype, device=x.device)
     exact = reference(x.double(), w.double(), grad_y.double())
-    # The rounding allowed grows with the size of a sum's terms
-    # (reference() on |x|, |w|, |grad_y|) and its length.
-    size = reference(*(t.double().abs() for t in (x, w, grad_y)))
+    # The rounding allowed grows with a sum's length and its
+    # magnitude: the maths on |x|, |w|, |grad_y|.
+    magnitude = reference(*(t.double().abs() for t in (x, w, grad_y)))
     for name, (forward, backward) in variants.items():
-        # Inside this with, torch.empty gives NaN: unwritten fails.
+        # In this with-block torch.empty gives NaN: unwritten fails.
         with common.uninitialized_memory_is_nan():
             got = (forward(x, w), *backward(x, w, grad_y))
         for i, what in enumerate(("y", "grad_x", "grad_w")):
             case = f"{name} {what} on x {tuple(x.shape)} {x.dtype}"
             assert got[i].dtype == x.dtype, f"{case}: {got[i].dtype}"
             terms = (x.shape[1], 1, x.shape[0])[i]  # D, 1, rows
-            common.assert_close(got[i], exact[i], size[i], terms, case)
+            common.assert_close(got[i], exact[i], magnitude[i], terms, case)
     return list(variants)
-
-
-# ## Threads, and why acc is a whole tile
-# A program runs on num_warps x 32 threads (a warp is a group
-# of 32 threads). Triton splits each tile among them: a 16 x 64
-# tile on 4 x 32 threads gives each thread 8 values. acc += adds
-# each thread's own values, with no waiting. tl.sum makes the
-# threads pass values to each other, and wait. So the kernel
-# sums once, after its loop: lesson 03 measures a tl.sum at
-# every step, and finds it 1.6x slower on an H200.
 
 
 # ## Part 1b. The simplest backward: a partial row per program
@@ -230,27 +222,23 @@ def forward_tuned(x2d, weight):
 # ## Part 3. backward_kernel: the simple backward, changed
 # Part 1b's backward runs tl.sum at every step, and its partial
 # has a row per 16 rows of x. Three changes, each marked in the
-# code. Timed on an H200 for x of 1048576 x 128, each change
-# added to the ones above it:
+# code by its tag, and timed at the end of this section.
 #
-#                                     float32    bfloat16
-#     backward_simple                 0.353 ms   0.452 ms
-#     (split) P programs a D tile     0.295 ms   0.156 ms
-#     (tune) a tuned tile             0.279 ms   0.157 ms
-#     (sum) a kernel for the sum      0.276 ms   0.152 ms
-#
-# (split) A program owns one D tile (a block of columns) and
-# walks down the rows, keeping a 2-D acc of x * grad_y, as the
-# forward does: one tl.sum, at the end. P programs walk down
-# each D tile (the host picks P, below): the grid is (D tiles,
-# P), and program (t, p) takes D tile t of row tiles p, p + P,
-# p + 2P, ... In PyTorch, where cols is D tile t and rows(i)
-# are row tile i's rows:
+# (split) The loops swap. A program owns one D tile (a block of
+# columns) and walks down the rows, keeping a 2-D acc of
+# x * grad_y, as the forward does: one tl.sum, at the end. P
+# programs share the rows of each D tile (the host picks P,
+# below), so the grid is (D tiles, P). Program (t, p) takes D
+# tile t in the row tiles numbered p, p + P, p + 2P, and so on.
+# In PyTorch, where cols is D tile t and rows(i) are the rows
+# of row tile i:
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
 #     partial[p, cols] = acc.sum(0)
-# So partial has P rows, not a row per 16 rows of x. For D = 8
-# in two D tiles of 4 columns, 5 row tiles and P = 2:
+# So partial has P rows. For x of 1048576 x 128 on an H200,
+# P = 1056 (the rule below): 0.5 MiB, where Part 1b's partial
+# had 65536 rows, 32 MiB, written and read back.
+# For D = 8 in two D tiles of 4 columns, 5 row tiles, P = 2:
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
 #     programs (1, 0) and (1, 1): the same for columns 4-7
@@ -259,21 +247,32 @@ def forward_tuned(x2d, weight):
 # (tune) As forward_kernel: its own tile, picked from CONFIGS.
 # (sum) The second pass, adding partial's rows, as a kernel.
 #
+# Timed on an H200 for x of 1048576 x 128, each change added to
+# the ones above it:
+#                                     float32    bfloat16
+#     backward_simple                 0.354 ms   0.452 ms
+#     (split) the loops swap          0.296 ms   0.156 ms
+#     (tune) a tuned tile             0.279 ms   0.159 ms
+#     (sum) a kernel for the sum      0.274 ms   0.151 ms
+#
 # ### Picking P, on the host
 # An H200 has 132 SMs (streaming multiprocessors, the GPU's
 # cores). About 8 programs per SM keep every SM busy: while
 # some wait for memory, others run. The grid has D tiles * P
-# programs, so P = cdiv(8 * SMs, D tiles). Two limits: P is at
-# least SMs, so that each D tile alone is spread over every SM,
-# and at most rows, a program per row. One catch: D tiles needs
-# D_TILE, which the autotuner picks inside the launch, but the
-# host must make partial, with its P rows, before the launch.
-# So the host counts D tiles as if D_TILE were D_TILE_GUESS. A
-# wrong guess costs speed, never correctness: partial has P
-# rows whatever D_TILE is.
+# programs, so P = cdiv(8 * SMs, D tiles). One catch: D tiles
+# needs D_TILE, which the autotuner picks inside the launch,
+# but the host must make partial, with its P rows, before the
+# launch. So the host counts D tiles as if D_TILE were
+# D_TILE_GUESS = 128. A wrong guess costs speed, never
+# correctness: partial has P rows whatever D_TILE is. Two
+# limits keep a wrong guess cheap: P is at least SMs, and at
+# most rows (a program per row).
 #     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
-# On an H200, D = 128 (one D tile) gives P = 1056; D = 4096
-# (32 D tiles) gives cdiv(1056, 32) = 33, raised to 132.
+# On an H200, D = 128 (one D tile) gives P = 1056. D = 4096
+# (32 guessed D tiles) gives cdiv(1056, 32) = 33, raised to
+# 132. Why raise it: should the autotuner pick D_TILE = 1024,
+# there are 4 D tiles, and 4 * 33 = 132 programs is one per SM;
+# 4 * 132 = 528 programs is four per SM.
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
 
@@ -325,10 +324,7 @@ def backward_kernel(
 
 # (sum) The second pass as a kernel. PyTorch's partial.sum(0)
 # and the cast to w's dtype are two launches; this is one. It
-# too adds partial's rows in a fixed order. wide.py (Part 4)
-# runs it too, on a partial that may be float64 and may pass
-# 2^31 elements: so acc takes partial's dtype, and the offsets
-# are int64.
+# too adds partial's rows in a fixed order.
 @triton.jit
 def sum_partials_kernel(
     partial_ptr, grad_w_ptr, P, D,  # partial: a contiguous (P, D)
@@ -336,28 +332,30 @@ def sum_partials_kernel(
     D_TILE: tl.constexpr,
 ):  # fmt: skip
     cols = tl.program_id(0) * D_TILE + tl.arange(0, D_TILE)
-    acc = tl.zeros((P_TILE, D_TILE), dtype=partial_ptr.dtype.element_ty)
+    acc = tl.zeros((P_TILE, D_TILE), dtype=tl.float32)
     for i0 in range(0, P, P_TILE):  # rows of partial, in order
         part_rows = i0 + tl.arange(0, P_TILE)
         mask = (part_rows < P)[:, None] & (cols < D)[None, :]
-        offsets = part_rows.to(tl.int64)[:, None] * D + cols[None, :]
+        offsets = part_rows[:, None] * D + cols[None, :]
         acc += tl.load(partial_ptr + offsets, mask=mask, other=0.0)
     sums = tl.sum(acc, axis=0).to(grad_w_ptr.dtype.element_ty)
     tl.store(grad_w_ptr + cols, sums, mask=cols < D)
 
 
-def sum_partials(partial, weight):
-    """grad_w: partial's rows added up, by sum_partials_kernel."""
+def sum_partials(partial, weight, kernel=sum_partials_kernel):
+    """grad_w: partial's rows added up, by sum_partials_kernel
+    (or wide.py's)."""
     P, D = partial.shape
     grad_w = torch.empty_like(weight)
     # (sum) A tile is p_tile rows times d_tile columns. p_tile:
     # P rounded up to a power of 2, at most 1024, so that few
-    # steps cover P. d_tile = 4096 // p_tile, at least 16. For
-    # P = 1056: p_tile = 1024, d_tile = 16, two steps down.
+    # steps cover P. d_tile = 4096 // p_tile, at least 16: we
+    # picked tiles of about 4096 values, 32 for each of the 128
+    # threads of 4 warps. For P = 1056: 1024 x 16, two steps.
     p_tile = min(triton.next_power_of_2(P), 1024)
     d_tile = max(16, 4096 // p_tile)
     grid = (triton.cdiv(D, d_tile),)
-    sum_partials_kernel[grid](partial, grad_w, P, D, P_TILE=p_tile, D_TILE=d_tile)
+    kernel[grid](partial, grad_w, P, D, P_TILE=p_tile, D_TILE=d_tile)
     return grad_w
 
 

@@ -142,7 +142,7 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_
         grad_w = torch.empty_like(weight)
         rows_tile = min(triton.next_power_of_2(programs), 1024)  # tall: few steps
         d_tile = max(16, 4096 // rows_tile)  # at least 16 columns
-        common.traceable(lesson.sum_partials_kernel, in_op)[(triton.cdiv(d, d_tile),)](
+        common.traceable(wide.sum_partials_wide_kernel, in_op)[(triton.cdiv(d, d_tile),)](
             partial, grad_w, programs, d, P_TILE=rows_tile, D_TILE=d_tile
         )
     return grad_x if need_grad_x else None, grad_w if need_grad_w else None

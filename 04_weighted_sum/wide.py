@@ -2,8 +2,8 @@
 
 What you learn: three changes that make main.py's tuned
 kernels (Parts 2 and 3: read them first) fit for a model. The
-kernels below are those two with each change marked; they
-compute the same numbers:
+kernels below are those, the second pass's too, with each
+change marked; they compute the same numbers:
 - (wide) loads of 16 bytes with one instruction, by telling
   the compiler what the sizes of x allow;
 - (any x) float64 sums for a float64 x, and int64 offsets for
@@ -35,7 +35,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 # main.py beside this file: Parts 1 to 3, whose tiles, P rule
-# and second pass the kernels below reuse.
+# and second pass's launch the kernels below reuse.
 lesson = lesson_loader.load_lesson(Path(__file__).resolve().parent)
 CONFIGS = lesson.CONFIGS  # (tune)
 
@@ -168,6 +168,26 @@ def backward_wide_kernel(
     tl.store(partial_ptr + p.to(tl.int64) * D + cols, sums, mask=col_mask)
 
 
+# sum_partials_wide_kernel is main.py's sum_partials_kernel
+# with (any x): partial's dtype for acc (float64 for a float64
+# x), and int64 offsets, for a partial of over 2^31 elements.
+@triton.jit
+def sum_partials_wide_kernel(
+    partial_ptr, grad_w_ptr, P, D,  # partial: a contiguous (P, D)
+    P_TILE: tl.constexpr, D_TILE: tl.constexpr,
+):  # fmt: skip
+    cols = tl.program_id(0) * D_TILE + tl.arange(0, D_TILE)
+    acc_dtype = partial_ptr.dtype.element_ty  # (any x)
+    acc = tl.zeros((P_TILE, D_TILE), dtype=acc_dtype)
+    for i0 in range(0, P, P_TILE):  # rows of partial, in order
+        part_rows = i0 + tl.arange(0, P_TILE)
+        mask = (part_rows < P)[:, None] & (cols < D)[None, :]
+        offsets = part_rows.to(tl.int64)[:, None] * D + cols[None, :]  # (any x)
+        acc += tl.load(partial_ptr + offsets, mask=mask, other=0.0)
+    sums = tl.sum(acc, axis=0).to(grad_w_ptr.dtype.element_ty)
+    tl.store(grad_w_ptr + cols, sums, mask=cols < D)
+
+
 def forward_wide(x2d, weight):
     """x2d @ weight by forward_wide_kernel, as main.py's
     forward_tuned launches forward_kernel."""
@@ -180,8 +200,8 @@ def forward_wide(x2d, weight):
 
 
 def backward_wide(x2d, weight, grad_y):
-    """(grad_x, grad_w) by backward_wide_kernel, then main.py's
-    second pass, as main.py's backward_tuned."""
+    """(grad_x, grad_w) by backward_wide_kernel, then the second
+    pass by sum_partials_wide_kernel, as main.py's backward_tuned."""
     rows, D = x2d.shape
     P = lesson.programs_down(rows, D, x2d.device)
     grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
@@ -190,7 +210,7 @@ def backward_wide(x2d, weight, grad_y):
     grid = lambda meta: (triton.cdiv(D, meta["D_TILE"]), P)  # noqa: E731
     args = (x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride())
     backward_wide_kernel[grid](*args, **alignment(x2d))  # (wide)
-    return grad_x, lesson.sum_partials(partial, weight)
+    return grad_x, lesson.sum_partials(partial, weight, sum_partials_wide_kernel)
 
 
 VARIANTS = {**lesson.VARIANTS, "wide": (forward_wide, backward_wide)}

@@ -81,8 +81,8 @@ def test_every_config_on_gpu(index):
     # The other tests tune between two configs per kernel (support.load): here each kernel runs
     # its config `index`, on a matrix whose rows are split (two passes).
     with support.pinned_config(bs, index), support.pinned_config(ax, index):
-        assert bs.plan_splits(1000, 1100, DEVICE)[0] > 1
-        assert bs.check(layout(1000, 1100), VARIANTS) == list(VARIANTS)
+        assert bs.chunks(5000)[0] > 1 and ax.plan_splits(5000, 1100, DEVICE)[0] > 1
+        assert bs.check(layout(5000, 1100), VARIANTS) == list(VARIANTS)
 
 
 @pytest.mark.parametrize("name", list(ENTRY_AND_VARIANTS))
@@ -191,16 +191,17 @@ def test_out_problems(style):
 # --- The row split and its second pass -----------------------------------------------------
 
 
-@pytest.mark.parametrize("m, n", [(1000, 20), (300, 3), (1001, 33)])
+@pytest.mark.parametrize("m, n", [(2100, 20), (4097, 3), (2049, 33)])
 def test_split_shapes_split(m, n):
-    assert bs.plan_splits(m, n, DEVICE)[0] > 1
+    # Split by main.py's chunks (2048 rows on a GPU, 256 on a CPU) and by any_x.py's plan.
+    assert bs.chunks(m)[0] > 1 and ax.plan_splits(m, n, DEVICE)[0] > 1
     assert bs.check(layout(m, n), VARIANTS) == list(VARIANTS)
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_split_path_is_deterministic(name):
-    x = torch.randn(1000, 20, device=DEVICE)
-    assert bs.plan_splits(1000, 20, DEVICE)[0] > 1
+    x = torch.randn(2100, 20, device=DEVICE)
+    assert bs.chunks(2100)[0] > 1 and ax.plan_splits(2100, 20, DEVICE)[0] > 1
     assert torch.equal(VARIANTS[name](x), VARIANTS[name](x))
 
 
@@ -225,19 +226,33 @@ def test_sum_partials_alone(splits, n, dtype):
     "m, n",
     [(1, 1), (0, 3), (31, 5), (1000, 17), (1048576, 64), (16384, 8192), (64, 1048576), (10**6, 1)],
 )
-def test_plan_splits_covers_every_row(m, n):
-    splits, rows_per_split = bs.plan_splits(m, n, DEVICE)
+@pytest.mark.parametrize("plan", ["chunks", "plan_splits"])
+def test_chunks_and_plan_splits_cover_every_row(m, n, plan):
+    # main.py's fixed chunks, and any_x.py's plan (which op.py runs)
+    if plan == "chunks":
+        (splits, rows_per_split), align = bs.chunks(m), bs.CHUNK_ROWS
+    else:
+        (splits, rows_per_split), align = ax.plan_splits(m, n, DEVICE), ax.ROW_ALIGN
     if splits == 1:
         assert rows_per_split >= m and rows_per_split & (rows_per_split - 1) == 0  # power of 2
     else:
-        assert rows_per_split % bs.ROW_ALIGN == 0  # no tile crosses two chunks
+        assert rows_per_split % align == 0  # no tile crosses two chunks
         assert (splits - 1) * rows_per_split < m <= splits * rows_per_split  # no empty chunk
         assert splits <= 65535  # the grid's limit along axis 1
 
 
 def test_plan_splits_splits_tall_inputs_but_not_wide_ones():
-    assert bs.plan_splits(1048576, 64, DEVICE)[0] > 1
-    assert bs.plan_splits(64, 1048576, DEVICE)[0] == 1
+    assert ax.plan_splits(1048576, 64, DEVICE)[0] > 1
+    assert ax.plan_splits(64, 1048576, DEVICE)[0] == 1
+
+
+def test_the_lesson_refuses_more_chunks_than_a_grid_axis_holds():
+    # 2^27 + 1 rows of one column: over 65535 chunks of 2048 (of 256 on a CPU). A fake tensor:
+    # the wrapper refuses before any memory or launch.
+    with torch._subclasses.fake_tensor.FakeTensorMode():
+        x = torch.empty(2**27 + 1, 1, device=DEVICE)
+        with pytest.raises(AssertionError, match="the grid's axis 1 limit: see any_x.py"):
+            bs.column_sums_tuned(x)
 
 
 def test_op_pruning_always_leaves_a_fitting_config():
@@ -246,11 +261,12 @@ def test_op_pruning_always_leaves_a_fitting_config():
         assert kept and all(c in bs.CONFIGS for c in kept)
 
 
-def test_row_align_is_a_multiple_of_every_tile_height():
+def test_chunks_are_a_multiple_of_every_tile_height():
     heights = [
         c.kwargs["BLOCK_M"] for c in support.ALL_CONFIGS.get(bs.column_sum_kernel, bs.CONFIGS)
     ]
-    assert all(bs.ROW_ALIGN % m == 0 for m in [*heights, bs.SPLIT_TILE["BLOCK_M"]])
+    for align in (bs.CHUNK_ROWS, ax.ROW_ALIGN):
+        assert all(align % m == 0 for m in [*heights, bs.SPLIT_TILE["BLOCK_M"]])
 
 
 # --- Styles that refuse -----------------------------------------------------------------------
@@ -283,12 +299,11 @@ def test_block_ptr_probe_reports_a_failure_and_wrong_sums(monkeypatch):
 
 @pytest.mark.parametrize("how", ["contiguous", "transposed", "sliced", "every_other_row"])
 def test_entry_runs_the_tuned_kernels(how):
-    # The op tunes its own copy of any_x.py's kernel: at one config, the same bits as any_x's,
-    # and as main.py's tuned kernel (int32 offsets, the same sums in the same order).
+    # The op tunes its own copy of any_x.py's kernel: at one config, the same bits as any_x's
+    # (main.py's tuned variant cuts x into other chunks on a GPU: other bits).
     x = layout(1000, 16, how=how)
     with support.pinned_config(bs, 0), support.pinned_config(ax, 0), support.pinned_config(op, 0):
         assert torch.equal(op.blocked_sum(x), VARIANTS["any_x"](x))
-        assert torch.equal(op.blocked_sum(x), VARIANTS["tuned"](x))
 
 
 def test_check_catches_an_output_element_left_unwritten(monkeypatch):

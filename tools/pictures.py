@@ -235,7 +235,7 @@ def draw_03(lesson, figure):
     cells(
         axes[1], colour, labels,
         f"split_column_sum_kernel, x ({M} x {N}) in {splits} chunks of {rows_per_split} rows "
-        f"(chosen here; plan_splits picks\nlonger ones): program (c, s) adds column block c of "
+        f"(chosen here; the lesson's are\nlonger): program (c, s) adds column block c of "
         f"chunk s into partial row s; sum_partials adds them up",
         [f"x row {r}" for r in range(M)] + [""] + [f"partial {s}" for s in range(splits)],
     )  # fmt: skip

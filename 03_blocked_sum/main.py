@@ -9,11 +9,12 @@ over more programs, load tiles ahead, and tune the tile.
     out[j]       = sum over i of x[i, j]    one sum per column
     grad_x[i, j] = grad_out[j]              the same on every row
 
-One program's work in PyTorch (cols: its BLOCK_N columns):
+One program's work in PyTorch, for cols, its BLOCK_N columns,
+where x has zero rows added to make M a multiple of BLOCK_M:
 
     acc = torch.zeros(BLOCK_M, BLOCK_N)
     for i0 in range(0, M, BLOCK_M):
-        acc += x[i0 : i0 + BLOCK_M, cols]  # the kernel: 0s past M
+        acc += x[i0 : i0 + BLOCK_M, cols]
     out[cols] = acc.sum(0)
 
 Words from lesson 01: a program is a running copy of a kernel,
@@ -21,7 +22,6 @@ numbered by tl.program_id; a block, a small tensor of fixed
 shape in one program; a stride, the step in elements along a dim.
 Here, a tile is the 2-D block of x that one step of the loop
 loads, and a column block is the BLOCK_N columns a program owns.
-op.py beside this file makes these kernels an op, blocked_sum.
 
 Worked example: x of shape (5, 6), stored row after row, so
 stride_m = 6 and stride_n = 1. Each program owns BLOCK_N = 4
@@ -37,7 +37,7 @@ Columns 6 and 7 are past x's edge, yet offsets 6 and 7 lie in
 memory: they hold x[1, 0] and x[1, 1]. An unmasked load would not
 crash; it would quietly add the next row's values. The mask
 cols < N turns those loads off, as rows < M does in the third
-step for row 5, which x lacks. A load turned off gives tl.load's `other`, 0.
+step for row 5, which x lacks. A load turned off returns `other`.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
 
@@ -74,13 +74,13 @@ def simple_column_sum_kernel(
     col_mask = cols < N
     # A float32 sum: a 16-bit running sum would drop small terms.
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i0 in range(0, M, BLOCK_M):  # M: known at run time only
+    for i0 in range(0, M, BLOCK_M):  # M: a plain int, not constexpr
         rows = i0 + tl.arange(0, BLOCK_M)
         # A (BLOCK_M, BLOCK_N) block, broadcast as in torch:
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
         mask = (rows < M)[:, None] & col_mask[None, :]
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-        acc += tile.to(tl.float32)  # each thread adds its own
+        acc += tile.to(tl.float32)  # elementwise: nothing waits
     sums = tl.sum(acc, axis=0)  # acc's rows, added once
     # A pointer knows its tensor's dtype: out_ptr.dtype.element_ty
     tl.store(out_ptr + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
@@ -89,7 +89,7 @@ def simple_column_sum_kernel(
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by simple_column_sum_kernel, or kernel."""
     M, N = x.shape
-    # int32 offsets wrap past 2^31; spanned: 1 + largest offset
+    # Triton computes offsets in int32: past 2^31 they wrap.
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     BLOCK_N = 64  # columns per program
@@ -111,7 +111,7 @@ def check(x, variants):
     # its magnitude: the sum of |x|.
     magnitude = reference(x.double().abs())
     for name, fn in variants.items():
-        # In this with-block torch.empty gives NaN: unwritten fails.
+        # Here torch.empty fills with NaN, so unwritten values fail.
         with common.uninitialized_memory_is_nan():
             out = fn(x)
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
@@ -133,8 +133,8 @@ def check(x, variants):
 # every tile, inside its loop. On an H200, for x of 16384 x 8192
 # float32, the simple kernel takes 0.50 ms and one_d 0.79 ms.
 # `main.py --asm` shows the simple kernel's shfl instructions,
-# by which a thread swaps values with another: they come once,
-# after its loop.
+# by which a thread reads a value held by another thread: they
+# come once, after its loop.
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -174,8 +174,8 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # bits. (Atomic adds into out, from every program at once,
 # would land in any order, and round differently each time.)
 # The second pass is this same kernel, reading partial as if it
-# were x, in one chunk. partial is float32: the sums before
-# they are rounded to x's dtype.
+# were x, in one chunk. partial holds float32 sums: they are
+# rounded to x's dtype only when the second pass stores them.
 #
 # (2) Load tiles ahead. A load from memory takes hundreds of
 # cycles. The loop tl.range(..., num_stages=STAGES) asks for the
@@ -201,8 +201,8 @@ def split_column_sum_kernel(
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)
     sums = tl.sum(acc, axis=0)
-    # (1) out_ptr points to partial (a row of N sums per chunk)
-    # if x is split, else to out: chunk's sums go to its row.
+    # (1) Each chunk stores its sums in its own row of out_ptr:
+    # of partial if x is split, or of out (chunk 0) if it is not.
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
@@ -224,9 +224,10 @@ CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for 
 # keeps the fastest for those values. The key is N and
 # rows_per_split, not M: M changes with every x, while the host
 # (below) picks rows_per_split from few values, so the autotuner
-# tunes seldom. Called as a function, it leaves
-# split_column_sum_kernel untuned, for the "split" variant and
-# the second pass. As a decorator it would go above @triton.jit:
+# tunes seldom. Written as a call, not a decorator, it leaves
+# split_column_sum_kernel itself untuned: the "split" variant
+# and the second pass launch it at tiles they choose. As a
+# decorator it would go above @triton.jit:
 #     @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
 column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])(
     split_column_sum_kernel
@@ -235,14 +236,15 @@ column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"]
 
 # ## On the host: chunks, the launch, the second pass
 # The host cuts x into chunks of CHUNK_ROWS = 2048 rows. For x
-# of 1048576 x 64 that makes 512 chunks, so 512 programs: about
-# 4 for each of an H200's 132 SMs, enough to keep them all busy.
+# of 1048576 x 64 that makes 512 chunks, so 512 programs a
+# column block: 4 or more for each of an H200's 132 SMs.
 # An x of at most 2048 rows is one chunk, its length rounded up
 # to a power of 2: so rows_per_split, the autotuner's key, takes
 # few values (M = 1000 and 1001 share a tuning, at 1024).
 # 2048 is a multiple of every BLOCK_M, so no tile hangs over a
-# chunk's end. (any_x.py's plan_splits, which op.py runs, picks
-# the chunks from the GPU's SM count and from x's width.)
+# chunk's end, half masked off (the masks keep any chunk right:
+# this is for speed). any_x.py's plan_splits, which op.py runs,
+# picks the chunks from the GPU's SM count and x's width.
 CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # CPU: small x split too
 
 
@@ -279,10 +281,11 @@ def sum_partials(partial, out, kernel=split_column_sum_kernel):
     kernel (or any_x.py's) reads partial as an x of P rows in one
     chunk: a 1-D grid, and rows_per_split = P."""
     P, N = partial.shape
-    # A tile: block_m rows by block_n columns, about 4096 values
-    # (we picked 32 for each of 4 warps' 128 threads). block_m: P
-    # rounded up to a power of 2, at most 256 (few steps cover
-    # P); block_n = 4096 // block_m, kept within 16 to 256.
+    # A tile: block_m rows by block_n columns. block_m is P
+    # rounded up to a power of 2, at most 256, so that few steps
+    # cover P; block_n = 4096 // block_m, kept within 16 to 256.
+    # We picked about 4096 values a tile: 32 for each of the 128
+    # threads of 4 warps, the default.
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)
@@ -326,7 +329,8 @@ SWEEP = [dict(rows=m, cols=n, dtype=t) for t in ("float32", "bfloat16") for m, n
 
 
 def benchmark(rows, cols, dtype="float32", module=sys.modules[__name__]):
-    """Times torch, module.VARIANTS and column_sum_kernel bare."""
+    """Times torch, module.VARIANTS, and column_sum_kernel
+    launched bare: the kernel alone, with no wrapper."""
     x = torch.randn(rows, cols, dtype=DTYPES.get(dtype, dtype), device=common.DEVICE)
     calls = {"torch": functools.partial(x.sum, 0)}
     calls |= {name: functools.partial(fn, x) for name, fn in module.VARIANTS.items()}

@@ -54,7 +54,7 @@ import triton.language as tl  # noqa: E402
 def simple_forward_kernel(
     x_ptr, w_ptr, y_ptr,  # tensors arrive as pointers: to x[0, 0], w[0], y[0]
     rows, D, stride_row, stride_col,  # x's sizes, strides
-    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # constexpr: fixed at compile time
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # fixed at compile time, as shapes
 ):  # fmt: skip
     # tl.arange(0, n): the block 0 to n - 1 (n a power of 2)
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
@@ -72,21 +72,21 @@ def simple_forward_kernel(
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(tl.float32) * w.to(tl.float32)[None, :]
     y = tl.sum(acc, axis=1)  # each row's sum, once
-    # A pointer knows its tensor's dtype: y_ptr.dtype.element_ty
+    # y_ptr.dtype is a pointer type; its .element_ty, y's dtype
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
-# Why acc is a whole tile: a program runs on num_warps x 32
-# threads (a warp is 32), each holding some of a tile's values.
-# acc += adds each thread's own, with no waiting; tl.sum makes
-# threads swap values and wait: so the kernel calls it once.
+# Why acc is a tile, not a sum per row: a program runs on
+# num_warps x 32 threads (a warp is 32), each holding a few of a
+# tile's values. acc += adds each thread's own, with no waiting;
+# tl.sum makes threads swap values and wait, so it runs once.
 SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Part 1's tile
 
 
 def forward_simple(x2d, weight):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
-    # int32 offsets wrap past 2^31; spanned: 1 + largest offset
+    # Triton computes offsets in int32: past 2^31 they wrap.
     assert common.elements_spanned(x2d) < 2**31, "int32 offsets: see wide.py"
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     # kernel[grid]: grid[0] programs, a program per 16 rows
@@ -96,8 +96,8 @@ def forward_simple(x2d, weight):
     return y
 
 
-def reference(x, w, grad_y):  # the docstring's formulas
-    return x @ w, grad_y[:, None] * w, grad_y @ x  # y, grad_x, grad_w
+def reference(x, w, grad_y):  # y, grad_x, grad_w, as above
+    return x @ w, grad_y[:, None] * w, grad_y @ x
 
 
 def check(x, variants):
@@ -105,17 +105,17 @@ def check(x, variants):
     w = torch.randn(x.shape[1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[0], dtype=x.dtype, device=x.device)
     exact = reference(x.double(), w.double(), grad_y.double())
-    # The rounding allowed grows with a sum's length and its
-    # magnitude: the maths on |x|, |w|, |grad_y|.
+    # Rounding errors grow with a sum's length and with the size
+    # of its terms: so the same maths on |x|, |w| and |grad_y|.
     magnitude = reference(*(t.double().abs() for t in (x, w, grad_y)))
     for name, (forward, backward) in variants.items():
-        # In this with-block torch.empty gives NaN: unwritten fails.
+        # Here torch.empty fills with NaN, so unwritten values fail.
         with common.uninitialized_memory_is_nan():
             got = (forward(x, w), *backward(x, w, grad_y))
         for i, what in enumerate(("y", "grad_x", "grad_w")):
             case = f"{name} {what} on x {tuple(x.shape)} {x.dtype}"
             assert got[i].dtype == x.dtype, f"{case}: {got[i].dtype}"
-            terms = (x.shape[1], 1, x.shape[0])[i]  # D, 1, rows
+            terms = (x.shape[1], 1, x.shape[0])[i]  # the sum's length
             common.assert_close(got[i], exact[i], magnitude[i], terms, case)
     return list(variants)
 
@@ -235,9 +235,9 @@ def forward_tuned(x2d, weight):
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
 #     partial[p, cols] = acc.sum(0)
-# So partial has P rows. For x of 1048576 x 128 on an H200,
-# P = 1056 (the rule below): 0.5 MiB, where Part 1b's partial
-# had 65536 rows, 32 MiB, written and read back.
+# So partial has P rows, about a thousand (the host's rule is
+# below), where Part 1b's has a row per 16 rows of x: 65536
+# rows, 32 MiB, for x of 1048576 x 128 float32.
 # For D = 8 in two D tiles of 4 columns, 5 row tiles, P = 2:
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
@@ -254,25 +254,21 @@ def forward_tuned(x2d, weight):
 #     (split) the loops swap          0.296 ms   0.156 ms
 #     (tune) a tuned tile             0.279 ms   0.159 ms
 #     (sum) a kernel for the sum      0.274 ms   0.151 ms
+# (split) buys the most. In bfloat16 the tuned tile is no faster
+# than Part 1's: the autotuner's pick is within 2% of it.
 #
 # ### Picking P, on the host
 # An H200 has 132 SMs (streaming multiprocessors, the GPU's
 # cores). About 8 programs per SM keep every SM busy: while
 # some wait for memory, others run. The grid has D tiles * P
-# programs, so P = cdiv(8 * SMs, D tiles). One catch: D tiles
-# needs D_TILE, which the autotuner picks inside the launch,
-# but the host must make partial, with its P rows, before the
-# launch. So the host counts D tiles as if D_TILE were
-# D_TILE_GUESS = 128. A wrong guess costs speed, never
-# correctness: partial has P rows whatever D_TILE is. Two
-# limits keep a wrong guess cheap: P is at least SMs, and at
-# most rows (a program per row).
+# programs, so the host sets P = cdiv(8 * SMs, D tiles), at
+# least SMs and at most rows. It makes partial, P rows, before
+# the launch, while the autotuner picks D_TILE inside it: so it
+# counts D tiles as if D_TILE were D_TILE_GUESS = 128. A wrong
+# guess costs speed, never correctness.
 #     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
-# On an H200, D = 128 (one D tile) gives P = 1056. D = 4096
-# (32 guessed D tiles) gives cdiv(1056, 32) = 33, raised to
-# 132. Why raise it: should the autotuner pick D_TILE = 1024,
-# there are 4 D tiles, and 4 * 33 = 132 programs is one per SM;
-# 4 * 132 = 528 programs is four per SM.
+# On an H200: D = 128, one D tile, gives P = 1056; D = 4096, 32
+# D tiles, gives 33, raised to 132.
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
 
@@ -407,7 +403,9 @@ class WeightedSum(torch.autograd.Function):
 
 
 # Next: wide.py, Part 4 (optional), the kernels op.py runs:
-# 16-byte loads, a float64 or huge x, one compile for all rows.
+# 16-byte loads, a float64 or huge x, and one compile for all
+# rows (Triton compiles a kernel again when an int argument
+# such as rows changes between 1, a multiple of 16, or other).
 
 
 VARIANTS = {  # what check() and benchmark() run: wrapper pairs
@@ -453,7 +451,7 @@ def benchmark(rows, dim, dtype="float32", module=sys.modules[__name__]):
     return results
 
 
-def bare(x):  # for benchmark(): the bare kernel, named, its args
+def bare(x):  # benchmark() launches this kernel alone: name, it, args
     return "forward_kernel", forward_kernel, {}
 
 

@@ -237,7 +237,7 @@ column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"]
 # ## On the host: chunks, the launch, the second pass
 # The host cuts x into chunks of CHUNK_ROWS = 2048 rows. For x
 # of 1048576 x 64 that makes 512 chunks, so 512 programs a
-# column block: 4 or more for each of an H200's 132 SMs.
+# column block: about 4 for each of an H200's 132 SMs.
 # An x of at most 2048 rows is one chunk, its length rounded up
 # to a power of 2: so rows_per_split, the autotuner's key, takes
 # few values (M = 1000 and 1001 share a tuning, at 1024).
@@ -258,7 +258,7 @@ def column_sums(x, kernel, **tile):
     """x.sum(0) by `kernel` (at `tile`, or at its autotuner's
     pick), then the second pass if x is split."""
     M, N = x.shape
-    # float32 sums and int32 offsets, as Part 1's
+    # float32 sums and int32 offsets, as in Part 1
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)

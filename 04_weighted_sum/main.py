@@ -72,14 +72,14 @@ def simple_forward_kernel(
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(tl.float32) * w.to(tl.float32)[None, :]
     y = tl.sum(acc, axis=1)  # each row's sum, once
-    # y_ptr.dtype is a pointer type; its .element_ty, y's dtype
+    # y_ptr.dtype is a pointer type; its .element_ty is y's dtype
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
 # Why acc is a tile, not a sum per row: a program runs on
 # num_warps x 32 threads (a warp is 32), each holding a few of a
 # tile's values. acc += adds each thread's own, with no waiting;
-# tl.sum makes threads swap values and wait, so it runs once.
+# tl.sum makes threads swap values and wait: once, not per step.
 SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Part 1's tile
 
 
@@ -222,7 +222,7 @@ def forward_tuned(x2d, weight):
 # ## Part 3. backward_kernel: the simple backward, changed
 # Part 1b's backward runs tl.sum at every step, and its partial
 # has a row per 16 rows of x. Three changes, each marked in the
-# code by its tag, and timed at the end of this section.
+# code by its tag, and timed in the table below.
 #
 # (split) The loops swap. A program owns one D tile (a block of
 # columns) and walks down the rows, keeping a 2-D acc of
@@ -254,8 +254,8 @@ def forward_tuned(x2d, weight):
 #     (split) the loops swap          0.296 ms   0.156 ms
 #     (tune) a tuned tile             0.279 ms   0.159 ms
 #     (sum) a kernel for the sum      0.274 ms   0.151 ms
-# (split) buys the most. In bfloat16 the tuned tile is no faster
-# than Part 1's: the autotuner's pick is within 2% of it.
+# (split) buys the most. In bfloat16, the autotuner's tile is
+# no faster than Part 1's: the two are within 2%.
 #
 # ### Picking P, on the host
 # An H200 has 132 SMs (streaming multiprocessors, the GPU's
@@ -345,9 +345,9 @@ def sum_partials(partial, weight, kernel=sum_partials_kernel):
     grad_w = torch.empty_like(weight)
     # (sum) A tile is p_tile rows times d_tile columns. p_tile:
     # P rounded up to a power of 2, at most 1024, so that few
-    # steps cover P. d_tile = 4096 // p_tile, at least 16: we
-    # picked tiles of about 4096 values, 32 for each of the 128
-    # threads of 4 warps. For P = 1056: 1024 x 16, two steps.
+    # steps cover P. d_tile = 4096 // p_tile, but at least 16
+    # columns. So a short partial gets tiles of 4096 values; for
+    # P = 1056, tiles of 1024 x 16 = 16384, two steps down.
     p_tile = min(triton.next_power_of_2(P), 1024)
     d_tile = max(16, 4096 // p_tile)
     grid = (triton.cdiv(D, d_tile),)

@@ -107,14 +107,8 @@ def forward(x, style, in_op=False):
     partial = out if splits == 1 else x.new_empty((splits, N), dtype=sum_dtype)
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
     kernel[grid](x, partial, M, N, *x.stride(), rows_per_split, **TILES.get(style, {}))
-    if splits > 1:  # lesson.sum_partials: the second pass, partial as one chunk
-        block_m = min(triton.next_power_of_2(splits), 256)
-        block_n = max(16, min(256, 4096 // block_m))
-        second_pass = common.traceable(any_x.split_any_x_kernel, in_op)
-        second_pass[(triton.cdiv(N, block_n),)](
-            partial, out, splits, N, *partial.stride(), splits,
-            BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1,
-        )  # fmt: skip
+    if splits > 1:  # the lesson's second pass, partial as one chunk, by any_x.py's kernel
+        lesson.sum_partials(partial, out, common.traceable(any_x.split_any_x_kernel, in_op))
     return out
 
 

@@ -139,12 +139,9 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_
         common.traceable(backward_wide_kernel, in_op)[grid](
             x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **wide.alignment(x2d)
         )
-        grad_w = torch.empty_like(weight)
-        rows_tile = min(triton.next_power_of_2(programs), 1024)  # tall: few steps
-        d_tile = max(16, 4096 // rows_tile)  # at least 16 columns
-        common.traceable(wide.sum_partials_wide_kernel, in_op)[(triton.cdiv(d, d_tile),)](
-            partial, grad_w, programs, d, P_TILE=rows_tile, D_TILE=d_tile
-        )
+        # the lesson's second pass (its tile rule), by wide.py's kernel
+        second_pass = common.traceable(wide.sum_partials_wide_kernel, in_op)
+        grad_w = lesson.sum_partials(partial, weight, second_pass)
     return grad_x if need_grad_x else None, grad_w if need_grad_w else None
 
 

@@ -1,11 +1,11 @@
 """matmul: lesson 02's kernels as an op a model can call.
 
-main.py beside this file teaches the kernels; this file makes them safe to call from a model, and
-adds nothing to what they compute:
+main.py, fused.py and persistent.py beside this file teach the kernels; this file makes them safe
+to call from a model, and adds nothing to what they compute:
 - `matmul(a, b, out=None, *, bias=None, activation=None)` computes activation(a @ b + bias)
   (ACTIVATIONS: None or "gelu_tanh"). It checks its inputs (TypeError or ValueError naming what
   is wrong), writes into `out=` (which may overlap a or b), runs the lesson's persistent kernel
-  where it is fastest and its tuned kernel elsewhere, and records gradients, second ones too;
+  where it is fastest and its fused kernel elsewhere, and records gradients, second ones too;
 - `torch.ops.triton_lessons.matmul(a, b, bias, activation)` is the same op registered with
   PyTorch, with its gradients, so that `torch.compile(fullgraph=True)` takes it: on a GPU a
   `torch.library.triton_op`, whose kernels the compiled code launches itself; under the
@@ -34,20 +34,22 @@ LOADER = HERE.parent / "lesson_loader.py"
 spec = importlib.util.spec_from_file_location("_triton_lessons_loader", LOADER)
 spec.loader.exec_module(loader := importlib.util.module_from_spec(spec))
 lesson = loader.load_lesson(HERE)
-persistent = loader.load_lesson(HERE, "persistent.py")  # the lesson's Part 3
+fused = loader.load_lesson(HERE, "fused.py")  # the lesson's Part 3
+persistent = loader.load_lesson(HERE, "persistent.py")  # the lesson's Part 4
 common = lesson.common  # the device, and the checks of out= that every op shares
 
 DTYPES = common.OP_DTYPES  # float16, bfloat16, float32 and float64
 ACTIVATIONS = (None, "gelu_tanh")  # what the kernels' epilogue applies after the bias
 
 
-# The lesson's tuned kernel, keyed as a model needs it: main.py's matmul_kernel is called inside
-# this one, and Triton compiles it in (a @triton.jit function may call another). The key rounds
-# M and K up to powers of 2, so that a new token count reuses a pick (M = 3000 and 4000 share
-# 4096's; K too, since dB = A^T @ dC sums over the tokens), and tells apart transposed operands
-# (stride_ak or stride_bn not 1) and TF32, which run best with other tiles. The name is the
-# lesson's: torch.compile copies a called kernel's source, `def matmul_kernel(...)`, beside this.
-matmul_kernel = lesson.matmul_kernel.fn  # the lesson's kernel, without its autotuner
+# The lesson's fused kernel, keyed as a model needs it: fused.py's fused_matmul_kernel is
+# called inside this one, and Triton compiles it in (a @triton.jit function may call another).
+# The key rounds M and K up to powers of 2, so that a new token count reuses a pick (M = 3000
+# and 4000 share 4096's; K too, since dB = A^T @ dC sums over the tokens), and tells apart
+# transposed operands (stride_ak or stride_bn not 1) and TF32, which run best with other tiles.
+# The name is the lesson's: torch.compile copies a called kernel's source, `def
+# fused_matmul_kernel(...)`, beside this.
+fused_matmul_kernel = fused.fused_matmul_kernel.fn  # the lesson's kernel, without its autotuner
 
 
 @common.op_autotune(
@@ -63,7 +65,7 @@ def bucketed_matmul_kernel(
     INPUT_PRECISION: tl.constexpr, ACTIVATION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):  # fmt: skip
-    matmul_kernel(
+    fused_matmul_kernel(
         a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
         stride_cm, stride_cn, INPUT_PRECISION, ACTIVATION, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
     )  # fmt: skip
@@ -97,13 +99,13 @@ def validate(a, b, bias=None, activation=None):
 
 def pick(a, b, c):
     """The lesson's kernel that computes c = a @ b fastest: "persistent" for 16-bit and TF32 dots
-    that descriptors can take, unless M <= 128 (one row of 128-row tiles: the tuned kernel's
-    smaller tiles win, results/NOTES.md items 43 and 60); else "tuned"."""
+    that descriptors can take, unless M <= 128 (one row of 128-row tiles: the fused kernel's
+    smaller tiles win, results/NOTES.md items 43 and 60); else "fused"."""
     fast_dot = c.dtype in (torch.float16, torch.bfloat16)
-    fast_dot = fast_dot or lesson.input_precision(c.dtype) == "tf32"
+    fast_dot = fast_dot or fused.input_precision(c.dtype) == "tf32"
     many_rows = a.shape[0] > 128  # (and asked first: persistent_problem costs the host more)
     taken = fast_dot and many_rows and persistent.persistent_problem(a, b, c) is None
-    return "persistent" if taken else "tuned"
+    return "persistent" if taken else "fused"
 
 
 def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
@@ -112,7 +114,7 @@ def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
     body (common.traceable)."""
     kernel, (m, k), n = pick(a, b, c), a.shape, b.shape[1]
     a, b = common.dot_inputs(a, b)  # bfloat16 as float32 under the interpreter
-    precision = lesson.input_precision(c.dtype)
+    precision = fused.input_precision(c.dtype)
     transpose = common.traceable(persistent.transpose_kernel, in_op)
     if kernel == "persistent":
         if precision == "tf32":  # persistent.persistent_operands, its copies launched as here
@@ -156,7 +158,7 @@ def forward(a, b, bias=None, activation=None, out=None, keep_pre=False, in_op=Fa
     c = common.kernel_out(out, (m, n), a.dtype, a.device, inputs)
     pre = torch.empty_like(c) if keep_pre and activation else None
     bias = None if bias is None else bias.contiguous()  # the kernels read bias_ptr + column
-    if c.numel():  # (K = 0: the tuned kernel stores sums of no products, with the epilogue)
+    if c.numel():  # (K = 0: the fused kernel stores sums of no products, with the epilogue)
         launch(a, b, c, bias, pre, activation, in_op)
     return c, pre
 

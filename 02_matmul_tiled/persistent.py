@@ -1,8 +1,8 @@
-"""A persistent matmul: lesson 02's Part 3, at cuBLAS's speed.
+"""A persistent matmul: lesson 02's Part 4, at cuBLAS's speed.
 
-What you learn: five changes that take main.py's tuned kernel
-(Parts 1 and 2: read them first) to cuBLAS's speed on an H100
-or H200. Each change is a section below; then comes the kernel,
+What you learn: five changes that take fused.py's kernel (Part
+3, after main.py's Parts 1 and 2: read them first) to cuBLAS's
+speed on an H100 or H200. Each change is a section below; then comes the kernel,
 each change marked where it acts:
 
 - (desc) tensor descriptors, which load a tile in one copy;
@@ -37,12 +37,14 @@ import lesson_loader  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-# main.py beside this file: Parts 1 and 2, whose helpers the
-# persistent kernel calls as the tuned kernel does.
-lesson = lesson_loader.load_lesson(Path(__file__).resolve().parent)
+# fused.py beside this file (Part 3, which loads main.py):
+# the persistent kernel calls its helpers as its kernel does.
+HERE = Path(__file__).resolve().parent
+fused = lesson_loader.load_lesson(HERE, "fused.py")
+lesson = fused.lesson  # main.py: Parts 1 and 2
 grouped_tile = lesson.grouped_tile  # (group)
-add_bias, activate = lesson.add_bias, lesson.activate  # (epilogue)
-input_precision = lesson.input_precision  # (precision)
+add_bias, activate = fused.add_bias, fused.activate  # (epilogue)
+input_precision = fused.input_precision  # (precision)
 
 
 # ## (desc) Tensor descriptors: tiles without pointers or masks
@@ -181,7 +183,7 @@ def persistent_operands(a, b):
 def persistent_problem(a, b, c):
     """Why the kernel cannot compute c = a @ b, or None."""
     if a.dtype == torch.float64:
-        return "persistent: no float64 (matmul_tuned takes it)"
+        return "persistent: no float64 (fused.py's kernel takes it)"
     tf32 = input_precision(a.dtype) == "tf32"  # A, B copied
     named = [] if tf32 else [("a", a), ("b", b)]
     for name, t in named + [("the output", c)]:
@@ -256,7 +258,7 @@ def persistent_matmul_kernel(
 
 
 def matmul_persistent(a, b, bias=None, activation=None):
-    """As main.py's matmul_tuned, by persistent_matmul_kernel."""
+    """As fused.py's matmul_fused, by persistent_matmul_kernel."""
     (M, K), N = a.shape, b.shape[1]
     assert K == b.shape[0], "a's columns must match b's rows"
     # The gradient of c.sum() is one value expanded to C's
@@ -278,7 +280,7 @@ def matmul_persistent(a, b, bias=None, activation=None):
     return c
 
 
-VARIANTS = {**lesson.VARIANTS, "persistent": matmul_persistent}
+VARIANTS = {**fused.VARIANTS, "persistent": matmul_persistent}
 
 
 # ## Timing (the harness: skip it on a first read)
@@ -289,7 +291,7 @@ def variants_for(a, b):
     products = [(a, b, c), (c, b.T, grad_a), (a.T, c, grad_b)]
     refused = any(persistent_problem(*p) for p in products)
     persistent = {} if refused else {"persistent": VARIANTS["persistent"]}
-    return lesson.variants_for(a, b) | persistent
+    return fused.variants_for(a, b) | persistent
 
 
 def benchmark(m, n, k, dtype="float16"):
@@ -298,6 +300,7 @@ def benchmark(m, n, k, dtype="float16"):
 
 
 SWEEP = lesson.SWEEP  # `make bench` times main.py's cases
+check_epilogue = fused.check_epilogue  # main() runs it
 
 
 def main(argv=None):

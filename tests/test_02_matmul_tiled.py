@@ -13,14 +13,16 @@ from support import common
 from tools import asm
 
 ex = support.load("02_matmul_tiled")
-pe = support.load_beside("02_matmul_tiled", "persistent.py")  # Part 3: the persistent kernel
+fu = support.load_beside("02_matmul_tiled", "fused.py")  # Part 3: the fused kernel
+pe = support.load_beside("02_matmul_tiled", "persistent.py")  # Part 4: the persistent kernel
 op = support.load_op("02_matmul_tiled")
 DEVICE = common.DEVICE
 
-VARIANT_NAMES = list(pe.VARIANTS)  # main.py's simple, tuned; persistent.py's persistent
+VARIANT_NAMES = list(pe.VARIANTS)  # main.py's simple, tuned; fused.py's fused; persistent
 WRAPPERS = {
     "simple": ex.matmul_simple,
     "tuned": ex.matmul_tuned,
+    "fused": fu.matmul_fused,
     "persistent": pe.matmul_persistent,
 }
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
@@ -42,12 +44,12 @@ def descriptor_aligned(n, k, dtype):
 
 
 def roundoff(dtype):  # one product's error: TF32's 10-bit mantissas, or none
-    return 2.0**-9 if ex.input_precision(dtype) == "tf32" else 0.0
+    return 2.0**-9 if fu.input_precision(dtype) == "tf32" else 0.0
 
 
 def expected_variants(n, k, dtype):
     """The variants that take row-major a (M, K) @ b (K, N), and op.py's matmul."""
-    names = ["tuned", "matmul"] + ([] if dtype == torch.float64 else ["simple"])
+    names = ["fused", "matmul"] + ([] if dtype == torch.float64 else ["simple", "tuned"])
     if dtype != torch.float64 and descriptor_aligned(n, k, dtype):
         names.append("persistent")
     return sorted(names)
@@ -92,16 +94,17 @@ def test_shapes(m, n, k):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_dtypes_every_variant(dtype):
     # N = 40 and K = 72 keep rows 16-byte aligned for every dtype, so the descriptor runs (not for
-    # float64: the tuned kernel takes it); K = 72 is no BLOCK_K multiple.
+    # float64: the fused kernel takes it); K = 72 is no BLOCK_K multiple.
     assert check_every_variant(100, 40, 72, dtype) == expected_variants(40, 72, dtype)
 
 
 @support.gpu_only
 @pytest.mark.parametrize("index", range(support.most_configs(ex)))
 def test_every_config_on_gpu(index):
-    # The other tests tune between two configs per kernel (support.load): here the tuned kernel
-    # runs its config `index`, on float16 (every config fits a Hopper GPU's shared memory).
-    with support.pinned_config(ex, index):
+    # The other tests tune between two configs per kernel (support.load): here the tuned and
+    # fused kernels run their config `index`, on float16 (every config fits a Hopper GPU's shared
+    # memory).
+    with support.pinned_config(ex, index), support.pinned_config(fu, index):
         checked = check_every_variant(333, 136, 200, torch.float16)
     assert checked == expected_variants(136, 200, torch.float16)
 
@@ -144,7 +147,7 @@ def test_persistent_heuristics(m, n, element_size, expected):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_odd_sizes_every_dtype(dtype):
-    # Rows of 17 elements: no descriptor; simple, tuned and matmul's fallback must run.
+    # Rows of 17 elements: no descriptor; simple, tuned, fused and matmul's fallback must run.
     assert check_every_variant(33, 17, 333, dtype) == expected_variants(17, 333, dtype)
 
 
@@ -159,17 +162,17 @@ def test_output_has_input_dtype_and_shape(dtype):
 
 def test_float32_precision_follows_torch_setting():
     with support.float32_matmul_precision("highest"):
-        assert ex.input_precision(torch.float32) == "ieee"
+        assert fu.input_precision(torch.float32) == "ieee"
     for setting in ("high", "medium"):
         with support.float32_matmul_precision(setting):
-            assert ex.input_precision(torch.float32) == "tf32"
-            assert ex.input_precision(torch.float16) == "ieee"  # 16-bit inputs are unaffected
+            assert fu.input_precision(torch.float32) == "tf32"
+            assert fu.input_precision(torch.float16) == "ieee"  # 16-bit inputs are unaffected
 
 
-@pytest.mark.parametrize("name", ["tuned", "persistent", "matmul"])
+@pytest.mark.parametrize("name", ["fused", "persistent", "matmul"])
 def test_highest_precision_runs_no_tf32(name):
-    # The lesson's check allows TF32's rounding in any float32 dot (the simple kernel always
-    # uses it); here the bound has no TF32 term: on a GPU this fails if a kernel used TF32.
+    # The lesson's check allows TF32's rounding in any float32 dot (main.py's kernels always
+    # use it); here the bound has no TF32 term: on a GPU this fails if a kernel used TF32.
     fn = op.matmul if name == "matmul" else WRAPPERS[name]
     with support.float32_matmul_precision("highest"):
         a, b = common.random_matrix(192, 1000), common.random_matrix(1000, 48)
@@ -186,17 +189,19 @@ def test_every_layout_every_dtype(dtype, precision, transpose_a, transpose_b):
     # reads a transposed one where it lies, or under TF32 copies it. M = 136, N = 48 and K = 72
     # keep the rows of A, B, A^T and B^T 16-byte aligned in every dtype.
     checked = check_every_variant(136, 48, 72, dtype, precision, transpose_a, transpose_b)
-    names = ["tuned", "matmul"] + ([] if dtype == torch.float64 else ["simple", "persistent"])
+    names = ["fused", "matmul"]
+    names += [] if dtype == torch.float64 else ["simple", "tuned", "persistent"]
     assert checked == sorted(names)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
 def test_a_transposed_with_rows_not_16_byte_aligned(dtype):
     # A^T (64, 100) has rows of 100 elements, 200 bytes in float16: no descriptor takes them, and
-    # matmul runs the tuned kernel. Under TF32 the persistent kernel copies A to K-major first.
+    # matmul runs the fused kernel. Under TF32 the persistent kernel copies A to K-major first.
     with support.float32_matmul_precision("high"):
         checked = check_every_variant(100, 48, 64, dtype, transpose_a=True)
-    names = ["simple", "tuned", "matmul"] + (["persistent"] if dtype == torch.float32 else [])
+    names = ["simple", "tuned", "fused", "matmul"]
+    names += ["persistent"] if dtype == torch.float32 else []
     assert checked == sorted(names)
 
 
@@ -234,21 +239,23 @@ def test_the_lesson_asserts_what_its_kernels_cannot_take():
     for fn in WRAPPERS.values():
         with pytest.raises(AssertionError, match="must match b's rows"):
             fn(a, b.T)
-    with pytest.raises(AssertionError, match="float64"):
-        ex.matmul_simple(a.double(), b.double())
+    for fn in (ex.matmul_simple, ex.matmul_tuned):
+        with pytest.raises(AssertionError, match="float64"):
+            fn(a.double(), b.double())
     with pytest.raises(AssertionError, match="no float64"):
         pe.matmul_persistent(a.double(), b.double())
 
 
-def test_the_simple_kernel_refuses_offsets_past_2_to_31():
-    # Its offsets are int32: the wrapper refuses a tensor of 2^31 elements or more before a
+@pytest.mark.parametrize("name", ["simple", "tuned"])
+def test_main_pys_kernels_refuse_offsets_past_2_to_31(name):
+    # Their offsets are int32: the wrappers refuse a tensor of 2^31 elements or more before a
     # launch could wrap them around (meta tensors: shapes with no memory behind them).
     a = torch.empty(2**16, 2**15, dtype=torch.float16, device="meta")  # 2^31 elements
     b = torch.empty(2**15, 1, dtype=torch.float16, device="meta")
-    with pytest.raises(AssertionError):
-        ex.matmul_simple(a, b)
-    with pytest.raises(AssertionError):  # a transposed view: its offsets reach as far
-        ex.matmul_simple(b.T, a.T)
+    with pytest.raises(AssertionError, match="int32 offsets: see fused.py"):
+        WRAPPERS[name](a, b)
+    with pytest.raises(AssertionError, match="int32"):  # a transposed view reaches as far
+        WRAPPERS[name](b.T, a.T)
 
 
 def test_persistent_problem_names_what_a_descriptor_cannot_take():
@@ -319,39 +326,42 @@ def test_check_catches_a_wrong_answer(wrong):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_check_epilogue_passes_the_fused_gelu_and_catches_a_wrong_one(monkeypatch, dtype):
     a, b = common.random_matrix(40, 33, dtype), common.random_matrix(33, 24, dtype)
-    ex.check_epilogue(a, b)
-    right = ex.matmul_tuned
+    fu.check_epilogue(a, b)
+    right = fu.matmul_fused
 
     def without_gelu(a, b, bias, activation):  # the bias added, GELU left out
         return right(a, b, bias)
 
-    monkeypatch.setattr(ex, "matmul_tuned", without_gelu)
-    with pytest.raises(AssertionError, match="tuned \\+ bias \\+ GELU: .* elements off"):
-        ex.check_epilogue(a, b)
+    monkeypatch.setattr(fu, "matmul_fused", without_gelu)
+    with pytest.raises(AssertionError, match="fused \\+ bias \\+ GELU: .* elements off"):
+        fu.check_epilogue(a, b)
 
 
-@pytest.mark.parametrize("lesson", [ex, pe], ids=["main.py", "persistent.py"])
+@pytest.mark.parametrize("lesson", [ex, fu, pe], ids=["main.py", "fused.py", "persistent.py"])
 def test_main_runs(capsys, lesson):
     assert lesson.main(["--m", "20", "--n", "24", "--k", "40", "--dtype", "float32"]) == 0
     printed = capsys.readouterr().out
     names = list(lesson.VARIANTS)
     assert f"check 20x24x40 float32: {', '.join(names)} match float64" in printed
-    assert "check 20x24x40 float32: tuned + bias + GELU match float64" in printed
+    epilogue = "check 20x24x40 float32: fused + bias + GELU match float64"
+    assert (epilogue in printed) == (lesson is not ex)  # main.py has no epilogue
     assert "Matmul.apply(a, b).backward(grad_c): a.grad - grad_c @ b.T: at most " in printed
     for name in ["torch", "matmul_kernel[grid] bare", *names]:
         assert f" {name} " in printed
 
 
-def test_persistent_py_adds_its_kernel_to_the_lessons_variants():
+def test_each_part_adds_its_kernel_to_the_lessons_variants():
     assert list(ex.VARIANTS) == ["simple", "tuned"]
-    assert list(pe.VARIANTS) == ["simple", "tuned", "persistent"]
-    assert pe.grouped_tile is ex.grouped_tile  # one copy of Part 2's helpers
+    assert list(fu.VARIANTS) == ["simple", "tuned", "fused"]
+    assert list(pe.VARIANTS) == ["simple", "tuned", "fused", "persistent"]
+    assert pe.grouped_tile is fu.grouped_tile is ex.grouped_tile  # one copy of Part 2's helpers
+    assert pe.add_bias is fu.add_bias and pe.fused is fu and fu.lesson is ex
 
 
 def test_main_leaves_out_a_variant_descriptors_cannot_take(capsys):
     assert pe.main(["--m", "33", "--n", "65", "--k", "17", "--dtype", "float32"]) == 0
     printed = capsys.readouterr().out
-    assert "check 33x65x17 float32: simple, tuned match float64" in printed
+    assert "check 33x65x17 float32: simple, tuned, fused match float64" in printed
     assert not re.search(r"^33x65x17 .*  persistent  ", printed, re.M)  # no row in the table
 
 
@@ -390,6 +400,7 @@ def test_sweep_covers_the_issue_sizes():
 
 def test_autotune_keys_the_lesson_and_the_op_name():
     assert ex.matmul_kernel.keys == ["M", "N", "K"]  # the lesson's: bare
+    assert fu.fused_matmul_kernel.keys == ["M", "N", "K"]
     assert op.bucketed_matmul_kernel.keys == [
         "M_BUCKET", "N", "K_BUCKET", "stride_ak", "stride_bn", "INPUT_PRECISION"
     ]  # fmt: skip
@@ -428,7 +439,7 @@ def assert_first_and_last_rows(a, b, c, name):
 
 
 @support.gpu_only
-@pytest.mark.parametrize("name", ["tuned", "persistent", "matmul"])
+@pytest.mark.parametrize("name", ["fused", "persistent", "matmul"])
 def test_offsets_past_2_to_31_on_gpu(name):
     # A with 2**31 + 2**13 elements: row * stride passes 2**31 in the last rows.
     fn = op.matmul if name == "matmul" else WRAPPERS[name]
@@ -438,13 +449,14 @@ def test_offsets_past_2_to_31_on_gpu(name):
     with common.uninitialized_memory_is_nan():
         c = fn(a, b)
     assert_first_and_last_rows(a, b, c, name)
-    if name == "tuned":
-        with pytest.raises(AssertionError):  # int32 offsets: the simple kernel refuses
-            ex.matmul_simple(a, b)
+    if name == "fused":
+        for refuses in (ex.matmul_simple, ex.matmul_tuned):  # int32 offsets: main.py's refuse
+            with pytest.raises(AssertionError):
+                refuses(a, b)
 
 
 @support.gpu_only
-@pytest.mark.parametrize("name", ["tuned", "matmul"])
+@pytest.mark.parametrize("name", ["fused", "matmul"])
 def test_transposed_stride_past_2_to_31_on_gpu(name):
     # A transposed view with 2**25 + 17 rows: BLOCK_K * stride_ak passes 2**31.
     fn = op.matmul if name == "matmul" else WRAPPERS[name]
@@ -475,11 +487,11 @@ def test_matmul_takes_the_persistent_kernel_when_it_can(monkeypatch):
     op.matmul(a.T.contiguous().T, torch.randn(32, 8, **half))
     assert picks == ["persistent"] * 3
     op.matmul(a, torch.randn(32, BIG + 4, **half))  # rows of 8 bytes past 16s
-    op.matmul(a[:128], torch.randn(32, BIG, **half))  # 128 rows: the tuned kernel
+    op.matmul(a[:128], torch.randn(32, BIG, **half))  # 128 rows: the fused kernel
     with support.float32_matmul_precision("highest"):
-        op.matmul(a.float(), torch.randn(32, BIG, device=DEVICE))  # exact float32: tuned
+        op.matmul(a.float(), torch.randn(32, BIG, device=DEVICE))  # exact float32: fused
     op.matmul(a.double(), torch.randn(32, BIG, device=DEVICE, dtype=torch.float64))
-    assert picks == ["persistent"] * 3 + ["tuned"] * 4
+    assert picks == ["persistent"] * 3 + ["fused"] * 4
     with support.float32_matmul_precision("high"):  # TF32 copies an operand if need be
         op.matmul(a.float()[:, :17], torch.randn(17, BIG, device=DEVICE))
     assert picks[-1] == "persistent"
@@ -491,13 +503,13 @@ def test_pick_names_the_kernel_matmul_runs():
     c = a.new_empty((BIG, BIG))
     assert op.pick(a, b, c) == "persistent"
     assert op.pick(a.T.contiguous().T, b.T.contiguous().T, c) == "persistent"  # both transposed
-    assert op.pick(a[:128], b, c[:128]) == "tuned"  # one row of 128-row tiles
-    assert op.pick(a.double(), b.double(), c.double()) == "tuned"  # no fast dot for float64
+    assert op.pick(a[:128], b, c[:128]) == "fused"  # one row of 128-row tiles
+    assert op.pick(a.double(), b.double(), c.double()) == "fused"  # no fast dot for float64
 
 
 def test_column_major_out_is_written_where_it_lies(monkeypatch):
     # An out= that is a transposed view: a descriptor writes C row by row, so matmul runs the
-    # tuned kernel, which writes through any strides.
+    # fused kernel, which writes through any strides.
     picks = spy_on_pick(monkeypatch)
     a = torch.randn(BIG, 32, device=DEVICE, dtype=torch.float16)
     b = torch.randn(32, BIG, device=DEVICE, dtype=torch.float16)
@@ -505,7 +517,7 @@ def test_column_major_out_is_written_where_it_lies(monkeypatch):
     assert re.search(
         r"the output \(256, 256\) strides \(1, 256\)", pe.persistent_problem(a, b, out)
     )
-    assert op.matmul(a, b, out=out) is out and picks == ["tuned"]
+    assert op.matmul(a, b, out=out) is out and picks == ["fused"]
     common.assert_close(out, *reference64(a, b), 32, "matmul into a column-major out")
 
 
@@ -572,7 +584,7 @@ def test_gradients_run_the_persistent_kernel_on_transposed_views(monkeypatch, dt
 
 
 @pytest.mark.parametrize("dtype, precision", [(torch.float32, "high"), (torch.float16, None)])
-@pytest.mark.parametrize("entry", ["matmul", "Matmul", "tuned", "persistent"])
+@pytest.mark.parametrize("entry", ["matmul", "Matmul", "tuned", "fused", "persistent"])
 def test_gradients_of_a_sum(dtype, precision, entry):
     # dC of c.sum() is an expand()ed view with strides (0, 0); of (c.sum(0) * w).sum(), (0, 1).
     # op.py's matmul and the lesson's Function get it from autograd; a wrapper, in the backward's
@@ -741,7 +753,7 @@ def test_bias_and_gelu_every_kernel(dtype, transposed, m, n, k):
     a, b, bias = epilogue_inputs(m, n, k, dtype, transposed)
     p64 = a.double() @ b.double() + bias.double()
     magnitude = 1.2 * (a.double().abs() @ b.double().abs() + bias.double().abs())
-    kernels = {n_: WRAPPERS[n_] for n_ in pe.variants_for(a, b) if n_ != "simple"}
+    kernels = {n_: WRAPPERS[n_] for n_ in pe.variants_for(a, b) if n_ in ("fused", "persistent")}
     kernels["matmul"] = lambda a, b, bias, activation: op.matmul(  # noqa: E731
         a, b, bias=bias, activation=activation
     )
@@ -753,7 +765,7 @@ def test_bias_and_gelu_every_kernel(dtype, transposed, m, n, k):
             common.assert_close(out, expected, magnitude, k, what, roundoff(dtype))
 
 
-@pytest.mark.parametrize("kernel", ["tuned", "persistent"])
+@pytest.mark.parametrize("kernel", ["fused", "persistent"])
 def test_the_kept_pre_activation_is_a_at_b_plus_bias(kernel, monkeypatch):
     monkeypatch.setattr(op, "pick", lambda a, b, c: kernel)
     a, b, bias = epilogue_inputs(BIG, 64, 32, torch.float32)

@@ -20,7 +20,7 @@ from tools import example_paths, layouts, train_step
 EXAMPLES = [path.parent.name for path in example_paths()]
 VARIANT_STYLES = {
     "01_matmul_elementwise": set(),
-    "02_matmul_tiled": {"simple", "tuned"},  # persistent.py adds "persistent"
+    "02_matmul_tiled": {"simple", "tuned"},  # fused.py adds "fused", persistent.py "persistent"
     "03_blocked_sum": {"simple", "split", "tuned", "block_ptr"},  # block_ptr: in block_ptr.py
     "04_weighted_sum": {"simple", "tuned"},
 }
@@ -177,6 +177,7 @@ def test_a_split_lesson_reads_as_a_lesson(folder):
 
 
 LAST_PARTS = [
+    "02_matmul_tiled/fused.py",
     "02_matmul_tiled/persistent.py",
     "03_blocked_sum/block_ptr.py",
     "03_blocked_sum/any_x.py",

@@ -100,12 +100,12 @@ def probes_01(lesson, device):
     ]  # fmt: skip
 
 
-def probes_02(lesson, device):  # lesson: main.py or persistent.py; both files' kernels
+def probes_02(lesson, device):  # lesson: any of 02's files; main.py's and persistent.py's kernels
     folder = Path(lesson.__file__).parent
-    lesson, part3 = load_example(folder / "main.py"), load_example(folder / "persistent.py")
+    lesson, part4 = load_example(folder / "main.py"), load_example(folder / "persistent.py")
     a, w, c = (torch.randn(512, 512, device=device, dtype=torch.float16) for _ in range(3))
     epilogue = dict(INPUT_PRECISION="ieee", ACTIVATION=None)
-    args = (a, w, c, None, 512, 512, 512, *a.stride(), *w.stride(), *c.stride())
+    args = (a, w, c, 512, 512, 512, *a.stride(), *w.stride(), *c.stride())
     pointer_looks = [
         (r"wgmma\.mma_async|mma\.sync", "tl.dot on the tensor cores: wgmma on an H100"),
         (
@@ -126,8 +126,8 @@ def probes_02(lesson, device):  # lesson: main.py or persistent.py; both files' 
     ]
     return [
         Probe("matmul_kernel, float16", lesson.matmul_kernel,
-              lesson.tile_grid(512, 512), args, epilogue, pointer_looks),
-        Probe("persistent_matmul_kernel, float16, B = W.T", part3.persistent_matmul_kernel,
+              lesson.tile_grid(512, 512), args, {}, pointer_looks),
+        Probe("persistent_matmul_kernel, float16, B = W.T", part4.persistent_matmul_kernel,
               (132,), persistent_args, persistent, persistent_looks),
     ]  # fmt: skip
 

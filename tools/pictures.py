@@ -165,8 +165,8 @@ def draw_02(lesson, figure):
     tiles with GROUP_M = 2), the strips of A and B that one wave of programs reads, and the tiles
     each program of the persistent kernel walks"""
     axes = figure.subplots(1, 3, width_ratios=[1, 1, 0.8])
-    part3 = load_example(Path(lesson.__file__).parent / "persistent.py")  # main.py's Part 3
-    draw_persistent_walk(part3, axes[2])
+    part4 = load_example(Path(lesson.__file__).parent / "persistent.py")  # 02's Part 4
+    draw_persistent_walk(part4, axes[2])
     tiles, wave, block, red, grey = 9, 9, 16, 6, 15
     for ax, group_m in zip(axes, (1, 3)):
         where = torch.empty((tiles * tiles, 2), dtype=torch.int32, device=common.DEVICE)

@@ -39,7 +39,7 @@ row broadcasts to a grid, as in torch). These offsets:
 "-" lies outside: row 5 (M = 5), column 7 (N = 7) or k = 3
 (K = 3). Masks turn those loads off, and tl.load's other=0.0
 gives 0 there, which adds nothing to a sum. The store's mask
-keeps C[4, 6] alone.
+lets only C[4, 6] be written.
 """
 
 import sys
@@ -49,7 +49,7 @@ import torch
 
 # common, the lessons' helper: with no GPU, Triton runs on CPU.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402  (before triton, which it configures)
+import common  # noqa: E402  (first: on a CPU it sets TRITON_INTERPRET)
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
@@ -63,7 +63,7 @@ def simple_matmul_kernel(
     a_ptr, b_ptr, c_ptr,  # pointers to A[0, 0], B[0, 0], C[0, 0]
     M, N, K,  # C is M x N; each sum has K terms
     stride_am, stride_ak,  # A's strides: next row, next column
-    stride_bk, stride_bn, stride_cm, stride_cn,  # B's, C's
+    stride_bk, stride_bn, stride_cm, stride_cn,  # B's and C's
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # C's tile
     BLOCK_K: tl.constexpr,  # how many k each loop step takes
 ):  # fmt: skip
@@ -95,7 +95,7 @@ def matmul_simple(a, b):
     (M, K), N = a.shape, b.shape[1]
     assert K == b.shape[0], "a's columns must match b's rows"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    a, b = within_limits(a, b, c)  # see the harness, at the end
+    a, b = within_limits(a, b, c)  # refuses float64, huge inputs
     grid = (triton.cdiv(M, 64) * triton.cdiv(N, 64),)  # one per tile
     strides = (*a.stride(), *b.stride(), *c.stride())
     simple_matmul_kernel[grid](a, b, c, M, N, K, *strides, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
@@ -106,18 +106,18 @@ reference = torch.matmul  # what every kernel here computes
 
 
 def check(fn, a, b, what):
-    """Test harness: fn(a, b) and the backward's fn(grad_c, b.T)
-    and fn(a.T, grad_c) (the Gradients section, below), each
-    against float64."""
-    grad_c = torch.randn(a.shape[0], b.shape[1], device=a.device).to(a.dtype)
-    with common.uninitialized_memory_is_nan():
-        got = [fn(a, b), fn(grad_c, b.T), fn(a.T, grad_c)]
-    # Rounding grows with a sum's length: K for C, N for grad_a, M for grad_b.
-    terms, names = (a.shape[1], b.shape[1], a.shape[0]), ("C", "grad_a", "grad_b")
-    # TF32 keeps 10 of float32's 23 mantissa bits: a product may
-    # move by 2^-10 of it. The bound allows twice that, 2^-9.
+    """Test harness: C = fn(a, b) against a @ b in float64."""
+    with common.uninitialized_memory_is_nan():  # unwritten: NaN
+        c = fn(a, b)
+    assert c.dtype == a.dtype, f"{what}: C is {c.dtype}"
+    exact = reference(a.double(), b.double())
+    # Rounding error grows with a sum's length, K, and with its
+    # terms' sizes: the same product, of |a| and |b|.
+    size = reference(a.double().abs(), b.double().abs())
+    # TF32 keeps 10 of float32's 23 mantissa bits, so it may
+    # move a product by 2^-10 of it; allow twice that, 2^-9.
     tf32 = 2.0**-9 if a.dtype == torch.float32 else 0.0
-    common.assert_outputs_close(got, (a, b), grad_c, reference, terms, names, what, tf32)
+    common.assert_close(c, exact, size, a.shape[1], what, tf32)
 
 
 # ## Gradients
@@ -125,19 +125,20 @@ def check(fn, a, b, what):
 #     grad_a = grad_c @ B^T        grad_b = A^T @ grad_c
 # b.T is a view: b's memory, its strides swapped. The kernels
 # take any strides, so the backward is two more launches of the
-# forward's kernel, as check() runs them. After Part 2, a
-# Function hands them to autograd.
+# forward's kernel. After Part 2, a Function hands them to
+# autograd; check_gradients runs them now.
+def check_gradients(fn, a, b, what):
+    """check() on the backward's two products, for a random
+    grad_c, the gradient of a loss with respect to C."""
+    grad_c = torch.randn(a.shape[0], b.shape[1], device=a.device)
+    grad_c = grad_c.to(a.dtype)
+    check(fn, grad_c, b.T, f"{what}: grad_a")
+    check(fn, a.T, grad_c, f"{what}: grad_b")
 
 
 # ## Part 2. matmul_kernel: the simple kernel, two changes
 # Each change has a section below. Then comes the kernel, with
 # each change marked by its name, (group) or (tune).
-#
-# Two more files follow this one, each a part of its own:
-# - fused.py, Part 3: offsets past 2^31, float64, and a bias
-#   and GELU fused into the store. op.py runs its kernel.
-# - persistent.py, Part 4: five changes, such as one program
-#   per SM, that reach cuBLAS's speed on an H100 or H200.
 
 
 # ### (group) Grouped program order
@@ -158,9 +159,9 @@ def check(fn, a, b, what):
 # and 4 of B in row-major order (5 strips); in grouped order,
 # 2 and 2 (4).
 # The saving grows with the grid. The two left panels of
-# picture.png (beside this file) draw a 9 x 9 grid of tiles:
-# there a wave of 9 programs reads 10 strips in row-major order,
-# and 6 with GROUP_M = 3.
+# picture.png (beside this file; its third panel is Part 4's)
+# draw a 9 x 9 grid of tiles. There a wave of 9 programs reads
+# 10 strips in row-major order, and 6 with GROUP_M = 3.
 #
 #     row-major:   0  1  2  3      grouped,      0  2  4  6
 #                  4  5  6  7      GROUP_M = 2:  1  3  5  7
@@ -190,15 +191,19 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 
 # ### (tune) Autotuning the tile
 # The best tile depends on the sizes and the dtype. Large
-# tiles load less per multiply-add; small ones give every SM a
-# program. A triton.Config holds a tile and two launch options:
+# tiles load less per multiply-add (A is read N / BLOCK_N times,
+# as the docstring says); small ones make more programs, so that
+# every SM gets one. A triton.Config holds values of the
+# kernel's constexprs (a tile, and GROUP_M = 8 tile rows a
+# group, as tutorial 03 takes) and two launch options:
 # - num_warps: a program runs on many threads at once, in
 #   warps (groups) of 32, and Triton shares its tile out among
 #   them. In lesson 01 a program's work was one element; here
 #   it is a whole tile, so it takes 4 or 8 warps.
-# - num_stages: how many K steps are loading at once. The
-#   loads of the next steps fill shared memory (the SM's small
-#   fast memory) while the tensor cores multiply this one.
+# - num_stages: how many K steps are loading at once. Triton
+#   turns the K loop into a pipeline: the loads of the next
+#   steps fill shared memory (the SM's small fast memory) while
+#   the tensor cores multiply this one.
 TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps
     (128, 256, 64, 3, 8), (256, 128, 64, 3, 8), (128, 256, 32, 4, 8),
     (256, 128, 32, 3, 8), (128, 128, 64, 4, 4), (128, 128, 32, 4, 4),
@@ -247,8 +252,9 @@ def matmul_kernel(
 
 
 def tile_grid(M, N):
-    """A tuned launch's grid: a function of meta, the picked
-    config's values by name, such as meta["BLOCK_M"]."""
+    """A tuned launch's grid. The grid depends on the tile, which
+    the autotuner picks, so it is a function: Triton calls it
+    with meta, the picked config's values by name."""
     return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
 
@@ -298,18 +304,27 @@ VARIANTS = {  # what check() and benchmark() run: the wrappers
 }
 
 
+# ## After this file
+# Two more files follow this one, each a part of its own:
+# - fused.py, Part 3: offsets past 2^31, float64, and a bias
+#   and GELU fused into the store. op.py runs its kernel.
+# - persistent.py, Part 4: five changes, such as one program
+#   per SM, that reach cuBLAS's speed on an H100 or H200.
+
+
 # ## The harness: checks and timing (skip it on a first read)
 def within_limits(a, b, c):
-    """The wrappers' guards: a, b as this file's kernels take
-    them, after refusing what those kernels cannot take."""
+    """The wrappers' guards. They refuse what this file's kernels
+    cannot take, and return a, b as the kernels take them."""
     # acc is float32: a float64 C would lose its extra bits.
     assert a.dtype != torch.float64, "acc is float32: no float64"
     # Offsets are int32, as tl.arange's values: past 2^31 they
     # wrap around. The largest offset a tensor's strides reach:
     big = max(common.elements_spanned(t) for t in (a, b, c))
     assert big < 2**31, "int32 offsets: see fused.py"
-    # The CPU interpreter's bfloat16 tl.dot is wrong: it passes
-    # bfloat16 as float32 there (and leaves a, b on a GPU).
+    # The CPU interpreter's bfloat16 tl.dot is wrong. So on a
+    # CPU, dot_inputs returns bfloat16 a, b as float32; on a GPU,
+    # it returns a, b as they are.
     return common.dot_inputs(a, b)
 
 
@@ -394,8 +409,9 @@ def main(argv=None, module=sys.modules[__name__]):
     dtype, shape = DTYPES[args.dtype], f"{args.m}x{args.n}x{args.k}"
     a, b = common.random_matrix(args.m, args.k, dtype), common.random_matrix(args.k, args.n, dtype)
     for name, fn in (variants := module.variants_for(a, b)).items():
-        check(fn, a, b, f"{name} {shape} {args.dtype}")
-    print(f"check {shape} {args.dtype}: {', '.join(variants)} match float64")
+        check(fn, a, b, f"{name} {shape} {args.dtype}: C")
+        check_gradients(fn, a, b, f"{name} {shape} {args.dtype}")
+    print(f"check {shape} {args.dtype}: {', '.join(variants)} match float64, grads too")
     if hasattr(module, "check_epilogue"):  # fused.py's and later
         module.check_epilogue(a, b)
         print(f"check {shape} {args.dtype}: fused + bias + GELU match float64")

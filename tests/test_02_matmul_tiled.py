@@ -55,8 +55,15 @@ def expected_variants(n, k, dtype):
     return sorted(names)
 
 
+def check_all(fn, a, b, what):
+    """The lesson's check (C) and check_gradients (the backward's two products), each against
+    float64."""
+    ex.check(fn, a, b, f"{what}: C")
+    ex.check_gradients(fn, a, b, what)
+
+
 def check_every_variant(m, n, k, dtype, precision=None, transpose_a=False, transpose_b=False):
-    """ex.check (the output and both gradients, against float64) on each variant that takes
+    """check_all (the output and both gradients, against float64) on each variant that takes
     these inputs, and on op.py's matmul; their names."""
     with support.float32_matmul_precision(precision):
         a = common.random_matrix(m, k, dtype, transpose_a)
@@ -64,7 +71,7 @@ def check_every_variant(m, n, k, dtype, precision=None, transpose_a=False, trans
         variants = pe.variants_for(a, b) | {"matmul": op.matmul}
         for name, fn in variants.items():
             what = f"{name} {m}x{n}x{k} {dtype} {precision}, transposed {transpose_a, transpose_b}"
-            ex.check(fn, a, b, what)
+            check_all(fn, a, b, what)
     return sorted(variants)
 
 
@@ -121,7 +128,7 @@ def test_every_persistent_tile_on_gpu(dtype, m, n, block_n, transpose_a, transpo
     b = common.random_matrix(72, n, dtype, transpose_b)
     for precision in ("highest", "high") if dtype == torch.float32 else (None,):
         with support.float32_matmul_precision(precision):
-            ex.check(pe.VARIANTS["persistent"], a, b, f"persistent {m}x{n} {dtype} {precision}")
+            check_all(pe.VARIANTS["persistent"], a, b, f"persistent {m}x{n} {dtype} {precision}")
 
 
 def test_persistent_tile_rule():
@@ -219,7 +226,7 @@ def test_sliced_views(name):
         # Views that keep the descriptor's rules: bases and row strides on 16-byte multiples.
         a = big_a[::3, 4:100]  # row stride 3 * 132 floats = 1584 bytes, base 16 bytes in
         b = big_b[4:100, 8:40]  # row stride 288 bytes, base (4 * 72 + 8) * 4 = 1184 bytes in
-    ex.check(fn, a, b, f"{name} on sliced views")
+    check_all(fn, a, b, f"{name} on sliced views")
 
 
 @pytest.mark.parametrize("m, n, k", [(0, 5, 8), (5, 0, 8), (5, 8, 0), (0, 0, 0)])
@@ -306,21 +313,30 @@ def test_the_lessons_function_refuses_a_second_derivative():
 
 @pytest.mark.parametrize("wrong", ["a row of C", "grad_b"])
 def test_check_catches_a_wrong_answer(wrong):
-    right = ex.matmul_tuned
+    a, b = common.random_matrix(40, 24), common.random_matrix(24, 16)
 
-    def broken(a, b):
-        c = right(a, b)
-        if wrong == "a row of C" and a.shape[0] == 40:
+    def broken(x, y):
+        c = ex.matmul_tuned(x, y)
+        if wrong == "a row of C" and x is a:
             c[7] = 0.0
-        if wrong == "grad_b" and a.shape[0] == 24:  # a.T @ grad_c: (24, 40) @ (40, 16)
+        if wrong == "grad_b" and x.shape[0] == 24:  # a.T @ grad_c: (24, 40) @ (40, 16)
             c *= 0.5
         return c
 
-    a, b = common.random_matrix(40, 24), common.random_matrix(24, 16)
-    with pytest.raises(
-        AssertionError, match="broken: C" if wrong == "a row of C" else "broken: grad_b"
-    ):
-        ex.check(broken, a, b, "broken")
+    if wrong == "a row of C":
+        ex.check_gradients(broken, a, b, "broken")  # the backward's products are right
+        with pytest.raises(AssertionError, match="broken: [0-9]+ of 640 elements off"):
+            ex.check(broken, a, b, "broken")
+    else:
+        ex.check(broken, a, b, "broken")  # C is right
+        with pytest.raises(AssertionError, match="broken: grad_b"):
+            ex.check_gradients(broken, a, b, "broken")
+
+
+def test_check_catches_a_wrong_dtype():
+    a, b = common.random_matrix(4, 8), common.random_matrix(8, 3)
+    with pytest.raises(AssertionError, match="wrong: C is torch.float64"):
+        ex.check(lambda a, b: ex.matmul_tuned(a, b).double(), a, b, "wrong")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -342,7 +358,7 @@ def test_main_runs(capsys, lesson):
     assert lesson.main(["--m", "20", "--n", "24", "--k", "40", "--dtype", "float32"]) == 0
     printed = capsys.readouterr().out
     names = list(lesson.VARIANTS)
-    assert f"check 20x24x40 float32: {', '.join(names)} match float64" in printed
+    assert f"check 20x24x40 float32: {', '.join(names)} match float64, grads too" in printed
     epilogue = "check 20x24x40 float32: fused + bias + GELU match float64"
     assert (epilogue in printed) == (lesson is not ex)  # main.py has no epilogue
     assert "Matmul.apply(a, b).backward(grad_c): a.grad - grad_c @ b.T: at most " in printed
@@ -361,7 +377,7 @@ def test_each_part_adds_its_kernel_to_the_lessons_variants():
 def test_main_leaves_out_a_variant_descriptors_cannot_take(capsys):
     assert pe.main(["--m", "33", "--n", "65", "--k", "17", "--dtype", "float32"]) == 0
     printed = capsys.readouterr().out
-    assert "check 33x65x17 float32: simple, tuned, fused match float64" in printed
+    assert "check 33x65x17 float32: simple, tuned, fused match float64, grads too" in printed
     assert not re.search(r"^33x65x17 .*  persistent  ", printed, re.M)  # no row in the table
 
 

@@ -28,9 +28,10 @@ cdiv(7, 2) = 4 columns of tiles, numbered row by row. Program
 11 takes tile row 11 // 4 = 2, tile column 11 % 4 = 3: rows =
 [4, 5], cols = [6, 7]. Its loop takes k = 0, then k = 2; ks =
 [0, 1] are the k offsets within a step, so k + ks is [0, 1],
-then [2, 3]. It loads A at rows[:, None] * 3 + (k + ks)[None, :]
-and B at (k + ks)[:, None] * 7 + cols[None, :] (a column plus a
-row broadcasts to a grid, as in torch). These offsets:
+then [2, 3]. With A's strides, 3 and 1, it loads A at the
+offsets rows[:, None] * 3 + (k + ks)[None, :] * 1; with B's,
+at (k + ks)[:, None] * 7 + cols[None, :] * 1 (a column plus a
+row broadcasts to a grid, as in torch):
 
     step      A's offsets          B's offsets
     k = 0:    [[12, 13], [-, -]]   [[ 6, -], [13, -]]
@@ -49,7 +50,7 @@ import torch
 
 # common, the lessons' helper: with no GPU, Triton runs on CPU.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402  (first: on a CPU it sets TRITON_INTERPRET)
+import common  # noqa: E402  (before triton: sets TRITON_INTERPRET)
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
@@ -95,10 +96,11 @@ def matmul_simple(a, b):
     (M, K), N = a.shape, b.shape[1]
     assert K == b.shape[0], "a's columns must match b's rows"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    a, b = within_limits(a, b, c)  # refuses float64, huge inputs
-    grid = (triton.cdiv(M, 64) * triton.cdiv(N, 64),)  # one per tile
+    a, b = within_limits(a, b, c)  # no float64; bf16 on a CPU: fp32
+    BM = BN = 64  # C's tiles: BM x BN
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)  # one per tile
     strides = (*a.stride(), *b.stride(), *c.stride())
-    simple_matmul_kernel[grid](a, b, c, M, N, K, *strides, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
+    simple_matmul_kernel[grid](a, b, c, M, N, K, *strides, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=32)
     return c
 
 
@@ -111,11 +113,9 @@ def check(fn, a, b, what):
         c = fn(a, b)
     assert c.dtype == a.dtype, f"{what}: C is {c.dtype}"
     exact = reference(a.double(), b.double())
-    # Rounding error grows with a sum's length, K, and with its
-    # terms' sizes: the same product, of |a| and |b|.
+    # Rounding grows with K and the terms' sizes: |a| @ |b|.
     size = reference(a.double().abs(), b.double().abs())
-    # TF32 keeps 10 of float32's 23 mantissa bits, so it may
-    # move a product by 2^-10 of it; allow twice that, 2^-9.
+    # TF32 may move a product by 2^-10 of it: allow 2^-9.
     tf32 = 2.0**-9 if a.dtype == torch.float32 else 0.0
     common.assert_close(c, exact, size, a.shape[1], what, tf32)
 
@@ -126,7 +126,7 @@ def check(fn, a, b, what):
 # b.T is a view: b's memory, its strides swapped. The kernels
 # take any strides, so the backward is two more launches of the
 # forward's kernel. After Part 2, a Function hands them to
-# autograd; check_gradients runs them now.
+# autograd; check_gradients, here, checks them.
 def check_gradients(fn, a, b, what):
     """check() on the backward's two products, for a random
     grad_c, the gradient of a loss with respect to C."""
@@ -179,11 +179,12 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
     tiles_per_group = GROUP_M * tl.cdiv(N, BLOCK_N)
     group, in_group = pid // tiles_per_group, pid % tiles_per_group
     first_row = group * GROUP_M
+    # The last group may have fewer rows than GROUP_M. (min
+    # works on a kernel's scalars, as in Python.)
+    group_rows = min(tl.cdiv(M, BLOCK_M) - first_row, GROUP_M)
     # in_group % group_rows walks down the group's rows, and
     # in_group // group_rows moves a column right when they run
-    # out. The last group may have fewer rows.
-    # (min and max work on a kernel's scalars, as in Python.)
-    group_rows = min(tl.cdiv(M, BLOCK_M) - first_row, GROUP_M)
+    # out.
     row = first_row + in_group % group_rows
     # In the grouped diagram above, pid 5: row 1, column 2.
     return row, in_group // group_rows
@@ -373,9 +374,9 @@ def benchmark(m, n, k, dtype="float16", module=sys.modules[__name__]):
     ]
 
 
-# `make bench`: cubes (float32 in TF32), and shapes where we
-# once found a bug or a slow case. A case's "precision" is
-# torch's float32 matmul precision, which make bench sets.
+# `make bench`: cubes, and shapes where we once found a bug or a
+# slow case. The cubes set torch's float32 matmul precision to
+# "high", so that torch too runs float32 in TF32.
 CUBES = [(n, d) for n in (4096, 8192) for d in ("float16", "bfloat16", "float32")]
 SWEEP = [dict(m=n, n=n, k=n, dtype=d, precision="high") for n, d in CUBES]
 SHAPES = [(4000,) * 3, (8192, 8192, 512), (128, 4096, 4096), (16, 8192, 8192), (1000, 1001, 999)]
@@ -383,8 +384,8 @@ SWEEP += [dict(m=m, n=n, k=k, dtype=d) for d in ("float16", "bfloat16") for m, n
 
 
 def main(argv=None, module=sys.modules[__name__]):
-    """Checks and times the variants of `module`: this file, or
-    persistent.py, which passes itself."""
+    """Checks and times the variants of `module`: this file's,
+    or those of fused.py or persistent.py, which pass themselves."""
     import tools  # adds --draw and --asm (see the README)
 
     parser = tools.lesson_parser(module)

@@ -173,9 +173,10 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # It adds them in a fixed order, so every call gives the same
 # bits. (Atomic adds into out, from every program at once,
 # would land in any order, and round differently each time.)
-# The second pass is this same kernel, reading partial as if it
-# were x, in one chunk. partial holds float32 sums: they are
-# rounded to x's dtype only when the second pass stores them.
+# The second pass is Part 1's simple kernel, with partial as its
+# x: one program a column block adds up partial's rows. partial
+# holds float32 sums: they are rounded to x's dtype only when
+# the second pass stores them.
 #
 # (2) Load tiles ahead. A load from memory takes hundreds of
 # cycles. The loop tl.range(..., num_stages=STAGES) asks for the
@@ -226,8 +227,8 @@ CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for 
 # (below) picks rows_per_split from few values, so the autotuner
 # tunes seldom. Written as a call, not a decorator, it leaves
 # split_column_sum_kernel itself untuned: the "split" variant
-# and the second pass launch it at tiles they choose. As a
-# decorator it would go above @triton.jit:
+# launches it at a tile it chooses. As a decorator it would go
+# above @triton.jit:
 #     @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
 column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])(
     split_column_sum_kernel
@@ -276,10 +277,10 @@ def column_sums(x, kernel, **tile):
     return out
 
 
-def sum_partials(partial, out, kernel=split_column_sum_kernel):
-    """out[j] = partial[:, j].sum(), in a fixed order. The split
-    kernel (or any_x.py's) reads partial as an x of P rows in one
-    chunk: a 1-D grid, and rows_per_split = P."""
+def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
+    """out[j] = partial[:, j].sum(), in a fixed order: Part 1's
+    kernel reads partial as its x, of P rows. (any_x.py passes
+    its own kernel, and `more`, the arguments it also takes.)"""
     P, N = partial.shape
     # A tile: block_m rows by block_n columns. block_m is P
     # rounded up to a power of 2, at most 256, so that few steps
@@ -289,8 +290,8 @@ def sum_partials(partial, out, kernel=split_column_sum_kernel):
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)
-    tile = dict(BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1)
-    kernel[grid](partial, out, P, N, *partial.stride(), P, **tile)
+    tile = dict(BLOCK_M=block_m, BLOCK_N=block_n)
+    kernel[grid](partial, out, P, N, *partial.stride(), **tile, **more)
 
 
 # The variants: "split" runs Part 2's kernel at one tile (try

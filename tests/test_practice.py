@@ -4,6 +4,7 @@ solution broken on purpose gets the report that names what it did wrong."""
 
 import dataclasses
 import inspect
+import re
 
 import pytest
 import torch
@@ -400,7 +401,10 @@ def test_a_split_that_sums_rows_twice_gets_wrong_values():
         solutions03.launch_4,
         split_column_sum_kernel=split_sum_kernel_past_its_chunk,
     )
-    assert not passed and lines[0].startswith("20 elements wrong, the first: (0,)"), lines
+    # Nearly every column of 20 is wrong: on fresh random inputs, a column's rows counted twice
+    # can sum to almost nothing (one CI run reported 19).
+    wrong = re.match(r"(\d+) elements wrong, the first: ", lines[0]) if lines else None
+    assert not passed and wrong and int(wrong[1]) >= 15, lines
 
 
 @triton.jit

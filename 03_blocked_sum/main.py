@@ -9,8 +9,8 @@ over more programs, load tiles ahead, and tune the tile.
     out[j]       = sum over i of x[i, j]    one sum per column
     grad_x[i, j] = grad_out[j]              the same on every row
 
-One program's work in PyTorch, for cols, its BLOCK_N columns,
-where x has zero rows added to make M a multiple of BLOCK_M:
+In PyTorch, one program does this for cols, its BLOCK_N columns
+(x padded with zero rows to a multiple of BLOCK_M rows):
 
     acc = torch.zeros(BLOCK_M, BLOCK_N)
     for i0 in range(0, M, BLOCK_M):
@@ -20,6 +20,8 @@ where x has zero rows added to make M a multiple of BLOCK_M:
 Words from lesson 01: a program is a running copy of a kernel,
 numbered by tl.program_id; a block, a small tensor of fixed
 shape in one program; a stride, the step in elements along a dim.
+A program runs on num_warps warps of 32 threads each, and Triton
+spreads each block's values over those threads.
 Here, a tile is the 2-D block of x that one step of the loop
 loads, and a column block is the BLOCK_N columns a program owns.
 
@@ -37,7 +39,7 @@ Columns 6 and 7 are past x's edge, yet offsets 6 and 7 lie in
 memory: they hold x[1, 0] and x[1, 1]. An unmasked load would not
 crash; it would quietly add the next row's values. The mask
 cols < N turns those loads off, as rows < M does in the third
-step for row 5, which x lacks. A load turned off returns `other`.
+step for row 5, which x lacks: a load turned off gives 0.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
 
@@ -74,13 +76,13 @@ def simple_column_sum_kernel(
     col_mask = cols < N
     # A float32 sum: a 16-bit running sum would drop small terms.
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i0 in range(0, M, BLOCK_M):  # M: a plain int, not constexpr
+    for i0 in range(0, M, BLOCK_M):  # M is known only at run time
         rows = i0 + tl.arange(0, BLOCK_M)
         # A (BLOCK_M, BLOCK_N) block, broadcast as in torch:
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
         mask = (rows < M)[:, None] & col_mask[None, :]
-        tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-        acc += tile.to(tl.float32)  # elementwise: nothing waits
+        tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)  # masked: 0
+        acc += tile.to(tl.float32)  # each thread adds its own values
     sums = tl.sum(acc, axis=0)  # acc's rows, added once
     # A pointer knows its tensor's dtype: out_ptr.dtype.element_ty
     tl.store(out_ptr + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
@@ -94,8 +96,7 @@ def column_sums_simple(x, kernel=simple_column_sum_kernel):
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     BLOCK_N = 64  # columns per program
     grid = (triton.cdiv(N, BLOCK_N),)  # a program per block
-    # kernel[grid] starts grid[0] programs, each on num_warps x
-    # 32 threads (a warp: 32 threads; more after check()).
+    # kernel[grid] starts grid[0] programs, of 4 warps each.
     kernel[grid](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=BLOCK_N, num_warps=4)
     return out
 
@@ -107,11 +108,10 @@ def reference(x):  # what every kernel here computes
 def check(x, variants):
     """Compares each variant (name -> function) with reference()."""
     exact = reference(x.double())
-    # The rounding allowed grows with the sum's length, M, and
-    # its magnitude: the sum of |x|.
+    # Rounding grows with the sum's length, M, and sum of |x|.
     magnitude = reference(x.double().abs())
     for name, fn in variants.items():
-        # Here torch.empty fills with NaN, so unwritten values fail.
+        # Inside it, torch.empty fills with NaN: unwritten fails.
         with common.uninitialized_memory_is_nan():
             out = fn(x)
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
@@ -174,9 +174,9 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # bits. (Atomic adds into out, from every program at once,
 # would land in any order, and round differently each time.)
 # The second pass is Part 1's simple kernel, with partial as its
-# x: one program a column block adds up partial's rows. partial
-# holds float32 sums: they are rounded to x's dtype only when
-# the second pass stores them.
+# x: each of its programs adds up the rows of partial in its
+# column block. partial holds float32 sums: they are rounded to
+# x's dtype only when the second pass stores them.
 #
 # (2) Load tiles ahead. A load from memory takes hundreds of
 # cycles. The loop tl.range(..., num_stages=STAGES) asks for the
@@ -242,10 +242,11 @@ column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"]
 # An x of at most 2048 rows is one chunk, its length rounded up
 # to a power of 2: so rows_per_split, the autotuner's key, takes
 # few values (M = 1000 and 1001 share a tuning, at 1024).
-# 2048 is a multiple of every BLOCK_M, so no tile hangs over a
-# chunk's end, half masked off (the masks keep any chunk right:
-# this is for speed). any_x.py's plan_splits, which op.py runs,
-# picks the chunks from the GPU's SM count and x's width.
+# 2048 is a multiple of every BLOCK_M, so no tile runs past a
+# chunk's end. (A tile that did would be right, as its rows past
+# the end are masked off, but it would load less per step.)
+# any_x.py's plan_splits, which op.py runs, picks the chunks
+# from the GPU's SM count and x's width.
 CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # CPU: small x split too
 
 
@@ -264,7 +265,8 @@ def column_sums(x, kernel, **tile):
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     splits, rows_per_split = chunks(M)
-    assert splits <= 65535, "the grid's axis 1 limit: see any_x.py"
+    # CUDA allows at most 65535 programs along the grid's axis 1.
+    assert splits <= 65535, "too many chunks: see any_x.py"
     # The grid is a function of meta, the launch's constexprs:
     # BLOCK_N sets how many programs.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
@@ -280,13 +282,13 @@ def column_sums(x, kernel, **tile):
 def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
     """out[j] = partial[:, j].sum(), in a fixed order: Part 1's
     kernel reads partial as its x, of P rows. (any_x.py passes
-    its own kernel, and `more`, the arguments it also takes.)"""
+    its own kernel, with the extra arguments it needs in more.)"""
     P, N = partial.shape
     # A tile: block_m rows by block_n columns. block_m is P
     # rounded up to a power of 2, at most 256, so that few steps
     # cover P; block_n = 4096 // block_m, kept within 16 to 256.
-    # We picked about 4096 values a tile: 32 for each of the 128
-    # threads of 4 warps, the default.
+    # We picked about 4096 values a tile, so that each of the 128
+    # threads of 4 warps (Triton's default) holds 32 of them.
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)

@@ -9,8 +9,9 @@ over more programs, load tiles ahead, and tune the tile.
     out[j]       = sum over i of x[i, j]    one sum per column
     grad_x[i, j] = grad_out[j]              the same on every row
 
-In PyTorch, one program does this for cols, its BLOCK_N columns
-(x padded with zero rows to a multiple of BLOCK_M rows):
+In PyTorch, the program that owns the BLOCK_N columns cols does
+this (think of x as padded with zero rows to a multiple of
+BLOCK_M rows):
 
     acc = torch.zeros(BLOCK_M, BLOCK_N)
     for i0 in range(0, M, BLOCK_M):
@@ -60,23 +61,22 @@ import triton.language as tl  # noqa: E402
 # @triton.jit makes a Python function a kernel, compiled for the
 # GPU at its first launch. A tensor argument arrives as a pointer
 # to its first element; tl.load reads there, tl.store writes.
-# acc has a tile's shape: the loop adds whole tiles into it, and
-# tl.sum reduces it once, after the loop (the section after
-# check() says why that matters).
+# acc has a tile's shape: the loop adds whole tiles into it;
+# tl.sum reduces it once, after the loop (why: after check()).
 @triton.jit
 def simple_column_sum_kernel(
     x_ptr, out_ptr,  # pointers to x[0, 0] and out[0]
     M, N, stride_m, stride_n,  # x's sizes and strides
-    # tl.constexpr: fixed at compile time, as a block's shape is
+    # tl.constexpr: fixed when the kernel compiles, as shapes are
     BLOCK_M: tl.constexpr,  # rows per step, a power of 2
     BLOCK_N: tl.constexpr,  # columns per program, a power of 2
 ):  # fmt: skip
-    # tl.arange(0, n): the block 0 to n - 1 (n a power of 2)
+    # tl.arange(0, n): the block 0, 1, ..., n - 1 (n a power of 2).
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     # A float32 sum: a 16-bit running sum would drop small terms.
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i0 in range(0, M, BLOCK_M):  # M is known only at run time
+    for i0 in range(0, M, BLOCK_M):  # M: any int, not a constexpr
         rows = i0 + tl.arange(0, BLOCK_M)
         # A (BLOCK_M, BLOCK_N) block, broadcast as in torch:
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
@@ -84,7 +84,7 @@ def simple_column_sum_kernel(
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)  # masked: 0
         acc += tile.to(tl.float32)  # each thread adds its own values
     sums = tl.sum(acc, axis=0)  # acc's rows, added once
-    # A pointer knows its tensor's dtype: out_ptr.dtype.element_ty
+    # out_ptr.dtype is a pointer type; its element_ty, out's dtype.
     tl.store(out_ptr + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
@@ -108,10 +108,10 @@ def reference(x):  # what every kernel here computes
 def check(x, variants):
     """Compares each variant (name -> function) with reference()."""
     exact = reference(x.double())
-    # Rounding grows with the sum's length, M, and sum of |x|.
+    # Allowed rounding grows with the sum's length, M, and |x|.
     magnitude = reference(x.double().abs())
     for name, fn in variants.items():
-        # Inside it, torch.empty fills with NaN: unwritten fails.
+        # Within it, torch.empty fills with NaN: unwritten values fail.
         with common.uninitialized_memory_is_nan():
             out = fn(x)
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
@@ -181,7 +181,9 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # (2) Load tiles ahead. A load from memory takes hundreds of
 # cycles. The loop tl.range(..., num_stages=STAGES) asks for the
 # next STAGES - 1 tiles before it adds the current one, so the
-# loads and the adds overlap.
+# loads and the adds overlap. (Tutorial 03 sets num_stages in
+# its triton.Config instead, which does the same for every loop
+# of the kernel; here it is a constexpr of this one loop.)
 @triton.jit
 def split_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -202,8 +204,9 @@ def split_column_sum_kernel(
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)
     sums = tl.sum(acc, axis=0)
-    # (1) Each chunk stores its sums in its own row of out_ptr:
-    # of partial if x is split, or of out (chunk 0) if it is not.
+    # (1) Chunk s stores its sums in row s of out_ptr. When x is
+    # split, out_ptr is partial, a new (contiguous) tensor of a
+    # row per chunk; when it is not, out_ptr is out, as row 0.
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
@@ -225,10 +228,10 @@ CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for 
 # keeps the fastest for those values. The key is N and
 # rows_per_split, not M: M changes with every x, while the host
 # (below) picks rows_per_split from few values, so the autotuner
-# tunes seldom. Written as a call, not a decorator, it leaves
-# split_column_sum_kernel itself untuned: the "split" variant
-# launches it at a tile it chooses. As a decorator it would go
-# above @triton.jit:
+# tunes seldom. We write autotune as a call, not a decorator,
+# so that split_column_sum_kernel stays as it is, untuned: the
+# "split" variant launches it at one fixed tile. As a decorator,
+# autotune would go above @triton.jit:
 #     @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
 column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])(
     split_column_sum_kernel

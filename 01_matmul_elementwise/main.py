@@ -6,7 +6,9 @@ slower than torch.matmul (`--draw picture.png` draws it). Words:
 - a program is one running copy of a kernel. The launch's grid
   says how many start; tl.program_id(0) gives each its number;
 - a block is a small tensor inside one program, its size fixed
-  when the kernel is compiled.
+  when the kernel is compiled;
+- a warp is 32 threads. The GPU runs each program on num_warps
+  warps, and Triton shares the program's work among them.
 
 The maths. For A (M, K) and B (K, N), C = A @ B is
 
@@ -88,12 +90,8 @@ def scalar(a, b):
     N = b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     # kernel[grid](arguments): grid (M * N,) starts M * N programs,
-    # numbered 0 to M * N - 1. The grid has one axis, not (M, N),
-    # because a grid's second axis stops at 65535 programs.
-    # A program is not a thread: the GPU runs each on num_warps warps
-    # of 32 threads, and Triton shares its work among them. This one
-    # handles one number at a time, so num_warps=1 (a launch option,
-    # not a kernel argument).
+    # numbered 0 to M * N - 1. Each handles one number at a time,
+    # so one warp is enough: num_warps=1, a launch option.
     strides = (*a.stride(), *b.stride(), *c.stride())
     scalar_kernel[(M * N,)](a, b, c, N, K, *strides, num_warps=1)
     return c
@@ -108,7 +106,8 @@ def check(variants, m, n, k, dtype=torch.float32, transpose_a=False, transpose_b
     a = random_operand(m, k, dtype, transpose_a)
     b = random_operand(k, n, dtype, transpose_b)
     expected = reference(a.double(), b.double())
-    # |A| @ |B|: the rounding allowed grows with it, and with K.
+    # The rounding allowed grows with K and with the size of the
+    # products summed: |A| @ |B|.
     magnitude = reference(a.double().abs(), b.double().abs())
     for name, fn in variants.items():
         # Inside this `with`, torch.empty gives NaN, not leftover
@@ -125,10 +124,11 @@ def random_operand(rows, cols, dtype, transposed=False):
 
 
 # ## Faster: BLOCK_K values of k per step
-# What changes is the loop over k. scalar_kernel asks for one value
+# The change is the loop over k. scalar_kernel asks for one value
 # of A and one of B, waits for both, then asks for the next pair.
 # vector_k_kernel asks for BLOCK_K values of each at once, so many
-# loads are on their way together.
+# loads are on their way together. (It also takes int64 offsets
+# and float64 sums, each said where it acts.)
 #
 # The tool is the block. tl.arange(0, BLOCK_K) is the block
 # 0, 1, ..., BLOCK_K - 1, and arithmetic on blocks is elementwise,

@@ -16,8 +16,10 @@ One program's work in PyTorch, for its ROWS_TILE rows, row_ids:
     y[row_ids] = acc.sum(1)
 
 Words from lesson 01: a program is a running copy of a kernel,
-numbered by tl.program_id; a block, a small tensor of fixed
-shape in one program; a stride, the step in elements along a dim.
+numbered by tl.program_id, that runs on num_warps warps of 32
+threads; a block, a small tensor of fixed shape in one program,
+its values spread over those threads; a stride, the step in
+elements along a dim.
 
 Worked example: x of shape (5, 6), stored row after row, so
 x[r, d] lies r * 6 + d elements after x[0, 0]. A program owns
@@ -50,11 +52,14 @@ import triton.language as tl  # noqa: E402
 
 
 # ## Part 1. The simplest forward: one program per tile of rows
+# acc is a tile, not a sum per row: acc += adds each thread's
+# own values, with no waiting; tl.sum makes threads swap values
+# and wait, so it runs once, after the loop.
 @triton.jit
 def simple_forward_kernel(
     x_ptr, w_ptr, y_ptr,  # tensors arrive as pointers: to x[0, 0], w[0], y[0]
     rows, D, stride_row, stride_col,  # x's sizes, strides
-    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # fixed at compile time, as shapes
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # constexpr: fixed when compiled
 ):  # fmt: skip
     # tl.arange(0, n): the block 0 to n - 1 (n a power of 2)
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
@@ -76,10 +81,6 @@ def simple_forward_kernel(
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
-# Why acc is a tile, not a sum per row: a program runs on
-# num_warps x 32 threads (a warp is 32), each holding a few of a
-# tile's values. acc += adds each thread's own, with no waiting;
-# tl.sum makes threads swap values and wait: once, not per step.
 SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Part 1's tile
 
 
@@ -89,10 +90,9 @@ def forward_simple(x2d, weight):
     # Triton computes offsets in int32: past 2^31 they wrap.
     assert common.elements_spanned(x2d) < 2**31, "int32 offsets: see wide.py"
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
-    # kernel[grid]: grid[0] programs, a program per 16 rows
-    grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)
+    grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)  # per 16 rows
     args = (x2d, weight, y, rows, D, *x2d.stride())
-    simple_forward_kernel[grid](*args, **SIMPLE_TILE, num_warps=4)
+    simple_forward_kernel[grid](*args, **SIMPLE_TILE, num_warps=4)  # 128 threads
     return y
 
 
@@ -109,13 +109,13 @@ def check(x, variants):
     # of its terms: so the same maths on |x|, |w| and |grad_y|.
     magnitude = reference(*(t.double().abs() for t in (x, w, grad_y)))
     for name, (forward, backward) in variants.items():
-        # Here torch.empty fills with NaN, so unwritten values fail.
+        # Within it, torch.empty fills with NaN: unwritten values fail.
         with common.uninitialized_memory_is_nan():
             got = (forward(x, w), *backward(x, w, grad_y))
         for i, what in enumerate(("y", "grad_x", "grad_w")):
             case = f"{name} {what} on x {tuple(x.shape)} {x.dtype}"
             assert got[i].dtype == x.dtype, f"{case}: {got[i].dtype}"
-            terms = (x.shape[1], 1, x.shape[0])[i]  # the sum's length
+            terms = (x.shape[1], 1, x.shape[0])[i]  # a sum's length; grad_x: 1
             common.assert_close(got[i], exact[i], magnitude[i], terms, case)
     return list(variants)
 
@@ -224,7 +224,8 @@ def forward_tuned(x2d, weight):
 # has a row per 16 rows of x. Three changes, each marked in the
 # code by its tag, and timed in the table below.
 #
-# (split) The loops swap. A program owns one D tile (a block of
+# (split) In Part 1b, each program owns some rows and walks
+# across D. Now each program owns one D tile (a block of
 # columns) and walks down the rows, keeping a 2-D acc of
 # x * grad_y, as the forward does: one tl.sum, at the end. P
 # programs share the rows of each D tile (the host picks P,
@@ -251,21 +252,23 @@ def forward_tuned(x2d, weight):
 # the ones above it:
 #                                     float32    bfloat16
 #     backward_simple                 0.354 ms   0.452 ms
-#     (split) the loops swap          0.296 ms   0.156 ms
+#     (split), Part 1's 16 x 64 tile  0.296 ms   0.156 ms
 #     (tune) a tuned tile             0.279 ms   0.159 ms
 #     (sum) a kernel for the sum      0.274 ms   0.151 ms
 # (split) buys the most. In bfloat16, the autotuner's tile is
-# no faster than Part 1's: the two are within 2%.
+# no faster than Part 1's: the two are within 2%. (Why the
+# simple backward is slower in bfloat16, we have not traced.)
 #
 # ### Picking P, on the host
 # An H200 has 132 SMs (streaming multiprocessors, the GPU's
 # cores). About 8 programs per SM keep every SM busy: while
 # some wait for memory, others run. The grid has D tiles * P
 # programs, so the host sets P = cdiv(8 * SMs, D tiles), at
-# least SMs and at most rows. It makes partial, P rows, before
-# the launch, while the autotuner picks D_TILE inside it: so it
-# counts D tiles as if D_TILE were D_TILE_GUESS = 128. A wrong
-# guess costs speed, never correctness.
+# least SMs and at most rows. The host must make partial, of P
+# rows, before the launch; but D_TILE is picked by the
+# autotuner during the launch. So the host counts D tiles as if
+# D_TILE were D_TILE_GUESS = 128. A wrong guess costs speed,
+# never correctness.
 #     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
 # On an H200: D = 128, one D tile, gives P = 1056; D = 4096, 32
 # D tiles, gives 33, raised to 132.
@@ -343,11 +346,12 @@ def sum_partials(partial, weight, kernel=sum_partials_kernel):
     (or wide.py's)."""
     P, D = partial.shape
     grad_w = torch.empty_like(weight)
-    # (sum) A tile is p_tile rows times d_tile columns. p_tile:
-    # P rounded up to a power of 2, at most 1024, so that few
-    # steps cover P. d_tile = 4096 // p_tile, but at least 16
-    # columns. So a short partial gets tiles of 4096 values; for
-    # P = 1056, tiles of 1024 x 16 = 16384, two steps down.
+    # (sum) A tile is p_tile rows times d_tile columns. p_tile
+    # is P rounded up to a power of 2, at most 1024, so that few
+    # steps cover P. d_tile = 4096 // p_tile: a tile of about
+    # 4096 values, 32 for each of the 128 threads of 4 warps.
+    # But d_tile is at least 16 columns, so that each row's load
+    # reads 64 bytes in a row or more. For P = 1056: 1024 x 16.
     p_tile = min(triton.next_power_of_2(P), 1024)
     d_tile = max(16, 4096 // p_tile)
     grid = (triton.cdiv(D, d_tile),)
@@ -404,8 +408,9 @@ class WeightedSum(torch.autograd.Function):
 
 # Next: wide.py, Part 4 (optional), the kernels op.py runs:
 # 16-byte loads, a float64 or huge x, and one compile for all
-# rows (Triton compiles a kernel again when an int argument
-# such as rows changes between 1, a multiple of 16, or other).
+# rows. (Triton compiles a kernel again for an int argument
+# such as rows when it becomes 1, or a multiple of 16: it
+# specializes on those values, which wide.py turns off.)
 
 
 VARIANTS = {  # what check() and benchmark() run: wrapper pairs

@@ -59,7 +59,7 @@ import triton.language as tl  # noqa: E402
 def simple_forward_kernel(
     x_ptr, w_ptr, y_ptr,  # tensors arrive as pointers: to x[0, 0], w[0], y[0]
     rows, D, stride_row, stride_col,  # x's sizes, strides
-    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # constexpr: fixed when compiled
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # fixed when compiled: shapes
 ):  # fmt: skip
     # tl.arange(0, n): the block 0 to n - 1 (n a power of 2)
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
@@ -115,7 +115,7 @@ def check(x, variants):
         for i, what in enumerate(("y", "grad_x", "grad_w")):
             case = f"{name} {what} on x {tuple(x.shape)} {x.dtype}"
             assert got[i].dtype == x.dtype, f"{case}: {got[i].dtype}"
-            terms = (x.shape[1], 1, x.shape[0])[i]  # a sum's length; grad_x: 1
+            terms = (x.shape[1], 1, x.shape[0])[i]  # grad_x has no sum: 1
             common.assert_close(got[i], exact[i], magnitude[i], terms, case)
     return list(variants)
 
@@ -264,11 +264,11 @@ def forward_tuned(x2d, weight):
 # cores). About 8 programs per SM keep every SM busy: while
 # some wait for memory, others run. The grid has D tiles * P
 # programs, so the host sets P = cdiv(8 * SMs, D tiles), at
-# least SMs and at most rows. The host must make partial, of P
-# rows, before the launch; but D_TILE is picked by the
-# autotuner during the launch. So the host counts D tiles as if
-# D_TILE were D_TILE_GUESS = 128. A wrong guess costs speed,
-# never correctness.
+# most rows and at least SMs: each SM gets a program even with
+# a single D tile. The host makes partial, P rows, before the
+# launch, but the autotuner picks D_TILE during it. So the host
+# counts D tiles as if D_TILE were D_TILE_GUESS = 128. A wrong
+# guess costs speed, never correctness.
 #     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
 # On an H200: D = 128, one D tile, gives P = 1056; D = 4096, 32
 # D tiles, gives 33, raised to 132.
@@ -348,10 +348,11 @@ def sum_partials(partial, weight, kernel=sum_partials_kernel):
     grad_w = torch.empty_like(weight)
     # (sum) A tile is p_tile rows times d_tile columns. p_tile
     # is P rounded up to a power of 2, at most 1024, so that few
-    # steps cover P. d_tile = 4096 // p_tile: a tile of about
-    # 4096 values, 32 for each of the 128 threads of 4 warps.
-    # But d_tile is at least 16 columns, so that each row's load
-    # reads 64 bytes in a row or more. For P = 1056: 1024 x 16.
+    # steps cover P. d_tile = 4096 // p_tile, for tiles of 4096
+    # values (32 for each of the 128 threads of 4 warps), but at
+    # least 16 columns: 64 bytes of float32 side by side in each
+    # row's load. So a tall partial gets bigger tiles: for
+    # P = 1056, 1024 x 16 = 16384 values.
     p_tile = min(triton.next_power_of_2(P), 1024)
     d_tile = max(16, 4096 // p_tile)
     grid = (triton.cdiv(D, d_tile),)

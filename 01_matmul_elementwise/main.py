@@ -89,6 +89,7 @@ def scalar(a, b):
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    within_limits(a, b, c)  # no float64, no offset past 2^31
     # kernel[grid](arguments): grid (M * N,) starts M * N programs,
     # numbered 0 to M * N - 1. Each handles one number at a time,
     # so one warp is enough: num_warps=1, a launch option.
@@ -127,8 +128,7 @@ def random_operand(rows, cols, dtype, transposed=False):
 # The change is the loop over k. scalar_kernel asks for one value
 # of A and one of B, waits for both, then asks for the next pair.
 # vector_k_kernel asks for BLOCK_K values of each at once, so many
-# loads are on their way together. (It also takes int64 offsets
-# and float64 sums, each said where it acts.)
+# loads are on their way together. Nothing else changes.
 #
 # The tool is the block. tl.arange(0, BLOCK_K) is the block
 # 0, 1, ..., BLOCK_K - 1, and arithmetic on blocks is elementwise,
@@ -145,20 +145,11 @@ def vector_k_kernel(
     stride_cm, stride_cn,
     BLOCK_K: tl.constexpr,  # how many k a step, a power of 2
 ):  # fmt: skip
-    # Offsets in int64: in a large A, row * stride_am or k * stride_ak
-    # can pass 2^31 - 1, the largest int32, and wrap around.
-    # scalar_kernel keeps int32 to stay simple: it is right only
-    # while every offset stays below 2^31.
-    pid = tl.program_id(0).to(tl.int64)
+    pid = tl.program_id(0)
     row = pid // N
     col = pid % N
-    # Sum in float32, or in float64 for a float64 C. Python that looks
-    # only at dtypes or constexprs, as this `... if ... else ...` does,
-    # runs once, while Triton compiles the kernel, never on the GPU.
-    c_dtype = c_ptr.dtype.element_ty
-    acc_dtype = tl.float64 if c_dtype == tl.float64 else tl.float32
-    offs_k = tl.arange(0, BLOCK_K).to(tl.int64)  # 0, ..., BLOCK_K - 1
-    acc = tl.zeros((BLOCK_K,), dtype=acc_dtype)
+    offs_k = tl.arange(0, BLOCK_K)  # 0, 1, ..., BLOCK_K - 1
+    acc = tl.zeros((BLOCK_K,), dtype=tl.float32)  # partial sums
     for k0 in range(0, K, BLOCK_K):
         k = k0 + offs_k  # the BLOCK_K values of k this step
         in_k = k < K  # where False, load nothing and take 0
@@ -168,8 +159,8 @@ def vector_k_kernel(
         b_ptrs = b_ptr + k * stride_bk + col * stride_bn
         a = tl.load(a_ptrs, mask=in_k, other=0.0)
         b = tl.load(b_ptrs, mask=in_k, other=0.0)
-        acc += a.to(acc_dtype) * b.to(acc_dtype)
-    c = tl.sum(acc, axis=0).to(c_dtype)  # the partial sums, added
+        acc += a.to(tl.float32) * b.to(tl.float32)
+    c = tl.sum(acc, axis=0).to(c_ptr.dtype.element_ty)  # added once
     tl.store(c_ptr + row * stride_cm + col * stride_cn, c)
 
 
@@ -184,12 +175,14 @@ def vector_k(a, b):
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    within_limits(a, b, c)  # as scalar's
     strides = (*a.stride(), *b.stride(), *c.stride())
     vector_k_kernel[(M * N,)](a, b, c, N, K, *strides, **VECTOR_K_LAUNCH)
     return c
 
 
 VARIANTS = {"scalar": scalar, "vector_k": vector_k}
+# any_x.py (optional): op.py's kernel, for int64 and float64.
 
 
 # ## Transposed views, and gradients
@@ -237,7 +230,15 @@ def check_gradients(m, n, k, dtype=torch.float32):
 # but every load is an instruction and a wait. Lesson 02's programs
 # compute tiles of C and load each value once per tile.
 
+
 # ## Timing (the harness: skip it on a first read)
+def within_limits(a, b, c):
+    """The wrappers' guards: what these kernels cannot take."""
+    assert a.dtype != torch.float64, "float32 sums: see any_x.py"
+    big = max(common.elements_spanned(t) for t in (a, b, c))
+    assert big < 2**31, "int32 offsets: see any_x.py"
+
+
 DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32")}
 
 

@@ -1,4 +1,4 @@
-"""matmul_elementwise: lesson 01's vector_k_kernel as an op a model can call.
+"""matmul_elementwise: lesson 01's vector_k kernel (any_x.py's form) as an op a model can call.
 
 main.py beside this file teaches the kernels; this file makes one of them safe to call from a
 model, and adds nothing to what the kernel computes:
@@ -26,6 +26,7 @@ LOADER = HERE.parent / "lesson_loader.py"
 spec = importlib.util.spec_from_file_location("_triton_lessons_loader", LOADER)
 spec.loader.exec_module(loader := importlib.util.module_from_spec(spec))
 lesson = loader.load_lesson(HERE)
+any_x = loader.load_lesson(HERE, "any_x.py")  # vector_k_kernel for int64 offsets and float64
 common = lesson.common  # the device, and the checks of out= that every op shares
 
 DTYPES = common.OP_DTYPES  # float16, bfloat16, float32 and float64
@@ -50,13 +51,13 @@ def validate(a, b):
 
 
 def product(a, b, out=None, in_op=False):
-    """a @ b by the lesson's vector_k_kernel, into out or a new tensor; records no gradient.
+    """a @ b by any_x.py's vector_k_any_x_kernel, into out or a new tensor; records no gradient.
     a and b must have passed validate(): each call validates once, as it costs microseconds.
     in_op: from the registered op's body (common.traceable)."""
     (m, k), n = a.shape, b.shape[1]
     c = common.kernel_out(out, (m, n), a.dtype, a.device, (a, b))  # out, or a new tensor
     strides = (*a.stride(), *b.stride(), *c.stride())
-    kernel = common.traceable(lesson.vector_k_kernel, in_op)
+    kernel = common.traceable(any_x.vector_k_any_x_kernel, in_op)
     kernel[(m * n,)](a, b, c, n, k, *strides, **lesson.VECTOR_K_LAUNCH)
     return common.write_out(c, out)  # c, or out holding c (out may overlap a or b)
 

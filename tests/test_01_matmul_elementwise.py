@@ -8,6 +8,7 @@ import support
 from support import common
 
 ex = support.load("01_matmul_elementwise")
+ax = support.load_beside("01_matmul_elementwise", "any_x.py")  # the kernel op.py runs
 op = support.load_op("01_matmul_elementwise")
 OP = torch.ops.triton_lessons.matmul_elementwise
 
@@ -69,9 +70,29 @@ def test_dtypes(variant, dtype):
     ex.check(only(variant), 5, 7, 300, dtype)
 
 
-def test_vector_k_takes_float64_too():
-    # scalar_kernel, the first kernel, sums in float32 only; change (3) adds float64.
-    ex.check(only("vector_k"), 5, 7, 300, torch.float64)
+def test_any_x_takes_float64_and_the_lessons_kernels_refuse_it():
+    # main.py's kernels sum in float32; any_x.py's, which op.py runs, sums a float64 C in float64.
+    ex.check(ax.VARIANTS, 5, 7, 300, torch.float64)
+    for fn in ex.VARIANTS.values():
+        with pytest.raises(AssertionError, match="float32 sums: see any_x.py"):
+            fn(randn(3, 4, dtype=torch.float64), randn(4, 2, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("variant", VARIANT_NAMES)
+def test_the_lessons_kernels_refuse_offsets_past_2_to_31(variant):
+    # Their offsets are int32: the wrappers refuse a tensor of 2^31 elements or more before a
+    # launch could wrap them around (meta tensors: shapes with no memory behind them).
+    a = torch.empty(2**16, 2**15, dtype=torch.float16, device="meta")
+    b = torch.empty(2**15, 1, dtype=torch.float16, device="meta")
+    with pytest.raises(AssertionError, match="int32 offsets: see any_x.py"):
+        ex.VARIANTS[variant](a, b)
+    with pytest.raises(AssertionError, match="int32 offsets"):  # a transposed view reaches as far
+        ex.VARIANTS[variant](b.T, a.T)
+
+
+def test_any_x_main_runs(capsys):
+    assert ax.main(["--size", "6"]) == 0
+    assert "check passed: any_x at 6x6x6, float16 to float64" in capsys.readouterr().out
 
 
 def test_main_offers_the_dtypes_every_variant_checks():
@@ -87,7 +108,7 @@ def test_half_precision_accumulates_in_float32(variant):
     assert ex.VARIANTS[variant](a, b).item() == 2050.0
 
 
-@pytest.mark.parametrize("fn", [ex.vector_k, op.matmul_elementwise], ids=["vector_k", "entry"])
+@pytest.mark.parametrize("fn", [ax.vector_k_any_x, op.matmul_elementwise], ids=["any_x", "entry"])
 def test_float64_accumulates_in_float64(fn):
     # 1 + 1e-10 - 1: a float32 sum loses the 1e-10 (its spacing near 1 is 1.2e-7).
     a = torch.tensor([[1.0, 1e-10, -1.0]], dtype=torch.float64, device=common.DEVICE)
@@ -188,15 +209,15 @@ def test_check_catches_a_wrong_kernel():
         ex.check(forgets, 2, 2, 3)  # torch.empty holds NaN inside check
 
 
-def lesson_grad_inputs(dtype=torch.float64):
+def lesson_grad_inputs(dtype=torch.float32):
     a = ex.random_operand(3, 4, dtype).requires_grad_()
     b = ex.random_operand(4, 2, dtype, transposed=True).requires_grad_()
     return a, b
 
 
 def test_lesson_function_gradients():
-    assert torch.autograd.gradcheck(ex.MatmulElementwise.apply, lesson_grad_inputs())
-    a, b = lesson_grad_inputs(torch.float32)
+    # float32 (the lesson's kernels refuse float64): against float64, not by gradcheck
+    a, b = lesson_grad_inputs()
     grad = randn(3, 2)
     ex.MatmulElementwise.apply(a, b).backward(grad)
     common.assert_close(a.grad, *float64_product(grad, b.T), 2, "lesson grad of a")
@@ -586,9 +607,9 @@ def test_more_than_65535_columns(fn):
 
 
 @support.gpu_only
-@pytest.mark.parametrize("fn", [ex.vector_k, op.matmul_elementwise])
+@pytest.mark.parametrize("fn", [ax.vector_k_any_x, op.matmul_elementwise])
 def test_offsets_past_2_to_the_31(fn):
-    # row * stride_am reaches (2^20 + 7) * 2048 > 2^31 elements: change (2)'s int64 offsets.
+    # row * stride_am reaches (2^20 + 7) * 2048 > 2^31 elements: any_x.py's int64 offsets.
     m, k = 2**20 + 8, 2048
     a = randn(m, k, dtype=torch.float16)
     b = randn(k, 1, dtype=torch.float16)

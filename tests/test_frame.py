@@ -177,6 +177,7 @@ def test_a_split_lesson_reads_as_a_lesson(folder):
 
 
 LAST_PARTS = [
+    "01_matmul_elementwise/any_x.py",
     "02_matmul_tiled/fused.py",
     "02_matmul_tiled/persistent.py",
     "03_blocked_sum/block_ptr.py",

@@ -47,7 +47,7 @@ import torch
 # common (the lessons' helper, at the repository's root) makes
 # Triton run kernels on the CPU on a machine with no GPU.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402  (before triton, which it configures)
+import common  # noqa: E402  (before triton: on a CPU, turns on its interpreter)
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
@@ -89,10 +89,10 @@ def scalar(a, b):
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    within_limits(a, b, c)  # no float64, no offset past 2^31
+    within_limits(a, b, c)  # no float64; int32 offsets wrap past 2^31
     # kernel[grid](arguments): grid (M * N,) starts M * N programs,
-    # numbered 0 to M * N - 1. Each handles one number at a time,
-    # so one warp is enough: num_warps=1, a launch option.
+    # numbered 0 to M * N - 1. Each computes one number, alike on
+    # all 32 threads of a warp: so num_warps=1, a launch option.
     strides = (*a.stride(), *b.stride(), *c.stride())
     scalar_kernel[(M * N,)](a, b, c, N, K, *strides, num_warps=1)
     return c
@@ -143,7 +143,7 @@ def vector_k_kernel(
     stride_am, stride_ak,
     stride_bk, stride_bn,
     stride_cm, stride_cn,
-    BLOCK_K: tl.constexpr,  # how many k a step, a power of 2
+    BLOCK_K: tl.constexpr,  # k a step: tl.arange needs a power of 2
 ):  # fmt: skip
     pid = tl.program_id(0)
     row = pid // N
@@ -175,14 +175,14 @@ def vector_k(a, b):
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    within_limits(a, b, c)  # as scalar's
+    within_limits(a, b, c)  # the same guards as scalar's
     strides = (*a.stride(), *b.stride(), *c.stride())
     vector_k_kernel[(M * N,)](a, b, c, N, K, *strides, **VECTOR_K_LAUNCH)
     return c
 
 
 VARIANTS = {"scalar": scalar, "vector_k": vector_k}
-# any_x.py (optional): op.py's kernel, for int64 and float64.
+# any_x.py (optional): op.py's kernel, int64 offsets, float64 sums.
 
 
 # ## Transposed views, and gradients
@@ -199,8 +199,8 @@ class MatmulElementwise(torch.autograd.Function):
         return vector_k(a, b)
 
     @staticmethod
-    # Autograd cannot see inside a kernel, so it cannot take a second
-    # derivative through this backward: asking for one raises.
+    # Autograd cannot see inside a kernel: asking for a second
+    # derivative through it raises (op.py's Function takes one).
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_c):
         a, b = ctx.saved_tensors
@@ -250,7 +250,7 @@ def benchmark(m, n, k, dtype="float32", b_transposed=True):
     c = torch.empty((m, n), dtype=dtype, device=common.DEVICE)
     args = (a, b, c, n, k, *a.stride(), *b.stride(), *c.stride())
     calls = {name: functools.partial(fn, a, b) for name, fn in VARIANTS.items()}
-    launch = vector_k_kernel[(m * n,)]  # the launch alone, no wrapper
+    launch = vector_k_kernel[(m * n,)]  # no wrapper: the kernel's own cost
     calls["vector_k_kernel[grid]"] = lambda: launch(*args, **VECTOR_K_LAUNCH)
     calls["torch"] = functools.partial(torch.matmul, a, b)
     times = {name: common.measure(fn) for name, fn in calls.items()}

@@ -2,8 +2,8 @@
 
 What you learn: five changes that take fused.py's kernel (Part
 3, after main.py's Parts 1 and 2: read them first) to cuBLAS's
-speed on an H100 or H200. Each change is a section below; then comes the kernel,
-each change marked where it acts:
+speed on an H100 or H200. Each change is a section below; then
+comes the kernel, each change marked where it acts:
 
 - (desc) tensor descriptors, which load a tile in one copy;
 - (persist) one program per SM, each walking many tiles;

@@ -210,16 +210,15 @@ def test_split_path_is_deterministic(name):
 def test_sum_partials_alone(splits, n, dtype):
     # The second pass on buffers shorter and taller than one step of it (256 rows).
     # main.py's kernel sums in float32; any_x.py's, which a float64 x runs, in float64.
-    any_x = dict(kernel=ax.split_any_x_kernel, rows_per_split=splits, STAGES=1)
-    kernel = any_x if dtype == torch.float64 else {}  # else Part 1's simple kernel
+    second_pass = ax.sum_partials if dtype == torch.float64 else bs.sum_partials  # Part 1's kernel
     acc_dtype = torch.float64 if dtype == torch.float64 else torch.float32
     partial = torch.randn(splits, n, dtype=acc_dtype, device=DEVICE)
     out = torch.full((n,), float("nan"), dtype=dtype, device=DEVICE)
-    bs.sum_partials(partial, out, **kernel)
+    second_pass(partial, out)
     p64 = partial.double()
     common.assert_close(out, p64.sum(0), p64.abs().sum(0), splits, f"sum_partials {splits}x{n}")
     again = torch.empty_like(out)
-    bs.sum_partials(partial, again, **kernel)
+    second_pass(partial, again)
     assert torch.equal(out, again)
 
 

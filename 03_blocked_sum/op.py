@@ -100,29 +100,32 @@ def forward(x, style, in_op=False):
     out = x.new_empty(N)
     kernel = common.traceable(KERNELS[style], in_op)
     if style in FIRST_KERNELS:  # lesson.column_sums_simple: a program per 64 columns
-        kernel[(triton.cdiv(N, 64),)](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=64)
+        kernel[(common.cdiv(N, 64),)](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=64)
         return out
     # any_x.column_sums_any_x (a plan is cached by its sizes: a size torch.compile traces is fixed)
     splits, rows_per_split = any_x.plan_splits(int(M), int(N), x.device)
     partial = out if splits == 1 else x.new_empty((splits, N), dtype=sum_dtype)
-    grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
+    grid = lambda meta: (common.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
     kernel[grid](x, partial, M, N, *x.stride(), rows_per_split, **TILES.get(style, {}))
     if splits > 1:  # the lesson's second pass, partial as one chunk, by any_x.py's kernel
         any_x.sum_partials(partial, out, common.traceable(any_x.split_any_x_kernel, in_op))
     return out
 
 
+def setup_context(ctx, inputs, output):  # what the backward needs: BlockedSum's and the op's
+    ctx.x_shape = inputs[0].shape
+
+
 class BlockedSum(torch.autograd.Function):
     """The lesson's Function, with a style: grad_x = grad_out.expand(M, N), a view, recorded by
-    autograd like any torch op, so second derivatives work."""
+    autograd like any torch op, so second derivatives work. Its forward takes ctx, not a
+    separate setup_context: apply() then skips binding the arguments by inspect.signature,
+    which costs the host microseconds each call."""
 
     @staticmethod
-    def forward(x, style):
+    def forward(ctx, x, style):
+        setup_context(ctx, (x, style), None)
         return forward(x, style)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.x_shape = inputs[0].shape
 
     @staticmethod
     def backward(ctx, grad_out):
@@ -137,7 +140,8 @@ def blocked_sum(x, out=None, style="tuned"):
         return common.write_out(blocked_sum_op(x, style), out)
     if out is None and torch.is_grad_enabled() and x.requires_grad:
         return BlockedSum.apply(x, style)
-    common.kernel_out(out, (N,), x.dtype, x.device, (x,))  # checks out as PyTorch's out= does
+    if out is not None:  # checks out as PyTorch's out= does
+        common.kernel_out(out, (N,), x.dtype, x.device, (x,))
     return common.write_out(forward(x, style), out)  # out, if given, with its version bumped
 
 
@@ -150,4 +154,4 @@ def blocked_sum_op(x: torch.Tensor, style: str = "tuned") -> torch.Tensor:
 
 
 blocked_sum_op.register_fake(lambda x, style="tuned": x.new_empty(validate(x, style)))
-blocked_sum_op.register_autograd(BlockedSum.backward, setup_context=BlockedSum.setup_context)
+blocked_sum_op.register_autograd(BlockedSum.backward, setup_context=setup_context)

@@ -102,19 +102,23 @@ def validate_backward(x2d, weight, grad_y, style="tuned"):
 def forward(x, weight, style, in_op=False):
     """y = x @ weight by the lesson's forward kernel of `style`, launched as its wrapper does, for
     validated inputs; no autograd. in_op: from a registered op's body (common.traceable)."""
-    x2d = rearrange(x, "... d -> (...) d")  # a view where the leading dims merge, else a copy
+    x2d = as_2d(x)
     if x2d.numel() == 0:  # sums of no terms are 0: no launch, so no autotuner times an empty one
         return x.new_zeros(x.shape[:-1])
     (rows, d), weight = x2d.shape, weight.contiguous()
     y = x2d.new_empty(rows)
     if style == "simple":  # lesson.forward_simple
         kernel, tiles = lesson.simple_forward_kernel, SIMPLE_TILE
-        grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)
+        grid = (common.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)
     else:  # wide.forward_wide
         kernel, tiles = forward_wide_kernel, wide.alignment(x2d)
-        grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
+        grid = lambda meta: (common.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
     common.traceable(kernel, in_op)[grid](x2d, weight, y, rows, d, *x2d.stride(), **tiles)
-    return y.reshape(x.shape[:-1])
+    return y if x.dim() == 2 else y.reshape(x.shape[:-1])
+
+
+def as_2d(x):  # (..., D) as (rows, D): a view where the leading dims merge, else a copy
+    return x if x.dim() == 2 else rearrange(x, "... d -> (...) d")
 
 
 def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_op=False):
@@ -126,7 +130,7 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_
     if x2d.numel() == 0:  # grad_x has no elements or is 0; grad_w, a sum of no rows, is 0
         grad_x, grad_w = x2d.new_zeros(x2d.shape), weight.new_zeros(weight.shape)
     elif style == "simple":  # lesson.backward_simple: a program per 16 rows, a partial row each
-        programs = triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"])
+        programs = common.cdiv(rows, SIMPLE_TILE["ROWS_TILE"])
         grad_x, partial = x2d.new_empty((rows, d)), partials(programs, x2d)
         common.traceable(lesson.simple_backward_kernel, in_op)[(programs,)](
             x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **SIMPLE_TILE
@@ -135,7 +139,7 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_
     else:  # wide.backward_wide: P programs down each D tile, then the fixed-order sum
         grad_x, partial = x2d.new_empty((rows, d)), partials(split(rows, d, x2d.device), x2d)
         programs = partial.shape[0]
-        grid = lambda meta: (triton.cdiv(d, meta["D_TILE"]), programs)  # noqa: E731
+        grid = lambda meta: (common.cdiv(d, meta["D_TILE"]), programs)  # noqa: E731
         common.traceable(backward_wide_kernel, in_op)[grid](
             x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **wide.alignment(x2d)
         )
@@ -156,7 +160,7 @@ def partials(programs, x2d):  # a row of grad_w's partial sums a program, in flo
 def split(rows, d, device):
     """P, the programs down each D tile of the tuned backward, as lesson.programs_down picks."""
     sms = common.sm_count(device) if device.type == "cuda" else 1
-    wanted = triton.cdiv(lesson.PROGRAMS_PER_SM * sms, triton.cdiv(d, lesson.D_TILE_GUESS))
+    wanted = common.cdiv(lesson.PROGRAMS_PER_SM * sms, common.cdiv(d, lesson.D_TILE_GUESS))
     return min(max(sms, wanted), rows)  # at most a program per row
 
 
@@ -165,7 +169,7 @@ def gradients(x, weight, grad_y, needs_input_grad, style, through_op=False):
     records them, as a torch product and weighted_sum on x.T, for second derivatives. through_op:
     launch the kernels through the backward op, which torch.compile records."""
     need_grad_x, need_grad_w = needs_input_grad[:2]
-    x2d, grad_y = rearrange(x, "... d -> (...) d"), grad_y.reshape(-1)
+    x2d, grad_y = as_2d(x), grad_y if grad_y.dim() == 1 else grad_y.reshape(-1)
     if torch.is_grad_enabled():  # autograd turns it on in backward only under create_graph=True
         grad_x = grad_y[:, None] * weight if need_grad_x else None
         grad_w = weighted_sum(x2d.T, grad_y, style=style) if need_grad_w else None
@@ -173,24 +177,29 @@ def gradients(x, weight, grad_y, needs_input_grad, style, through_op=False):
         grad_x, grad_w = weighted_sum_backward_op(x2d, weight, grad_y, style)
     else:
         grad_x, grad_w = backward(x2d, weight, grad_y, style, need_grad_x, need_grad_w)
-    return (None if grad_x is None else grad_x.reshape(x.shape)), grad_w
+    if grad_x is not None and x.dim() != 2:
+        grad_x = grad_x.reshape(x.shape)
+    return grad_x, grad_w
 
 
 class WeightedSum(torch.autograd.Function):
-    """The lesson's Function, with a backward that records second derivatives."""
+    """The lesson's Function, with a backward that records second derivatives. Its forward takes
+    ctx, not a separate setup_context: apply() then skips binding the arguments by
+    inspect.signature, which costs the host microseconds each call."""
 
     @staticmethod
-    def forward(x, weight, style):
+    def forward(ctx, x, weight, style):
+        setup_context(ctx, (x, weight, style), None)
         return forward(x, weight, style)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs[:2])
-        ctx.style = inputs[2]
 
     @staticmethod
     def backward(ctx, grad_y):
         return (*gradients(*ctx.saved_tensors, grad_y, ctx.needs_input_grad, ctx.style), None)
+
+
+def setup_context(ctx, inputs, output):  # what the backward needs: WeightedSum's and the op's
+    ctx.save_for_backward(*inputs[:2])
+    ctx.style = inputs[2]
 
 
 def weighted_sum(x, weight, out=None, style="tuned"):
@@ -202,7 +211,8 @@ def weighted_sum(x, weight, out=None, style="tuned"):
         return common.write_out(weighted_sum_op(x, weight, style), out)
     if out is None and torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
         return WeightedSum.apply(x, weight, style)
-    common.kernel_out(out, shape, x.dtype, x.device, (x, weight))  # checks out as PyTorch does
+    if out is not None:  # checks out as PyTorch does
+        common.kernel_out(out, shape, x.dtype, x.device, (x, weight))
     return common.write_out(forward(x, weight, style), out)  # out, if given, its version bumped
 
 
@@ -240,4 +250,4 @@ def op_backward(ctx, grad_y):  # the op's backward, through weighted_sum_backwar
     return (*grads, None)
 
 
-weighted_sum_op.register_autograd(op_backward, setup_context=WeightedSum.setup_context)
+weighted_sum_op.register_autograd(op_backward, setup_context=setup_context)

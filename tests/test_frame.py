@@ -15,7 +15,7 @@ import triton  # after support, whose import of common may switch on the interpr
 import triton.language as tl
 from functorch.compile import make_boxed_func
 from torch._dynamo.backends.common import aot_autograd
-from tools import example_paths, layouts, train_step
+from tools import example_paths, host, layouts, train_step
 
 EXAMPLES = [path.parent.name for path in example_paths()]
 VARIANT_STYLES = {
@@ -400,6 +400,25 @@ def test_the_interpreter_has_no_host_time_and_times_wall_clock():
     gpu, host, loop = common.measure(lambda: calls.append(1), setup=lambda: calls.append(0))
     assert gpu >= 0 and host is None and loop is None
     assert calls[0] == 0 and len(calls) == 5  # setup, a first call, then three timed calls
+
+
+def test_host_table_replays_exactly_the_launches_an_entry_makes():
+    """host.bare records each kernel[grid] launch of an op.py entry and replays it: the same
+    kernels, grids and arguments, so its output buffers receive the entry's values again."""
+    op3, op4 = support.load_op("03_blocked_sum"), support.load_op("04_weighted_sum")
+    x, w = torch.randn(3000, 40, device=common.DEVICE), torch.randn(40, device=common.DEVICE)
+    replay, launches = host.bare(lambda: op3.blocked_sum(x))
+    assert launches == 2  # the split's first pass, then the second pass over its partial rows
+    recorded = []
+    with host.recording(recorded):
+        expected = op4.weighted_sum(x, w).clone()
+    assert len(recorded) == 1
+    kernel, grid, args, kwargs = recorded[0]
+    y = args[2]  # the output the entry wrote
+    y.fill_(float("nan"))
+    kernel[grid](*args, **kwargs)  # as host.bare's replay launches it
+    assert torch.equal(y, expected)
+    assert common.traceable is not None and not isinstance(common.traceable, host.Recorder)
 
 
 def test_layouts_table_runs_every_layout_and_summarizes(monkeypatch):

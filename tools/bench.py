@@ -1,14 +1,15 @@
 """`make bench`: every lesson's benchmark(**case) over its SWEEP on the GPU, printed as a table
 and written to results/<lesson>.csv and .png (the plot draws the copy ceiling for GB/s); then
-lesson 02's matmul in four layouts on model and odd shapes (layouts.py) and a training step
-against PyTorch's ops (train_step.py), written to results/layouts*.csv and train_step.csv."""
+lesson 02's matmul in four layouts on model and odd shapes (layouts.py), the host cost of an
+eager call of each op.py entry (host.py) and a training step against PyTorch's ops
+(train_step.py), written to results/layouts*.csv, host.csv and train_step.csv."""
 
 import argparse
 import csv
 
 import common
 from tools import REPO_ROOT, example_paths, float32_matmul_precision, layouts, load_example
-from tools import train_step
+from tools import host, train_step
 
 
 # What each lesson's plot shows, at most five bars a case: its first kernel, its fastest form or
@@ -78,7 +79,7 @@ def main(argv=None):
         "--only",
         nargs="+",
         metavar="TEXT",
-        help="only lessons whose folder has a TEXT; 'layouts', 'train' for those tables",
+        help="only lessons whose folder has a TEXT; 'layouts', 'host', 'train' for those tables",
     )
     parser.add_argument("--out", default="results", help="folder for the files (default: results)")
     args = parser.parse_args(argv)
@@ -115,6 +116,12 @@ def main(argv=None):
             common.print_table(summary, list(summary[0]))
             write_csv(rows, out / f"{name}.csv")
             print(f"wrote {out / name}.csv")
+    if not args.only or "host" in args.only:
+        rows = host.measure()
+        print("\n## host: us of an eager call in a plain loop; x bare: over its kernels' launches")
+        common.print_table(rows, list(rows[0]))
+        write_csv(rows, out / "host.csv")
+        print(f"wrote {out / 'host.csv'}")
     if not args.only or "train" in args.only:
         rows = train_step.measure()
         print("\n## train: ms per step, ours (02's matmul, 04's weighted_sum) and PyTorch's ops")

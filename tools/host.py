@@ -8,8 +8,6 @@ call replays them, arguments made ahead. So "x bare" is what the entry adds to i
 checking its inputs, allocating its output, picking a kernel, and autograd where it records."""
 
 import contextlib
-import statistics
-import timeit
 
 import common
 import torch
@@ -62,14 +60,6 @@ def bare(fn):
     return replay, len(launches)
 
 
-def host_us(fn, calls=200, rounds=15):
-    """The median over rounds of a plain loop's time per call, the GPU idle at each start."""
-    fn()
-    seconds = timeit.repeat(fn, setup=torch.cuda.synchronize, number=calls, repeat=rounds)
-    torch.cuda.synchronize()
-    return statistics.median(seconds) / calls * 1e6
-
-
 def cases():
     """(entry, size, the entry's call, PyTorch's call), each called with no arguments."""
     ops = {n: load_example(REPO_ROOT / n / "op.py") for n in ("01_matmul_elementwise",
@@ -98,8 +88,9 @@ def measure():
     rows = []
     for entry, size, call, torch_call in cases():
         replay, launches = bare(call)
-        us = {name: host_us(fn) for name, fn in (("entry", call), ("bare", replay),
-              ("torch", torch_call))}  # fmt: skip
+        timed = (("entry", call), ("bare", replay), ("torch", torch_call))
+        # us a call: the median over 15 rounds of a loop of 200 calls, each round on an idle GPU
+        us = {name: common.host_us(fn, calls=200, rounds=15) for name, fn in timed}
         rows.append(dict(entry=entry, size=size, launches=launches, **{
             "entry us": us["entry"], "bare us": us["bare"], "x bare": us["entry"] / us["bare"],
             "torch us": us["torch"], "x torch": us["entry"] / us["torch"],

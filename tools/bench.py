@@ -118,7 +118,7 @@ def main(argv=None):
             print(f"wrote {out / name}.csv")
     if not args.only or "host" in args.only:
         rows = host.measure()
-        print("\n## host: us of an eager call in a plain loop; x bare: over its kernels' launches")
+        print("\n## host: us of an eager call in a plain loop, beside its kernels' bare launches")
         common.print_table(rows, list(rows[0]))
         write_csv(rows, out / "host.csv")
         print(f"wrote {out / 'host.csv'}")

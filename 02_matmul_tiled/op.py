@@ -97,22 +97,43 @@ def validate(a, b, bias=None, activation=None):
     return a.shape[0], b.shape[1], a.shape[1]
 
 
-def pick(a, b, c):
+# persistent_problem()'s answers by layout(a, b, c), which holds all that it reads: a model calls a
+# few shapes again and again, and the descriptor checks cost the host about 5 us a call.
+DESCRIPTOR_PROBLEMS = {}
+
+
+def layout(a, b, c):
+    """a's, b's and c's shapes, strides, dtype and 16-byte alignment, and torch's float32 matmul
+    precision."""
+    aligned = (a.data_ptr() % 16, b.data_ptr() % 16, c.data_ptr() % 16)
+    precision = torch.get_float32_matmul_precision()
+    shapes = (a.shape, a.stride(), b.shape, b.stride(), c.shape, c.stride())
+    return (*shapes, c.dtype, *aligned, precision)
+
+
+def pick(a, b, c, in_op=False):
     """The lesson's kernel that computes c = a @ b fastest: "persistent" for 16-bit and TF32 dots
     that descriptors can take, unless M <= 128 (one row of 128-row tiles: the fused kernel's
-    smaller tiles win, results/NOTES.md items 43 and 60); else "fused"."""
+    smaller tiles win, results/NOTES.md items 43 and 60); else "fused". in_op: as launch's (then
+    a, b and c may be tensors that torch.compile traces, with no address)."""
     fast_dot = c.dtype in (torch.float16, torch.bfloat16)
     fast_dot = fast_dot or fused.input_precision(c.dtype) == "tf32"
-    many_rows = a.shape[0] > 128  # (and asked first: persistent_problem costs the host more)
-    taken = fast_dot and many_rows and persistent.persistent_problem(a, b, c) is None
-    return "persistent" if taken else "fused"
+    if not fast_dot or a.shape[0] <= 128:
+        return "fused"
+    if in_op:
+        problem = persistent.persistent_problem(a, b, c)
+    elif (key := layout(a, b, c)) in DESCRIPTOR_PROBLEMS:
+        problem = DESCRIPTOR_PROBLEMS[key]
+    else:
+        problem = DESCRIPTOR_PROBLEMS[key] = persistent.persistent_problem(a, b, c)
+    return "persistent" if problem is None else "fused"
 
 
 def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
     """c = activation(a @ b + bias) by the kernel pick() names, written into c; P = a @ b + bias
     into pre where given. For validated inputs with c.numel() > 0. in_op: from a registered op's
     body (common.traceable)."""
-    kernel, (m, k), n = pick(a, b, c), a.shape, b.shape[1]
+    kernel, (m, k), n = pick(a, b, c, in_op), a.shape, b.shape[1]
     a, b = common.dot_inputs(a, b)  # bfloat16 as float32 under the interpreter
     precision = fused.input_precision(c.dtype)
     transpose = common.traceable(persistent.transpose_kernel, in_op)
@@ -137,7 +158,7 @@ def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
         # exact float32 reads a row-major B faster (NOTES 60, 63)
         b = persistent.rows_contiguous(b, kernel=transpose)
     # The tuning key's M_BUCKET, K_BUCKET (a size torch.compile traces is fixed to its value).
-    buckets = (triton.next_power_of_2(int(m)), triton.next_power_of_2(int(k)))
+    buckets = (common.next_power_of_2(int(m)), common.next_power_of_2(int(k)))
     kernel = common.traceable(bucketed_matmul_kernel, in_op)
     # The lesson's kernel keeps no P: where P is asked for, it computes P, then torch the GELU.
     into, launched = (c, activation) if pre is None else (pre, None)

@@ -288,6 +288,12 @@ def cdiv(n, d):
     return (n + d - 1) // d
 
 
+def next_power_of_2(n):
+    """triton.next_power_of_2(n) for n >= 1 (1 for 0), as plain Python: Triton's costs about
+    2 us a call on an H200's host, as triton.cdiv does."""
+    return 1 << max(n - 1, 0).bit_length()
+
+
 def elements_spanned(tensor):
     """1 + the largest offset, in elements, from tensor's first element to any other (0 if it is
     empty): what int32 offsets into it must reach."""

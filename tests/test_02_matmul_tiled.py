@@ -490,7 +490,8 @@ def test_transposed_stride_past_2_to_31_on_gpu(name):
 def spy_on_pick(monkeypatch):
     """A list of the kernels op.launch picks, one a launch."""
     picks, real = [], op.pick
-    monkeypatch.setattr(op, "pick", lambda a, b, c: picks.append(real(a, b, c)) or picks[-1])
+    spy = lambda a, b, c, in_op=False: picks.append(real(a, b, c, in_op)) or picks[-1]  # noqa: E731
+    monkeypatch.setattr(op, "pick", spy)
     return picks
 
 
@@ -521,6 +522,21 @@ def test_pick_names_the_kernel_matmul_runs():
     assert op.pick(a.T.contiguous().T, b.T.contiguous().T, c) == "persistent"  # both transposed
     assert op.pick(a[:128], b, c[:128]) == "fused"  # one row of 128-row tiles
     assert op.pick(a.double(), b.double(), c.double()) == "fused"  # no fast dot for float64
+
+
+def test_pick_asks_again_for_an_address_off_16_bytes(monkeypatch):
+    # pick() keeps its answer per layout: the same shape and strides at an address that is not
+    # 16-byte aligned are a new layout, which a descriptor cannot read.
+    picks = spy_on_pick(monkeypatch)
+    buffer = torch.randn(BIG * 32 + 1, device=DEVICE, dtype=torch.float16)
+    b = torch.randn(32, BIG, device=DEVICE, dtype=torch.float16)
+    for start in (0, 1, 0):
+        a = buffer[start : start + BIG * 32].view(BIG, 32)
+        c = op.matmul(a, b)
+        common.assert_close(
+            c, a.double() @ b.double(), a.double().abs() @ b.double().abs(), 32, "c"
+        )
+    assert picks == ["persistent", "fused", "persistent"]
 
 
 def test_column_major_out_is_written_where_it_lies(monkeypatch):
@@ -783,7 +799,7 @@ def test_bias_and_gelu_every_kernel(dtype, transposed, m, n, k):
 
 @pytest.mark.parametrize("kernel", ["fused", "persistent"])
 def test_the_kept_pre_activation_is_a_at_b_plus_bias(kernel, monkeypatch):
-    monkeypatch.setattr(op, "pick", lambda a, b, c: kernel)
+    monkeypatch.setattr(op, "pick", lambda a, b, c, in_op=False: kernel)
     a, b, bias = epilogue_inputs(BIG, 64, 32, torch.float32)
     with common.uninitialized_memory_is_nan():
         c, pre = op.forward(a, b, bias, "gelu_tanh", keep_pre=True)

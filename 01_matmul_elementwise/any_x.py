@@ -100,7 +100,7 @@ def main(argv=None):
         parser.error("--size must not be negative")
     print(common.describe_run())
     for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
-        lesson.check(VARIANTS, n, n, n, dtype, transpose_b=True)
+        lesson.check_variants(VARIANTS, n, n, n, dtype, transpose_b=True)
     print(f"check passed: any_x at {n}x{n}x{n}, float16 to float64")
     return 0
 

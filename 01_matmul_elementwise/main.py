@@ -69,16 +69,13 @@ def scalar_kernel(
     pid = tl.program_id(0)  # p in the docstring
     row = pid // N  # the row and the column of C
     col = pid % N  # that this program computes
-    a_ptr += row * stride_am  # now at A[row, 0]
-    b_ptr += col * stride_bn  # now at B[0, col]
     # A float32 sum: a float16 running sum would drop small terms.
     acc = tl.zeros((), dtype=tl.float32)  # one number, 0
-    for _ in range(K):
-        a = tl.load(a_ptr).to(tl.float32)
-        b = tl.load(b_ptr).to(tl.float32)
-        acc += a * b
-        a_ptr += stride_ak  # along A's row
-        b_ptr += stride_bk  # down B's column
+    for k in range(K):
+        # The docstring's addresses: A[row, k] and B[k, col].
+        a = tl.load(a_ptr + row * stride_am + k * stride_ak)
+        b = tl.load(b_ptr + k * stride_bk + col * stride_bn)
+        acc += a.to(tl.float32) * b.to(tl.float32)
     c = acc.to(c_ptr.dtype.element_ty)  # the dtype c_ptr points to
     tl.store(c_ptr + row * stride_cm + col * stride_cn, c)
 
@@ -89,46 +86,36 @@ def scalar(a, b):
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    within_limits(a, b, c)  # no float64; int32 offsets wrap past 2^31
+    within_limits(a, b, c)  # (the harness's) no float64, no big C
     # kernel[grid](arguments): grid (M * N,) starts M * N programs,
-    # numbered 0 to M * N - 1. Each computes one number, alike on
-    # all 32 threads of a warp: so num_warps=1, a launch option.
+    # numbered 0 to M * N - 1. All 32 threads of a warp run the
+    # program's code; here each computes the same one number. More
+    # warps would only repeat that work: so num_warps=1.
     strides = (*a.stride(), *b.stride(), *c.stride())
     scalar_kernel[(M * N,)](a, b, c, N, K, *strides, num_warps=1)
     return c
 
 
-def reference(a, b):  # what every kernel here computes
-    return torch.matmul(a, b)
+reference = torch.matmul  # what every kernel here computes
 
 
-def check(variants, m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False):
-    """Compare each variant (name -> function) with float64."""
-    a = random_operand(m, k, dtype, transpose_a)
-    b = random_operand(k, n, dtype, transpose_b)
-    expected = reference(a.double(), b.double())
-    # The rounding allowed grows with K and with the size of the
-    # products summed: |A| @ |B|.
-    magnitude = reference(a.double().abs(), b.double().abs())
-    for name, fn in variants.items():
-        # Inside this `with`, torch.empty gives NaN, not leftover
-        # memory: an element that a kernel never writes fails.
-        with common.uninitialized_memory_is_nan():
-            c = fn(a, b)
-        common.assert_close(c, expected, magnitude, k, f"{name} {m}x{n}x{k} {dtype}")
-
-
-def random_operand(rows, cols, dtype, transposed=False):
-    shape = (cols, rows) if transposed else (rows, cols)
-    t = torch.randn(shape, dtype=dtype, device=common.DEVICE)
-    return t.T if transposed else t  # transposed: a view, as W.T is
+# ## Is it right?
+# Compare with PyTorch's a @ b in float64 (near exact). Each add
+# of a float32 sum rounds a little: the error allowed grows with
+# K and with the size of what is summed, |A| @ |B|.
+def check(fn, a, b, name):
+    """Asserts that fn(a, b) is a @ b, up to rounding."""
+    exact = reference(a.double(), b.double())
+    size = reference(a.double().abs(), b.double().abs())
+    c = fn(a, b)
+    common.assert_close(c, exact, size, reduction_length=a.shape[1], what=name)
 
 
 # ## Faster: BLOCK_K values of k per step
 # The change is the loop over k. scalar_kernel asks for one value
 # of A and one of B, waits for both, then asks for the next pair.
 # vector_k_kernel asks for BLOCK_K values of each at once, so many
-# loads are on their way together. Nothing else changes.
+# loads are on their way together: k becomes a block of k values.
 #
 # The tool is the block. tl.arange(0, BLOCK_K) is the block
 # 0, 1, ..., BLOCK_K - 1, and arithmetic on blocks is elementwise,
@@ -143,7 +130,7 @@ def vector_k_kernel(
     stride_am, stride_ak,
     stride_bk, stride_bn,
     stride_cm, stride_cn,
-    BLOCK_K: tl.constexpr,  # k a step: tl.arange needs a power of 2
+    BLOCK_K: tl.constexpr,  # values of k per step, a power of 2
 ):  # fmt: skip
     pid = tl.program_id(0)
     row = pid // N
@@ -182,14 +169,12 @@ def vector_k(a, b):
 
 
 VARIANTS = {"scalar": scalar, "vector_k": vector_k}
-# any_x.py (optional): op.py's kernel, int64 offsets, float64 sums.
 
 
 # ## Transposed views, and gradients
 # A transposed view, such as nn.Linear's W.T, differs only in its
-# strides. For W 2x3, stored w0 ... w5, B = W.T has strides (1, 3):
-# with the docstring's A, program 3 (C[1, 1]) reads B[:, 1] as
-# w3 w4 w5. The same kernel, no copy.
+# strides: W (2, 3) has strides (3, 1) and W.T strides (1, 3).
+# The kernels take any strides: the same kernel, no copy.
 # So the gradients of C = A @ B, dA = dC @ B.T and dB = A.T @ dC,
 # are the same product again, on transposed views.
 class MatmulElementwise(torch.autograd.Function):
@@ -199,28 +184,15 @@ class MatmulElementwise(torch.autograd.Function):
         return vector_k(a, b)
 
     @staticmethod
-    # Autograd cannot see inside a kernel: asking for a second
-    # derivative through it raises (op.py's Function takes one).
+    # Autograd does not record what a kernel does, so there is no
+    # second derivative: this makes asking for one raise. (op.py's
+    # backward calls its own op, which autograd can follow.)
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_c):
         a, b = ctx.saved_tensors
         grad_a = vector_k(grad_c, b.T)
         grad_b = vector_k(a.T, grad_c)
         return grad_a, grad_b
-
-
-def check_gradients(m, n, k, dtype=torch.float32):
-    """Compare MatmulElementwise's dA and dB with float64."""
-    a = random_operand(m, k, dtype).requires_grad_()
-    b = random_operand(k, n, dtype, True).requires_grad_()
-    grad_c = random_operand(m, n, dtype)
-    MatmulElementwise.apply(a, b).backward(grad_c)
-    a64, b64, g64 = (t.detach().double() for t in (a, b, grad_c))
-    # dA = dC @ B.T sums N terms, dB = A.T @ dC sums M.
-    cases = [("dA", a.grad, g64, b64.T, n), ("dB", b.grad, a64.T, g64, m)]
-    for name, got, x, y, terms in cases:
-        bound = reference(x.abs(), y.abs())
-        common.assert_close(got, reference(x, y), bound, terms, name)
 
 
 # ## Why both are far behind torch.matmul
@@ -231,12 +203,40 @@ def check_gradients(m, n, k, dtype=torch.float32):
 # compute tiles of C and load each value once per tile.
 
 
-# ## Timing (the harness: skip it on a first read)
+# ## The harness: guards, checks, timing (skip it on a first read)
 def within_limits(a, b, c):
-    """The wrappers' guards: what these kernels cannot take."""
+    """Refuses float64 (the sums are float32), and tensors that
+    need offsets of 2^31 or more: Triton computes offsets in
+    int32, which wrap around. any_x.py's kernel takes both."""
     assert a.dtype != torch.float64, "float32 sums: see any_x.py"
     big = max(common.elements_spanned(t) for t in (a, b, c))
     assert big < 2**31, "int32 offsets: see any_x.py"
+
+
+def random_operand(rows, cols, dtype, transposed=False):
+    shape = (cols, rows) if transposed else (rows, cols)
+    t = torch.randn(shape, dtype=dtype, device=common.DEVICE)
+    return t.T if transposed else t  # transposed: a view, as W.T is
+
+
+def check_variants(variants, m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False):
+    """check() on each variant (name -> function), on fresh random operands. Inside the
+    `with`, torch.empty gives NaN: an element that a kernel never writes fails."""
+    a = random_operand(m, k, dtype, transpose_a)
+    b = random_operand(k, n, dtype, transpose_b)
+    for name, fn in variants.items():
+        with common.uninitialized_memory_is_nan():
+            check(fn, a, b, f"{name} {m}x{n}x{k} {dtype}")
+
+
+def check_gradients(m, n, k, dtype=torch.float32):
+    """check() on MatmulElementwise's dA and dB."""
+    a = random_operand(m, k, dtype).requires_grad_()
+    b = random_operand(k, n, dtype, True).requires_grad_()
+    grad_c = random_operand(m, n, dtype)
+    MatmulElementwise.apply(a, b).backward(grad_c)
+    check(lambda *_: a.grad, grad_c, b.detach().T, "dA")
+    check(lambda *_: b.grad, a.detach().T, grad_c, "dB")
 
 
 DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32")}
@@ -288,7 +288,7 @@ def main(argv=None):
     a = torch.arange(6.0, device=common.DEVICE)
     a, b = a.view(2, 3), a.view(3, 2)  # the docstring's A and B
     print(f"scalar(A, B) = {scalar(a, b).tolist()} = A @ B = {(a @ b).tolist()}")
-    check(VARIANTS, m, n, k, dtype, transpose_b=b_transposed)
+    check_variants(VARIANTS, m, n, k, dtype, transpose_b=b_transposed)
     check_gradients(m, n, k, dtype)
     print(f"check passed: both variants and dA, dB at {m}x{n}x{k}\n")
     rows = benchmark(m, n, k, dtype, b_transposed)

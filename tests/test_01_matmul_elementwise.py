@@ -55,24 +55,24 @@ def test_variants_are_the_lessons_two():
     ],
 )
 def test_sizes(variant, m, n, k):
-    ex.check(only(variant), m, n, k, torch.float32)
+    ex.check_variants(only(variant), m, n, k, torch.float32)
 
 
 @pytest.mark.parametrize("variant", VARIANT_NAMES)
 def test_a_thousand_outputs(variant):
-    ex.check(only(variant), 1000, 1, 3, torch.float32)
-    ex.check(only(variant), 1, 1001, 2, torch.float32)
+    ex.check_variants(only(variant), 1000, 1, 3, torch.float32)
+    ex.check_variants(only(variant), 1, 1001, 2, torch.float32)
 
 
 @pytest.mark.parametrize("variant", VARIANT_NAMES)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_dtypes(variant, dtype):
-    ex.check(only(variant), 5, 7, 300, dtype)
+    ex.check_variants(only(variant), 5, 7, 300, dtype)
 
 
 def test_any_x_takes_float64_and_the_lessons_kernels_refuse_it():
     # main.py's kernels sum in float32; any_x.py's, which op.py runs, sums a float64 C in float64.
-    ex.check(ax.VARIANTS, 5, 7, 300, torch.float64)
+    ex.check_variants(ax.VARIANTS, 5, 7, 300, torch.float64)
     for fn in ex.VARIANTS.values():
         with pytest.raises(AssertionError, match="float32 sums: see any_x.py"):
             fn(randn(3, 4, dtype=torch.float64), randn(4, 2, dtype=torch.float64))
@@ -120,7 +120,7 @@ def test_float64_accumulates_in_float64(fn):
 @pytest.mark.parametrize("transpose_a", [False, True])
 @pytest.mark.parametrize("transpose_b", [False, True])
 def test_transposed_views(variant, transpose_a, transpose_b):
-    ex.check(only(variant), 4, 6, 37, torch.float32, transpose_a, transpose_b)
+    ex.check_variants(only(variant), 4, 6, 37, torch.float32, transpose_a, transpose_b)
 
 
 @pytest.mark.parametrize("fn", [*ex.VARIANTS.values(), op.matmul_elementwise])
@@ -203,10 +203,10 @@ def test_reference_is_torch_matmul():
 def test_check_catches_a_wrong_kernel():
     wrong = {"wrong": lambda a, b: (a @ b).T.contiguous().T * 1.01}
     with pytest.raises(AssertionError, match="wrong 4x4x4"):
-        ex.check(wrong, 4, 4, 4)
+        ex.check_variants(wrong, 4, 4, 4)
     forgets = {"forgets": lambda a, b: torch.empty(a.shape[0], b.shape[1], device=a.device)}
     with pytest.raises(AssertionError, match="forgets.*got nan"):
-        ex.check(forgets, 2, 2, 3)  # torch.empty holds NaN inside check
+        ex.check_variants(forgets, 2, 2, 3)  # torch.empty holds NaN inside check
 
 
 def lesson_grad_inputs(dtype=torch.float32):
@@ -308,7 +308,7 @@ def test_vector_k_at_other_block_sizes(block_k, monkeypatch):
     # K shorter than a step, a step and a half, and several steps, whatever BLOCK_K is.
     monkeypatch.setitem(ex.VECTOR_K_LAUNCH, "BLOCK_K", block_k)
     for k in (5, 200, 1001):
-        ex.check(only("vector_k"), 4, 6, k, torch.float32, transpose_a=True)
+        ex.check_variants(only("vector_k"), 4, 6, k, torch.float32, transpose_a=True)
     a, b = randn(3, 200), randn(200, 2)
     torch.testing.assert_close(op.matmul_elementwise(a, b), a @ b)  # the op launches it so too
 
@@ -624,8 +624,10 @@ def test_offsets_past_2_to_the_31(fn):
 @support.gpu_only
 @pytest.mark.parametrize("variant", VARIANT_NAMES)
 def test_larger_sizes_on_gpu(variant):
-    ex.check(only(variant), 513, 257, 1031, torch.float32)
-    ex.check(only(variant), 300, 200, 4097, torch.bfloat16, transpose_a=True, transpose_b=True)
+    ex.check_variants(only(variant), 513, 257, 1031, torch.float32)
+    ex.check_variants(
+        only(variant), 300, 200, 4097, torch.bfloat16, transpose_a=True, transpose_b=True
+    )
 
 
 @support.gpu_only

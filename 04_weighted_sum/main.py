@@ -15,11 +15,15 @@ One program's work in PyTorch, for its ROWS_TILE rows, row_ids:
         acc += x[row_ids, d0 : d0 + D_TILE] * w[d0 : d0 + D_TILE]
     y[row_ids] = acc.sum(1)
 
-Words from lesson 01: a program is a running copy of a kernel,
-numbered by tl.program_id, that runs on num_warps warps of 32
-threads; a block, a small tensor of fixed shape in one program,
-its values spread over those threads; a stride, the step in
-elements along a dim.
+Words from lesson 01:
+- a program is a running copy of a kernel; kernel[grid](args)
+  starts grid[0] of them, and tl.program_id(0) numbers them;
+- a program runs on num_warps warps, each of 32 threads;
+- a block is a small tensor of fixed shape in one program,
+  its values spread over the program's threads;
+- a stride is the step, in elements, along a dim;
+- tl.load(pointers, mask, other): where mask is False, it
+  reads nothing, and gives other.
 
 Worked example: x of shape (5, 6), stored row after row, so
 x[r, d] lies r * 6 + d elements after x[0, 0]. A program owns
@@ -32,8 +36,9 @@ owns rows 2 and 3; its first step loads x at these offsets:
 
 Its second step takes columns 4 to 7, but the last column is
 5: row 2's column 6 would be offset 2 * 6 + 6 = 18, which
-holds x[3, 0], the next row's first value. The mask cols < 6
-makes those loads zeros; in program 2, row_ids < 5 drops row 5.
+holds x[3, 0], the next row's first value. The mask cols < 6,
+with other=0, makes those loads zeros; in program 2, the mask
+row_ids < 5 drops row 5.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
 
@@ -100,24 +105,19 @@ def reference(x, w, grad_y):  # y, grad_x, grad_w, as above
     return x @ w, grad_y[:, None] * w, grad_y @ x
 
 
-def check(x, variants):
-    """Compares each variant's y, grad_x, grad_w with reference()."""
-    w = torch.randn(x.shape[1], dtype=x.dtype, device=x.device)
-    grad_y = torch.randn(x.shape[0], dtype=x.dtype, device=x.device)
+# ## Is it right?
+# reference() in float64 is near exact. Each add of a float32
+# sum rounds a little: the error allowed grows with the sum's
+# length and with its terms, reference() on |x|, |w|, |grad_y|.
+def check(got, x, w, grad_y, name):
+    """Asserts got = (y, grad_x, grad_w) is reference()'s."""
     exact = reference(x.double(), w.double(), grad_y.double())
-    # Rounding errors grow with a sum's length and with the size
-    # of its terms: so the same maths on |x|, |w| and |grad_y|.
-    magnitude = reference(*(t.double().abs() for t in (x, w, grad_y)))
-    for name, (forward, backward) in variants.items():
-        # Within it, torch.empty fills with NaN: unwritten values fail.
-        with common.uninitialized_memory_is_nan():
-            got = (forward(x, w), *backward(x, w, grad_y))
-        for i, what in enumerate(("y", "grad_x", "grad_w")):
-            case = f"{name} {what} on x {tuple(x.shape)} {x.dtype}"
-            assert got[i].dtype == x.dtype, f"{case}: {got[i].dtype}"
-            terms = (x.shape[1], 1, x.shape[0])[i]  # grad_x has no sum: 1
-            common.assert_close(got[i], exact[i], magnitude[i], terms, case)
-    return list(variants)
+    size = reference(*(t.double().abs() for t in (x, w, grad_y)))
+    terms = (x.shape[1], 1, x.shape[0])  # sums' lengths; grad_x: 1
+    for i, what in enumerate(("y", "grad_x", "grad_w")):
+        case = f"{name} {what} on x {tuple(x.shape)} {x.dtype}"
+        assert got[i].dtype == x.dtype, f"{case}: {got[i].dtype}"
+        common.assert_close(got[i], exact[i], size[i], reduction_length=terms[i], what=case)
 
 
 # ## Part 1b. The simplest backward: a partial row per program
@@ -256,8 +256,7 @@ def forward_tuned(x2d, weight):
 #     (tune) a tuned tile             0.279 ms   0.159 ms
 #     (sum) a kernel for the sum      0.274 ms   0.151 ms
 # (split) buys the most. In bfloat16, the autotuner's tile is
-# no faster than Part 1's: the two are within 2%. (Why the
-# simple backward is slower in bfloat16, we have not traced.)
+# no faster than Part 1's: the two are within 2%.
 #
 # ### Picking P, on the host
 # An H200 has 132 SMs (streaming multiprocessors, the GPU's
@@ -277,8 +276,7 @@ PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
 def programs_down(rows, D, device):
     """P: the programs down each D tile, by the rule above."""
-    on_gpu = device.type == "cuda"
-    sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 1
+    sms = common.sm_count(device) if device.type == "cuda" else 1
     d_tiles = triton.cdiv(D, D_TILE_GUESS)
     P = max(sms, triton.cdiv(PROGRAMS_PER_SM * sms, d_tiles))
     return min(P, rows)  # at most a program per row
@@ -304,10 +302,9 @@ def backward_kernel(
         mask = row_mask[:, None] & col_mask[None, :]
         grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
         offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
-        # Load x before storing grad_x. For all the compiler
-        # knows, grad_x and x could share memory, so a load of
-        # x after the store would have to wait for the store
-        # to finish (18% slower, measured).
+        # Load x before storing grad_x: the compiler cannot rule
+        # out that they share memory, so a load after the store
+        # would wait for it (18% slower, measured).
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         grad_x = grad_y[:, None] * w[None, :]
         # grad_x is contiguous: its rows lie D apart.
@@ -342,17 +339,13 @@ def sum_partials_kernel(
 
 
 def sum_partials(partial, weight, kernel=sum_partials_kernel):
-    """grad_w: partial's rows added up, by sum_partials_kernel
-    (or wide.py's)."""
+    """grad_w: partial's rows added up, by `kernel`."""
     P, D = partial.shape
     grad_w = torch.empty_like(weight)
-    # (sum) A tile is p_tile rows times d_tile columns. p_tile
-    # is P rounded up to a power of 2, at most 1024, so that few
-    # steps cover P. d_tile = 4096 // p_tile, for tiles of 4096
-    # values (32 for each of the 128 threads of 4 warps), but at
-    # least 16 columns: 64 bytes of float32 side by side in each
-    # row's load. So a tall partial gets bigger tiles: for
-    # P = 1056, 1024 x 16 = 16384 values.
+    # (sum) A tile: p_tile rows of partial, d_tile columns.
+    # p_tile is P rounded up to a power of 2, at most 1024: few
+    # steps cover P. d_tile aims at 4096 values a tile, but is at
+    # least 16 columns (64 bytes of float32 in a row's load).
     p_tile = min(triton.next_power_of_2(P), 1024)
     d_tile = max(16, 4096 // p_tile)
     grid = (triton.cdiv(D, d_tile),)
@@ -385,8 +378,7 @@ class WeightedSum(torch.autograd.Function):
         assert x.shape[-1] == weight.shape[0], "x (..., D) needs w of shape (D,)"
         weight = weight.contiguous()  # the kernels read w_ptr + d
         ctx.save_for_backward(x, weight)
-        # x (..., D) as rows: a view of x if its strides allow,
-        # else a copy.
+        # x (..., D) as rows: a view if x's strides allow, else a copy
         x2d = rearrange(x, "... d -> (...) d")
         y = forward_tuned(x2d, weight)
         return y.reshape(x.shape[:-1])
@@ -408,19 +400,28 @@ class WeightedSum(torch.autograd.Function):
 
 
 # Next: wide.py, Part 4 (optional), the kernels op.py runs:
-# 16-byte loads, a float64 or huge x, and one compile for all
-# rows. (Triton compiles a kernel again for an int argument
-# such as rows when it becomes 1, or a multiple of 16: it
-# specializes on those values, which wide.py turns off.)
+# 16-byte loads, float64, a huge x, one compile for all rows.
 
 
-VARIANTS = {  # what check() and benchmark() run: wrapper pairs
+VARIANTS = {  # what main() checks and times: wrapper pairs
     "simple": (forward_simple, backward_simple),
     "tuned": (forward_tuned, backward_tuned),
 }
 
 
-# ## Timing (the harness: skip it on a first read)
+# ## The harness: checks, timing (skip it on a first read)
+def check_variants(x, variants):
+    """check() on each variant's (forward, backward), with a fresh w and grad_y. Inside
+    the `with`, torch.empty gives NaN: an element that a kernel never writes fails."""
+    w = torch.randn(x.shape[1], dtype=x.dtype, device=x.device)
+    grad_y = torch.randn(x.shape[0], dtype=x.dtype, device=x.device)
+    for name, (forward, backward) in variants.items():
+        with common.uninitialized_memory_is_nan():
+            got = (forward(x, w), *backward(x, w, grad_y))
+        check(got, x, w, grad_y, name)
+    return list(variants)
+
+
 DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32", "float64")}
 SHAPES = [(65536, 1024), (16384, 4096), (65536, 1000), (1048576, 128)]
 SWEEP = [dict(rows=r, dim=d, dtype=t) for t in ("float32", "bfloat16") for r, d in SHAPES]
@@ -481,7 +482,7 @@ def main(argv=None, module=sys.modules[__name__]):
     simple_forward_kernel[(3,)](x, ones, y, 5, 6, 6, 1, ROWS_TILE=2, D_TILE=4)
     print(f"the docstring's example: {y.tolist()} = {x.sum(1).tolist()}")
     x = torch.randn(args.rows, args.dim, dtype=DTYPES[args.dtype], device=common.DEVICE)
-    checked = check(x, module.VARIANTS)
+    checked = check_variants(x, module.VARIANTS)
     print(f"check passed: y, grad_x and grad_w of {', '.join(checked)}")
     # The Function, as a model calls it. y.sum()'s grad_y is all
     # ones, so grad_x is exactly w, in every row.

@@ -82,7 +82,7 @@ def assert_matches_float64(y, grads, x, w, g, what):
 )
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_sizes(rows, d, dtype):
-    assert ws.check(layout(rows, d, dtype), wide.VARIANTS) == list(wide.VARIANTS)
+    assert ws.check_variants(layout(rows, d, dtype), wide.VARIANTS) == list(wide.VARIANTS)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
@@ -90,7 +90,7 @@ def test_sizes(rows, d, dtype):
 def test_dtypes_and_layouts(dtype, how):
     names = float64_ones(wide.VARIANTS) if dtype == torch.float64 else list(wide.VARIANTS)
     variants = {name: wide.VARIANTS[name] for name in names}
-    assert ws.check(layout(37, 104, dtype, how), variants) == names
+    assert ws.check_variants(layout(37, 104, dtype, how), variants) == names
 
 
 @support.gpu_only
@@ -100,7 +100,7 @@ def test_every_config_on_gpu(index):
     # config
     # `index`, forward and backward, on D = 1000 (a masked tile) and rows of 16-byte multiples.
     with support.pinned_config(ws, index):
-        assert ws.check(layout(1001, 1000), wide.VARIANTS) == list(wide.VARIANTS)
+        assert ws.check_variants(layout(1001, 1000), wide.VARIANTS) == list(wide.VARIANTS)
 
 
 @pytest.mark.parametrize(
@@ -116,7 +116,7 @@ def test_leading_dims(batch, how):
 def test_empty(rows, d):
     # The entry launches nothing for an empty x: no autotuner times an empty launch. The lesson's
     # simple kernels launch no program for no rows, and sum no columns for D = 0.
-    assert ws.check(layout(rows, d), {"simple": ws.VARIANTS["simple"]}) == ["simple"]
+    assert ws.check_variants(layout(rows, d), {"simple": ws.VARIANTS["simple"]}) == ["simple"]
     for name, fn in ENTRY_STYLES.items():
         check_autograd(fn, layout(rows, d), f"{name} empty")
 
@@ -136,7 +136,7 @@ def test_tuned_backward_with_few_and_many_programs(programs_per_sm, monkeypatch)
     # adds them in two steps of 1024; P = 1 walks every row tile in one program.
     monkeypatch.setattr(ws, "PROGRAMS_PER_SM", programs_per_sm)
     x = layout(2000, 40, torch.bfloat16)
-    assert ws.check(x, {"tuned": wide.VARIANTS["tuned"]}) == ["tuned"]
+    assert ws.check_variants(x, {"tuned": wide.VARIANTS["tuned"]}) == ["tuned"]
 
 
 def assert_y(y, x, w, what):  # y = x @ w against float64
@@ -605,7 +605,7 @@ def test_check_catches_an_output_element_left_unwritten():
     broken = {"simple": (forgets_the_last_row, ws.backward_simple)}
     message = r"simple y on x \(9, 8\).*: 1 of 9 elements off.*got nan"
     with pytest.raises(AssertionError, match=message):
-        ws.check(layout(9, 8), wide.VARIANTS | broken)
+        ws.check_variants(layout(9, 8), wide.VARIANTS | broken)
 
 
 @pytest.mark.parametrize("wrong", ["grad_w halved", "grad_x rows reversed"])
@@ -621,7 +621,7 @@ def test_check_catches_a_wrong_gradient(wrong):
         "grad_w on x .* elements off" if wrong == "grad_w halved" else "grad_x on x .* elements off"
     )
     with pytest.raises(AssertionError, match=message):
-        ws.check(layout(40, 8, torch.bfloat16), broken)
+        ws.check_variants(layout(40, 8, torch.bfloat16), broken)
 
 
 def test_wrong_device_type():
@@ -720,7 +720,7 @@ def test_side_stream():
     [(65536, 1024, torch.float32), (4097, 4096, torch.bfloat16), (65536, 1000, torch.float16)],
 )
 def test_large_gpu(rows, d, dtype):
-    assert ws.check(layout(rows, d, dtype), wide.VARIANTS) == list(wide.VARIANTS)
+    assert ws.check_variants(layout(rows, d, dtype), wide.VARIANTS) == list(wide.VARIANTS)
 
 
 @support.gpu_only

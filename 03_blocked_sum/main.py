@@ -40,7 +40,8 @@ Columns 6 and 7 are past x's edge, yet offsets 6 and 7 lie in
 memory: they hold x[1, 0] and x[1, 1]. An unmasked load would not
 crash; it would quietly add the next row's values. The mask
 cols < N turns those loads off, as rows < M does in the third
-step for row 5, which x lacks: a load turned off gives 0.
+step for row 5, which x lacks. A load turned off reads nothing
+and gives tl.load's `other`: 0 here, which adds nothing.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
 
@@ -62,7 +63,7 @@ import triton.language as tl  # noqa: E402
 # GPU at its first launch. A tensor argument arrives as a pointer
 # to its first element; tl.load reads there, tl.store writes.
 # acc has a tile's shape: the loop adds whole tiles into it;
-# tl.sum reduces it once, after the loop (why: after check()).
+# tl.sum reduces it once, after the loop ("Why reduce once").
 @triton.jit
 def simple_column_sum_kernel(
     x_ptr, out_ptr,  # pointers to x[0, 0] and out[0]
@@ -105,19 +106,17 @@ def reference(x):  # what every kernel here computes
     return x.sum(0)
 
 
-def check(x, variants):
-    """Compares each variant (name -> function) with reference()."""
+# ## Is it right?
+# reference() in float64 is near exact. Each add of a float32
+# sum rounds a little: the error allowed grows with M, the sum's
+# length, and with the size of the terms, reference() on |x|.
+def check(fn, x, name):
+    """Asserts that fn(x) is x.sum(0), up to rounding."""
     exact = reference(x.double())
-    # Allowed rounding grows with the sum's length, M, and |x|.
-    magnitude = reference(x.double().abs())
-    for name, fn in variants.items():
-        # Within it, torch.empty fills with NaN: unwritten values fail.
-        with common.uninitialized_memory_is_nan():
-            out = fn(x)
-        case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
-        assert out.dtype == x.dtype, f"{case}: {out.dtype}"
-        common.assert_close(out, exact, magnitude, x.shape[0], case)
-    return list(variants)
+    size = reference(x.double().abs())
+    out = fn(x)
+    assert out.dtype == x.dtype, f"{name}: {out.dtype}"
+    common.assert_close(out, exact, size, reduction_length=x.shape[0], what=name)
 
 
 # ## Why reduce once: the 1-D way, for comparison
@@ -181,8 +180,8 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # (2) Load tiles ahead. A load from memory takes hundreds of
 # cycles. The loop tl.range(..., num_stages=STAGES) asks for the
 # next STAGES - 1 tiles before it adds the current one, so the
-# loads and the adds overlap. (Tutorial 03 sets num_stages in
-# its triton.Config instead, which does the same for every loop
+# loads and the adds overlap. (Triton's tutorial 03, the matrix
+# multiplication, sets num_stages in its triton.Config instead, which does the same for every loop
 # of the kernel; here it is a constexpr of this one loop.)
 @triton.jit
 def split_column_sum_kernel(
@@ -245,12 +244,12 @@ column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"]
 # An x of at most 2048 rows is one chunk, its length rounded up
 # to a power of 2: so rows_per_split, the autotuner's key, takes
 # few values (M = 1000 and 1001 share a tuning, at 1024).
-# 2048 is a multiple of every BLOCK_M, so no tile runs past a
-# chunk's end. (A tile that did would be right, as its rows past
-# the end are masked off, but it would load less per step.)
+# 2048 is a multiple of every BLOCK_M: in a split x, no tile
+# runs past a chunk's end. (One that did would be right, its
+# rows past the end masked off, but would load less a step.)
 # any_x.py's plan_splits, which op.py runs, picks the chunks
 # from the GPU's SM count and x's width.
-CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # CPU: small x split too
+CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # CPU: 256, to split small x
 
 
 def chunks(M):
@@ -328,7 +327,17 @@ VARIANTS |= {"split": column_sums_split, "tuned": column_sums_tuned}
 # appendix, the loop with block pointers (older tutorials).
 
 
-# ## Timing (the harness: skip it on a first read)
+# ## The harness: checks, timing (skip it on a first read)
+def check_variants(x, variants):
+    """check() on each variant (name -> function). Inside the `with`,
+    torch.empty gives NaN: an element that a kernel never writes fails."""
+    for name, fn in variants.items():
+        case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
+        with common.uninitialized_memory_is_nan():
+            check(fn, x, case)
+    return list(variants)
+
+
 DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32")}
 SHAPES = [(16384, 8192), (2048, 65536), (1048576, 64), (64, 1048576)]
 SWEEP = [dict(rows=m, cols=n, dtype=t) for t in ("float32", "bfloat16") for m, n in SHAPES]
@@ -377,7 +386,7 @@ def main(argv=None, module=sys.modules[__name__]):
     for name, reason in getattr(module, "UNAVAILABLE", {}).items():
         print(f"variant {name!r} left out: {reason}")
     x = torch.randn(args.rows, args.cols, dtype=DTYPES[args.dtype], device=common.DEVICE)
-    checked = check(x, module.VARIANTS)
+    checked = check_variants(x, module.VARIANTS)
     x.requires_grad_()
     BlockedSum.apply(x).sum().backward()  # grad_x: ones, from expand
     assert torch.equal(x.grad, torch.ones_like(x))

@@ -57,21 +57,21 @@ def assert_sums(result, x, what):
     [(1, 1), (1, 17), (17, 1), (17, 17), (1000, 17), (17, 1000), (1001, 33), (100, 1001), (64, 64)],
 )
 def test_sizes(m, n):
-    assert bs.check(layout(m, n), VARIANTS) == list(VARIANTS)
+    assert bs.check_variants(layout(m, n), VARIANTS) == list(VARIANTS)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("how", ["contiguous", "transposed", "sliced", "every_other_row"])
 def test_dtypes_and_layouts(dtype, how):
     variants = variants_for(dtype)
-    assert bs.check(layout(300, 40, dtype, how), variants) == list(variants)
+    assert bs.check_variants(layout(300, 40, dtype, how), variants) == list(variants)
     result = op.blocked_sum(x := layout(300, 40, dtype, how))
     assert_sums(result, x, f"entry {dtype} {how}")
 
 
 def test_one_d_is_the_same_sum_with_a_1d_accumulator():
     x = layout(1000, 96)
-    assert bs.check(x, {"one_d": bp.VARIANTS["one_d"]}) == ["one_d"]
+    assert bs.check_variants(x, {"one_d": bp.VARIANTS["one_d"]}) == ["one_d"]
     assert bs.one_d_column_sum_kernel.fn is not bs.simple_column_sum_kernel.fn
 
 
@@ -82,7 +82,7 @@ def test_every_config_on_gpu(index):
     # its config `index`, on a matrix whose rows are split (two passes).
     with support.pinned_config(bs, index), support.pinned_config(ax, index):
         assert bs.chunks(5000)[0] > 1 and ax.plan_splits(5000, 1100, DEVICE)[0] > 1
-        assert bs.check(layout(5000, 1100), VARIANTS) == list(VARIANTS)
+        assert bs.check_variants(layout(5000, 1100), VARIANTS) == list(VARIANTS)
 
 
 @pytest.mark.parametrize("name", list(ENTRY_AND_VARIANTS))
@@ -195,7 +195,7 @@ def test_out_problems(style):
 def test_split_shapes_split(m, n):
     # Split by main.py's chunks (2048 rows on a GPU, 256 on a CPU) and by any_x.py's plan.
     assert bs.chunks(m)[0] > 1 and ax.plan_splits(m, n, DEVICE)[0] > 1
-    assert bs.check(layout(m, n), VARIANTS) == list(VARIANTS)
+    assert bs.check_variants(layout(m, n), VARIANTS) == list(VARIANTS)
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
@@ -313,7 +313,7 @@ def test_check_catches_an_output_element_left_unwritten(monkeypatch):
         return out
 
     with pytest.raises(AssertionError, match=r"simple on x \(9, 8\).*1 of 8 elements off.*got nan"):
-        bs.check(layout(9, 8), {"simple": forgets_the_last_column})
+        bs.check_variants(layout(9, 8), {"simple": forgets_the_last_column})
 
 
 # --- Bad input: the same error through the entry and the op ---------------------------------
@@ -565,13 +565,13 @@ def test_help_shows_every_default(capsys):
     ],
 )
 def test_benchmark_shapes_on_the_gpu(m, n, dtype):
-    assert "tuned" in bs.check(layout(m, n, dtype), VARIANTS)
+    assert "tuned" in bs.check_variants(layout(m, n, dtype), VARIANTS)
 
 
 @support.gpu_only
 @pytest.mark.parametrize("how", ["transposed", "sliced", "every_other_row"])
 def test_large_strided_views_on_the_gpu(how):
-    assert "tuned" in bs.check(layout(8192, 3000, how=how), VARIANTS)
+    assert "tuned" in bs.check_variants(layout(8192, 3000, how=how), VARIANTS)
 
 
 @support.gpu_only

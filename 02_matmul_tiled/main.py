@@ -1,8 +1,8 @@
 """Tiled matrix multiplication: C = A @ B on the tensor cores.
 
-What you learn (after lesson 01): how one program computes a
-tile of C with tl.dot, on the tensor cores (the GPU's matrix
-units); then how such a kernel gets fast, one change a section.
+What you learn (after lesson 01): how one program computes a tile
+of C with tl.dot, on the tensor cores (the GPU's matrix units);
+then how such a kernel gets fast, one change a section.
 
 The maths. For A (M, K) and B (K, N):
 
@@ -21,26 +21,25 @@ does this, taking BK (BLOCK_K) values of k at each step:
 A loaded tile of A serves BN columns of C, so A is read N / BN
 times, not N times as in lesson 01.
 
-Worked example, with tiles of 2 x 2 (on a GPU, tl.dot needs 16
-or more a side). A is (5, 3) and B (3, 7), both row-major:
-strides (3, 1) and (7, 1). C (5, 7) has cdiv(5, 2) = 3 rows and
-cdiv(7, 2) = 4 columns of tiles, numbered row by row. Program
-11 takes tile row 11 // 4 = 2, tile column 11 % 4 = 3: rows =
-[4, 5], cols = [6, 7]. Its loop takes k = 0, then k = 2; ks =
-[0, 1] are the k offsets within a step, so k + ks is [0, 1],
-then [2, 3]. With A's strides, 3 and 1, it loads A at the
-offsets rows[:, None] * 3 + (k + ks)[None, :] * 1; with B's,
-at (k + ks)[:, None] * 7 + cols[None, :] * 1 (a column plus a
-row broadcasts to a grid, as in torch):
+Worked example, with BLOCK_M = BLOCK_N = BLOCK_K = 2 (on a GPU,
+tl.dot needs 16 or more a side). A is (5, 3) and B (3, 7), both
+row-major: strides (3, 1) and (7, 1). C (5, 7) has cdiv(5, 2) = 3
+rows and cdiv(7, 2) = 4 columns of tiles (cdiv: division rounded
+up), numbered row by row. The last program, 11, has the corner
+tile, where all three edges show: tile row 11 // 4 = 2, column
+11 % 4 = 3, so rows = [4, 5], cols = [6, 7]. Its loop takes k =
+0, then 2; with ks = [0, 1], the k offsets within a step, k + ks
+is [0, 1], then [2, 3]. A's offsets are row * 3 + k (a rows x k
+block), B's k * 7 + col (k x cols), each a column plus a row
+broadcast to a grid, as in torch:
 
     step      A's offsets          B's offsets
     k = 0:    [[12, 13], [-, -]]   [[ 6, -], [13, -]]
     k = 2:    [[14,  -], [-, -]]   [[20, -], [ -, -]]
 
 "-" lies outside: row 5 (M = 5), column 7 (N = 7) or k = 3
-(K = 3). Masks turn those loads off, and tl.load's other=0.0
-gives 0 there, which adds nothing to a sum. The store's mask
-lets only C[4, 6] be written.
+(K = 3). Masks turn those loads off; tl.load's other=0.0 gives 0
+there, which adds nothing. The store's mask writes only C[4, 6].
 """
 
 import sys
@@ -96,7 +95,7 @@ def matmul_simple(a, b):
     (M, K), N = a.shape, b.shape[1]
     assert K == b.shape[0], "a's columns must match b's rows"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    a, b = within_limits(a, b, c)  # no float64; bf16 on a CPU: fp32
+    a, b = within_limits(a, b, c)  # see the harness: no float64
     BM = BN = 64  # C's tiles: BM x BN
     grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)  # one per tile
     strides = (*a.stride(), *b.stride(), *c.stride())
@@ -107,33 +106,18 @@ def matmul_simple(a, b):
 reference = torch.matmul  # what every kernel here computes
 
 
+# ## Is it right?
 def check(fn, a, b, what):
-    """Test harness: C = fn(a, b) against a @ b in float64."""
-    with common.uninitialized_memory_is_nan():  # unwritten: NaN
-        c = fn(a, b)
+    """Asserts that C = fn(a, b) is a @ b in float64, up to the
+    rounding of float32 sums: more for a larger K, |A| @ |B|."""
+    c = fn(a, b)
     assert c.dtype == a.dtype, f"{what}: C is {c.dtype}"
     exact = reference(a.double(), b.double())
-    # Rounding grows with K and the terms' sizes: |a| @ |b|.
     size = reference(a.double().abs(), b.double().abs())
-    # TF32 may move a product by 2^-10 of it: allow 2^-9.
+    # TF32 keeps 10 bits of an input: in float32, allow 2^-9 more.
     tf32 = 2.0**-9 if a.dtype == torch.float32 else 0.0
-    common.assert_close(c, exact, size, a.shape[1], what, tf32)
-
-
-# ## Gradients
-# For a loss L of C = A @ B, the chain rule gives
-#     grad_a = grad_c @ B^T        grad_b = A^T @ grad_c
-# b.T is a view: b's memory, its strides swapped. The kernels
-# take any strides, so the backward is two more launches of the
-# forward's kernel. After Part 2, a Function hands them to
-# autograd; check_gradients, here, checks them.
-def check_gradients(fn, a, b, what):
-    """check() on the backward's two products, for a random
-    grad_c, the gradient of a loss with respect to C."""
-    grad_c = torch.randn(a.shape[0], b.shape[1], device=a.device)
-    grad_c = grad_c.to(a.dtype)
-    check(fn, grad_c, b.T, f"{what}: grad_a")
-    check(fn, a.T, grad_c, f"{what}: grad_b")
+    K = a.shape[1]
+    common.assert_close(c, exact, size, K, what, product_roundoff=tf32)
 
 
 # ## Part 2. matmul_kernel: the simple kernel, two changes
@@ -152,8 +136,9 @@ def check_gradients(fn, a, b, what):
 # tiles reads from A. A strip of B is BLOCK_N whole columns of
 # B: what one column of C's tiles reads from B.
 # In row-major order a wave computes whole rows of C's tiles:
-# it reads few strips of A, but every strip of B. Grouped
-# order walks GROUP_M tile rows down, then a column right.
+# it reads few strips of A, but every strip of B. A group is
+# GROUP_M tile rows; grouped order numbers a group's tiles
+# down its rows, then a column right, then the next group.
 #
 # Below, a wave of 4 programs (ids 0 to 3) reads 1 strip of A
 # and 4 of B in row-major order (5 strips); in grouped order,
@@ -186,7 +171,9 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
     # in_group // group_rows moves a column right when they run
     # out.
     row = first_row + in_group % group_rows
-    # In the grouped diagram above, pid 5: row 1, column 2.
+    # The diagram's pid 5, N = 4 tile columns, GROUP_M = 2:
+    # tiles_per_group 8, group 0, in_group 5, group_rows 2:
+    # row 5 % 2 = 1, column 5 // 2 = 2.
     return row, in_group // group_rows
 
 
@@ -195,8 +182,8 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # tiles load less per multiply-add (A is read N / BLOCK_N times,
 # as the docstring says); small ones make more programs, so that
 # every SM gets one. A triton.Config holds values of the
-# kernel's constexprs (a tile, and GROUP_M = 8 tile rows a
-# group, as tutorial 03 takes) and two launch options:
+# kernel's constexprs: a tile, and GROUP_M = 8, as Triton's
+# tutorial 03 takes (not tuned). And two launch options:
 # - num_warps: a program runs on many threads at once, in
 #   warps (groups) of 32, and Triton shares its tile out among
 #   them. In lesson 01 a program's work was one element; here
@@ -211,7 +198,7 @@ TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps
     (128, 64, 32, 4, 4), (64, 256, 32, 4, 4), (64, 64, 32, 3, 4),
     (64, 64, 128, 4, 4), (16, 64, 256, 3, 4),  # 16 rows: a small M
 ]  # fmt: skip
-if common.INTERPRETED:  # it times nothing: one config is enough
+if common.INTERPRETED:  # the CPU has no tile to tune: one config
     TILES = [(64, 64, 32, 1, 4)]
 CONFIGS = [
     triton.Config(dict(BLOCK_M=m, BLOCK_N=n, BLOCK_K=k, GROUP_M=8), num_stages=s, num_warps=w)
@@ -273,21 +260,24 @@ def matmul_tuned(a, b):
 
 
 # ## The Function: autograd launches the kernels
+# For a loss L of C = A @ B, the chain rule gives
+#     grad_a = grad_c @ B^T        grad_b = A^T @ grad_c
+# b.T is a view: b's memory, its strides swapped. The kernels
+# take any strides, so the backward is two more launches of the
+# forward's kernel.
 # A torch.autograd.Function pairs a forward with its backward.
 # forward launches matmul_kernel, through matmul_tuned, and
 # saves a and b; when autograd needs the gradients, backward
-# launches it twice more, on the views of the Gradients section.
-# A model calls Matmul.apply(a, b).
+# launches it on those views. A model calls Matmul.apply(a, b).
 class Matmul(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
         return matmul_tuned(a, b)
 
-    # Autograd cannot see inside a kernel, so it cannot take a
-    # second derivative through this backward.
-    # once_differentiable makes asking for one raise an error.
-    # (op.py's matmul, made for models, takes second ones.)
+    # Autograd does not record what a kernel does, so there is no
+    # second derivative: this makes asking for one raise. (op.py's
+    # backward calls its own op, which autograd can follow.)
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_c):
@@ -299,7 +289,7 @@ class Matmul(torch.autograd.Function):
         return grad_a, grad_b
 
 
-VARIANTS = {  # what check() and benchmark() run: the wrappers
+VARIANTS = {  # what main() checks and times: the wrappers
     "simple": matmul_simple,
     "tuned": matmul_tuned,
 }
@@ -316,7 +306,8 @@ VARIANTS = {  # what check() and benchmark() run: the wrappers
 # ## The harness: checks and timing (skip it on a first read)
 def within_limits(a, b, c):
     """The wrappers' guards. They refuse what this file's kernels
-    cannot take, and return a, b as the kernels take them."""
+    cannot take, and return a, b as the kernels take them: on a
+    CPU, bfloat16 a and b as float32."""
     # acc is float32: a float64 C would lose its extra bits.
     assert a.dtype != torch.float64, "acc is float32: no float64"
     # Offsets are int32, as tl.arange's values: past 2^31 they
@@ -327,6 +318,15 @@ def within_limits(a, b, c):
     # CPU, dot_inputs returns bfloat16 a, b as float32; on a GPU,
     # it returns a, b as they are.
     return common.dot_inputs(a, b)
+
+
+def check_gradients(fn, a, b, what):
+    """check() on the backward's two products, for a random
+    grad_c, the gradient of a loss with respect to C."""
+    grad_c = torch.randn(a.shape[0], b.shape[1], device=a.device)
+    grad_c = grad_c.to(a.dtype)
+    check(fn, grad_c, b.T, f"{what}: grad_a")
+    check(fn, a.T, grad_c, f"{what}: grad_b")
 
 
 DTYPES = {n: getattr(torch, n) for n in ("float16", "bfloat16", "float32")}
@@ -410,8 +410,11 @@ def main(argv=None, module=sys.modules[__name__]):
     dtype, shape = DTYPES[args.dtype], f"{args.m}x{args.n}x{args.k}"
     a, b = common.random_matrix(args.m, args.k, dtype), common.random_matrix(args.k, args.n, dtype)
     for name, fn in (variants := module.variants_for(a, b)).items():
-        check(fn, a, b, f"{name} {shape} {args.dtype}: C")
-        check_gradients(fn, a, b, f"{name} {shape} {args.dtype}")
+        # Inside the `with`, torch.empty gives NaN: an element
+        # that a kernel never writes fails.
+        with common.uninitialized_memory_is_nan():
+            check(fn, a, b, f"{name} {shape} {args.dtype}: C")
+            check_gradients(fn, a, b, f"{name} {shape} {args.dtype}")
     print(f"check {shape} {args.dtype}: {', '.join(variants)} match float64, grads too")
     if hasattr(module, "check_epilogue"):  # fused.py's and later
         module.check_epilogue(a, b)

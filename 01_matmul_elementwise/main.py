@@ -44,8 +44,7 @@ from pathlib import Path
 
 import torch
 
-# common (the lessons' helper, at the repository's root) makes
-# Triton run kernels on the CPU on a machine with no GPU.
+# common, the lessons' helper: with no GPU, Triton runs on CPU.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import common  # noqa: E402  (before triton: on a CPU, turns on its interpreter)
 import triton  # noqa: E402
@@ -80,17 +79,27 @@ def scalar_kernel(
     tl.store(c_ptr + row * stride_cm + col * stride_cn, c)
 
 
+def within_limits(a, b, c):
+    """Refuses float64 (the sums are float32), and offsets of
+    2^31 or more (elements_spanned: 1 + a tensor's largest
+    offset): Triton computes offsets in int32, which wrap."""
+    assert a.dtype != torch.float64, "float32 sums: see any_x.py"
+    big = max(common.elements_spanned(t) for t in (a, b, c))
+    assert big < 2**31, "int32 offsets: see any_x.py"
+
+
 def scalar(a, b):
     """a @ b by scalar_kernel."""
     assert a.shape[1] == b.shape[0], "K must match"
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    within_limits(a, b, c)  # (the harness's) no float64, no big C
-    # kernel[grid](arguments): grid (M * N,) starts M * N programs,
-    # numbered 0 to M * N - 1. All 32 threads of a warp run the
-    # program's code; here each computes the same one number. More
-    # warps would only repeat that work: so num_warps=1.
+    within_limits(a, b, c)
+    # kernel[grid](arguments) starts grid[0] = M * N programs,
+    # numbered 0 to M * N - 1. num_warps is a launch option for
+    # Triton, not an argument of the kernel: warps per program
+    # (default 4). Here all 32 threads of a warp compute the same
+    # one number, so more warps would only repeat it: 1 is enough.
     strides = (*a.stride(), *b.stride(), *c.stride())
     scalar_kernel[(M * N,)](a, b, c, N, K, *strides, num_warps=1)
     return c
@@ -203,16 +212,7 @@ class MatmulElementwise(torch.autograd.Function):
 # compute tiles of C and load each value once per tile.
 
 
-# ## The harness: guards, checks, timing (skip it on a first read)
-def within_limits(a, b, c):
-    """Refuses float64 (the sums are float32), and tensors that
-    need offsets of 2^31 or more: Triton computes offsets in
-    int32, which wrap around. any_x.py's kernel takes both."""
-    assert a.dtype != torch.float64, "float32 sums: see any_x.py"
-    big = max(common.elements_spanned(t) for t in (a, b, c))
-    assert big < 2**31, "int32 offsets: see any_x.py"
-
-
+# ## The harness: checks, timing (skip it on a first read)
 def random_operand(rows, cols, dtype, transposed=False):
     shape = (cols, rows) if transposed else (rows, cols)
     t = torch.randn(shape, dtype=dtype, device=common.DEVICE)

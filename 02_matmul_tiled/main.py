@@ -95,7 +95,7 @@ def matmul_simple(a, b):
     (M, K), N = a.shape, b.shape[1]
     assert K == b.shape[0], "a's columns must match b's rows"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    a, b = within_limits(a, b, c)  # see the harness: no float64
+    a, b = within_limits(a, b, c)  # harness: no float64, < 2^31
     BM = BN = 64  # C's tiles: BM x BN
     grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)  # one per tile
     strides = (*a.stride(), *b.stride(), *c.stride())
@@ -171,7 +171,7 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
     # in_group // group_rows moves a column right when they run
     # out.
     row = first_row + in_group % group_rows
-    # The diagram's pid 5, N = 4 tile columns, GROUP_M = 2:
+    # The diagram's pid 5: 4 x 4 tiles, GROUP_M = 2, so
     # tiles_per_group 8, group 0, in_group 5, group_rows 2:
     # row 5 % 2 = 1, column 5 // 2 = 2.
     return row, in_group // group_rows

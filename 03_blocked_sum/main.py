@@ -6,18 +6,6 @@ accumulator of a tile's shape, and reduces acc once, after its
 loop. Then you make it fast on every shape of x: split a tall x
 over more programs, load tiles ahead, and tune the tile.
 
-    out[j]       = sum over i of x[i, j]    one sum per column
-    grad_x[i, j] = grad_out[j]              the same on every row
-
-In PyTorch, the program that owns the BLOCK_N columns cols does
-this (think of x as padded with zero rows to a multiple of
-BLOCK_M rows):
-
-    acc = torch.zeros(BLOCK_M, BLOCK_N)
-    for i0 in range(0, M, BLOCK_M):
-        acc += x[i0 : i0 + BLOCK_M, cols]
-    out[cols] = acc.sum(0)
-
 Words from lesson 01: a program is a running copy of a kernel,
 numbered by tl.program_id; a block, a small tensor of fixed
 shape in one program; a stride, the step in elements along a dim.
@@ -25,6 +13,17 @@ A program runs on num_warps warps of 32 threads each, and Triton
 spreads each block's values over those threads.
 Here, a tile is the 2-D block of x that one step of the loop
 loads, and a column block is the BLOCK_N columns a program owns.
+
+    out[j]       = sum over i of x[i, j]    one sum per column
+    grad_x[i, j] = grad_out[j]              the same on every row
+
+In PyTorch, with x padded with zeros to whole blocks:
+
+    for cols in blocks of BLOCK_N columns:  # a program each
+        acc = torch.zeros(BLOCK_M, BLOCK_N)
+        for i0 in range(0, M, BLOCK_M):
+            acc += x[i0 : i0 + BLOCK_M, cols]
+        out[cols] = acc.sum(0)
 
 Worked example: x of shape (5, 6), stored row after row, so
 stride_m = 6 and stride_n = 1. Each program owns BLOCK_N = 4
@@ -68,7 +67,7 @@ import triton.language as tl  # noqa: E402
 def simple_column_sum_kernel(
     x_ptr, out_ptr,  # pointers to x[0, 0] and out[0]
     M, N, stride_m, stride_n,  # x's sizes and strides
-    # tl.constexpr: fixed when the kernel compiles, as shapes are
+    # tl.constexpr: known when compiling, as block shapes must be
     BLOCK_M: tl.constexpr,  # rows per step, a power of 2
     BLOCK_N: tl.constexpr,  # columns per program, a power of 2
 ):  # fmt: skip
@@ -77,7 +76,7 @@ def simple_column_sum_kernel(
     col_mask = cols < N
     # A float32 sum: a 16-bit running sum would drop small terms.
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i0 in range(0, M, BLOCK_M):  # M: any int, not a constexpr
+    for i0 in range(0, M, BLOCK_M):  # M: a run-time int
         rows = i0 + tl.arange(0, BLOCK_M)
         # A (BLOCK_M, BLOCK_N) block, broadcast as in torch:
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n

@@ -8,13 +8,6 @@ and to give kernels to autograd. x (..., D) is flattened to rows r:
     grad_x[r, d] = grad_y[r] * w[d]                 no sum at all
     grad_w[d]    = sum over r of x[r, d] * grad_y[r]
 
-One program's work in PyTorch, for its ROWS_TILE rows, row_ids:
-
-    acc = torch.zeros(ROWS_TILE, D_TILE)
-    for d0 in range(0, D, D_TILE):
-        acc += x[row_ids, d0 : d0 + D_TILE] * w[d0 : d0 + D_TILE]
-    y[row_ids] = acc.sum(1)
-
 Words from lesson 01:
 - a program is a running copy of a kernel; kernel[grid](args)
   starts grid[0] of them, and tl.program_id(0) numbers them;
@@ -24,6 +17,13 @@ Words from lesson 01:
 - a stride is the step, in elements, along a dim;
 - tl.load(pointers, mask, other): where mask is False, it
   reads nothing, and gives other.
+
+One program's work in PyTorch, for its ROWS_TILE rows, row_ids:
+
+    acc = torch.zeros(ROWS_TILE, D_TILE)
+    for d0 in range(0, D, D_TILE):
+        acc += x[row_ids, d0 : d0 + D_TILE] * w[d0 : d0 + D_TILE]
+    y[row_ids] = acc.sum(1)
 
 Worked example: x of shape (5, 6), stored row after row, so
 x[r, d] lies r * 6 + d elements after x[0, 0]. A program owns
@@ -113,11 +113,11 @@ def check(got, x, w, grad_y, name):
     """Asserts got = (y, grad_x, grad_w) is reference()'s."""
     exact = reference(x.double(), w.double(), grad_y.double())
     size = reference(*(t.double().abs() for t in (x, w, grad_y)))
-    terms = (x.shape[1], 1, x.shape[0])  # sums' lengths; grad_x: 1
+    lengths = (x.shape[1], 1, x.shape[0])  # of each sum; grad_x: 1
     for i, what in enumerate(("y", "grad_x", "grad_w")):
         case = f"{name} {what} on x {tuple(x.shape)} {x.dtype}"
         assert got[i].dtype == x.dtype, f"{case}: {got[i].dtype}"
-        common.assert_close(got[i], exact[i], size[i], reduction_length=terms[i], what=case)
+        common.assert_close(got[i], exact[i], size[i], reduction_length=lengths[i], what=case)
 
 
 # ## Part 1b. The simplest backward: a partial row per program
@@ -262,12 +262,12 @@ def forward_tuned(x2d, weight):
 # An H200 has 132 SMs (streaming multiprocessors, the GPU's
 # cores). About 8 programs per SM keep every SM busy: while
 # some wait for memory, others run. The grid has D tiles * P
-# programs, so the host sets P = cdiv(8 * SMs, D tiles), at
-# most rows and at least SMs: each SM gets a program even with
-# a single D tile. The host makes partial, P rows, before the
-# launch, but the autotuner picks D_TILE during it. So the host
-# counts D tiles as if D_TILE were D_TILE_GUESS = 128. A wrong
-# guess costs speed, never correctness.
+# programs, so the host sets P = cdiv(8 * SMs, D tiles). But
+# the host makes partial, P rows, before the launch, and the
+# autotuner picks D_TILE during it: so the host counts D tiles
+# as if D_TILE were D_TILE_GUESS = 128. A wrong guess costs
+# speed, never correctness. P is at most rows, and at least SMs,
+# so that every SM has a program even if D_TILE is wider.
 #     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
 # On an H200: D = 128, one D tile, gives P = 1056; D = 4096, 32
 # D tiles, gives 33, raised to 132.

@@ -36,9 +36,8 @@ owns rows 2 and 3; its first step loads x at these offsets:
 
 Its second step takes columns 4 to 7, but the last column is
 5: row 2's column 6 would be offset 2 * 6 + 6 = 18, which
-holds x[3, 0], the next row's first value. The mask cols < 6,
-with other=0, makes those loads zeros; in program 2, the mask
-row_ids < 5 drops row 5.
+holds x[3, 0], the next row's first value. The mask cols < 6
+(other=0) zeros those loads; in program 2, row_ids < 5 drops row 5.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
 
@@ -57,9 +56,10 @@ import triton.language as tl  # noqa: E402
 
 
 # ## Part 1. The simplest forward: one program per tile of rows
-# acc is a tile, not a sum per row: acc += adds each thread's
+# acc is a tile, not a sum per row. acc += adds each thread's
 # own values, with no waiting; tl.sum makes threads swap values
-# and wait, so it runs once, after the loop.
+# and wait. So tl.sum runs once, after the loop (lesson 03 times
+# both: a tl.sum at every step was 1.6 times slower).
 @triton.jit
 def simple_forward_kernel(
     x_ptr, w_ptr, y_ptr,  # tensors arrive as pointers: to x[0, 0], w[0], y[0]
@@ -220,43 +220,28 @@ def forward_tuned(x2d, weight):
 
 
 # ## Part 3. backward_kernel: the simple backward, changed
-# Part 1b's backward runs tl.sum at every step, and its partial
-# has a row per 16 rows of x. Three changes, each marked in the
-# code by its tag, and timed in the table below.
-#
-# (split) In Part 1b, each program owns some rows and walks
-# across D. Now each program owns one D tile (a block of
-# columns) and walks down the rows, keeping a 2-D acc of
-# x * grad_y, as the forward does: one tl.sum, at the end. P
-# programs share the rows of each D tile (the host picks P,
-# below), so the grid is (D tiles, P). Program (t, p) takes D
-# tile t in the row tiles numbered p, p + P, p + 2P, and so on.
-# In PyTorch, where cols is D tile t and rows(i) are the rows
-# of row tile i:
+# Part 1b's backward has two costs: tl.sum at every step, and a
+# partial with a row per 16 rows of x (for x of 1048576 x 128
+# float32: 65536 rows, 32 MiB, written, then read again). Three
+# changes, each marked in the code by its tag:
+# (split) Each program owns one D tile (a block of columns) and
+# walks down the rows, keeping a 2-D acc of x * grad_y, as the
+# forward does: one tl.sum, at the end. P programs share the
+# rows of each D tile, so the grid has two axes, (D tiles, P):
+# program (t, p) has t = tl.program_id(0), p = tl.program_id(1).
+# It takes the row tiles p, p + P, p + 2P, and so on. In PyTorch,
+# with cols its D tile and rows(i) the rows of row tile i:
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
 #     partial[p, cols] = acc.sum(0)
-# So partial has P rows, about a thousand (the host's rule is
-# below), where Part 1b's has a row per 16 rows of x: 65536
-# rows, 32 MiB, for x of 1048576 x 128 float32.
+# So partial has P rows: about a thousand, by the rule below.
 # For D = 8 in two D tiles of 4 columns, 5 row tiles, P = 2:
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
 #     programs (1, 0) and (1, 1): the same for columns 4-7
 # The right half of picture.png (beside this file) draws it.
-#
 # (tune) As forward_kernel: its own tile, picked from CONFIGS.
 # (sum) The second pass, adding partial's rows, as a kernel.
-#
-# Timed on an H200 for x of 1048576 x 128, each change added to
-# the ones above it:
-#                                     float32    bfloat16
-#     backward_simple                 0.354 ms   0.452 ms
-#     (split), Part 1's 16 x 64 tile  0.296 ms   0.156 ms
-#     (tune) a tuned tile             0.279 ms   0.159 ms
-#     (sum) a kernel for the sum      0.274 ms   0.151 ms
-# (split) buys the most. In bfloat16, the autotuner's tile is
-# no faster than Part 1's: the two are within 2%.
 #
 # ### Picking P, on the host
 # An H200 has 132 SMs (streaming multiprocessors, the GPU's
@@ -365,6 +350,18 @@ def backward_tuned(x2d, weight, grad_y):
     args = (x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride())
     backward_kernel[grid](*args)
     return grad_x, sum_partials(partial, weight)
+
+
+# ### What each change bought
+# Timed on an H200 for x of 1048576 x 128, each change added to
+# the ones above it:
+#                                     float32    bfloat16
+#     backward_simple                 0.354 ms   0.452 ms
+#     (split), Part 1's 16 x 64 tile  0.296 ms   0.156 ms
+#     (tune) a tuned tile             0.279 ms   0.159 ms
+#     (sum) a kernel for the sum      0.274 ms   0.151 ms
+# (split) buys the most. In bfloat16, the autotuner's tile is
+# no faster than Part 1's: the two are within 2%.
 
 
 # ## The Function: autograd launches the kernels

@@ -188,8 +188,8 @@ def backward_simple(x2d, weight, grad_y):
 # (tune) The best tile depends on D. Wide rows want wide
 # tiles, which read long runs of memory; narrow rows want
 # many rows in a tile. A triton.Config is one candidate
-# tile: its constexprs, and num_warps. A TILES row is
-# (ROWS_TILE, D_TILE, num_warps). We kept these nine after
+# launch: the tile's constexprs, and num_warps. An entry of
+# TILES is (ROWS_TILE, D_TILE, num_warps). We kept these nine after
 # timing many.
 TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4)]
 TILES += [(128, 128, 8), (16, 256, 4), (8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
@@ -281,8 +281,8 @@ def backward_kernel(
     # (split) A program keeps one D tile: w loads just once.
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
-    for tile in range(p, tl.cdiv(rows, ROWS_TILE), P):  # (split)
-        row_ids = tile * ROWS_TILE + tl.arange(0, ROWS_TILE)
+    for row_tile in range(p, tl.cdiv(rows, ROWS_TILE), P):  # (split)
+        row_ids = row_tile * ROWS_TILE + tl.arange(0, ROWS_TILE)
         row_mask = row_ids < rows
         mask = row_mask[:, None] & col_mask[None, :]
         grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)

@@ -148,8 +148,8 @@ def backward_wide_kernel(
     # (split) One D tile per program: w is loaded once, not per step.
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(acc_dtype)
     acc = tl.zeros((ROWS_TILE, D_TILE), dtype=acc_dtype)
-    for tile in range(p, tl.cdiv(rows, ROWS_TILE), P):  # (split)
-        row_ids = (tile * ROWS_TILE + tl.arange(0, ROWS_TILE)).to(tl.int64)  # (any x)
+    for row_tile in range(p, tl.cdiv(rows, ROWS_TILE), P):  # (split)
+        row_ids = (row_tile * ROWS_TILE + tl.arange(0, ROWS_TILE)).to(tl.int64)  # (any x)
         row_mask = row_ids < rows
         mask = row_mask[:, None] & col_mask[None, :]
         grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(acc_dtype)

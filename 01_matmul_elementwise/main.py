@@ -65,7 +65,9 @@ def scalar_kernel(
     stride_bk, stride_bn,  # B's strides
     stride_cm, stride_cn,  # C's strides
 ):  # fmt: skip
-    pid = tl.program_id(0)  # p in the docstring
+    pid = tl.program_id(0)  # p in the docstring (grid axis 0)
+    # The grid is exactly M * N programs, so every pid is an
+    # element of C: no mask, and no need for M.
     row = pid // N  # the row and the column of C
     col = pid % N  # that this program computes
     # A float32 sum: a float16 running sum would drop small terms.
@@ -79,22 +81,13 @@ def scalar_kernel(
     tl.store(c_ptr + row * stride_cm + col * stride_cn, c)
 
 
-def within_limits(a, b, c):
-    """Refuses float64 (the sums are float32), and offsets of
-    2^31 or more (elements_spanned: 1 + a tensor's largest
-    offset): Triton computes offsets in int32, which wrap."""
-    assert a.dtype != torch.float64, "float32 sums: see any_x.py"
-    big = max(common.elements_spanned(t) for t in (a, b, c))
-    assert big < 2**31, "int32 offsets: see any_x.py"
-
-
 def scalar(a, b):
     """a @ b by scalar_kernel."""
     assert a.shape[1] == b.shape[0], "K must match"
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    within_limits(a, b, c)
+    within_limits(a, b, c)  # (the harness): no float64, no offsets past 2^31
     # kernel[grid](arguments) starts grid[0] = M * N programs,
     # numbered 0 to M * N - 1. num_warps is a launch option for
     # Triton, not an argument of the kernel: warps per program
@@ -109,15 +102,19 @@ reference = torch.matmul  # what every kernel here computes
 
 
 # ## Is it right?
-# Compare with PyTorch's a @ b in float64 (near exact). Each add
-# of a float32 sum rounds a little: the error allowed grows with
-# K and with the size of what is summed, |A| @ |B|.
+# As in Triton's tutorial 01: compare with PyTorch, here in
+# float64, so its C is as good as exact. Our float32 sum of K
+# terms rounds at each add: allow 4 sqrt(K) * 2^-24 of the
+# largest |A| @ |B| (atol); C's dtype rounds once more (rtol).
 def check(fn, a, b, name):
-    """Asserts that fn(a, b) is a @ b, up to rounding."""
-    exact = reference(a.double(), b.double())
-    size = reference(a.double().abs(), b.double().abs())
-    c = fn(a, b)
-    common.assert_close(c, exact, size, reduction_length=a.shape[1], what=name)
+    """Asserts that fn(a, b) is a @ b, up to that rounding."""
+    c, exact = fn(a, b), reference(a.double(), b.double())
+    largest = reference(a.double().abs(), b.double().abs()).max()
+    atol = 4 * a.shape[1] ** 0.5 * 2**-24 * largest.item()
+    rtol = torch.finfo(c.dtype).eps
+    torch.testing.assert_close(
+        c.double(), exact, rtol=rtol, atol=atol, msg=lambda m: f"{name}: {m}"
+    )
 
 
 # ## Faster: BLOCK_K values of k per step
@@ -139,7 +136,7 @@ def vector_k_kernel(
     stride_am, stride_ak,
     stride_bk, stride_bn,
     stride_cm, stride_cn,
-    BLOCK_K: tl.constexpr,  # values of k per step, a power of 2
+    BLOCK_K: tl.constexpr,  # k per step: tl.arange needs a power of 2
 ):  # fmt: skip
     pid = tl.program_id(0)
     row = pid // N
@@ -213,17 +210,20 @@ class MatmulElementwise(torch.autograd.Function):
 
 
 # ## The harness: checks, timing (skip it on a first read)
-def random_operand(rows, cols, dtype, transposed=False):
-    shape = (cols, rows) if transposed else (rows, cols)
-    t = torch.randn(shape, dtype=dtype, device=common.DEVICE)
-    return t.T if transposed else t  # transposed: a view, as W.T is
+def within_limits(a, b, c):
+    """Refuses float64 (the sums are float32), and offsets of
+    2^31 or more (elements_spanned: 1 + a tensor's largest
+    offset): Triton computes offsets in int32, which wrap."""
+    assert a.dtype != torch.float64, "float32 sums: see any_x.py"
+    big = max(common.elements_spanned(t) for t in (a, b, c))
+    assert big < 2**31, "int32 offsets: see any_x.py"
 
 
 def check_variants(variants, m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False):
     """check() on each variant (name -> function), on fresh random operands. Inside the
     `with`, torch.empty gives NaN: an element that a kernel never writes fails."""
-    a = random_operand(m, k, dtype, transpose_a)
-    b = random_operand(k, n, dtype, transpose_b)
+    a = common.random_matrix(m, k, dtype, transpose_a)
+    b = common.random_matrix(k, n, dtype, transpose_b)
     for name, fn in variants.items():
         with common.uninitialized_memory_is_nan():
             check(fn, a, b, f"{name} {m}x{n}x{k} {dtype}")
@@ -231,9 +231,9 @@ def check_variants(variants, m, n, k, dtype=torch.float32, transpose_a=False, tr
 
 def check_gradients(m, n, k, dtype=torch.float32):
     """check() on MatmulElementwise's dA and dB."""
-    a = random_operand(m, k, dtype).requires_grad_()
-    b = random_operand(k, n, dtype, True).requires_grad_()
-    grad_c = random_operand(m, n, dtype)
+    a = common.random_matrix(m, k, dtype).requires_grad_()
+    b = common.random_matrix(k, n, dtype, True).requires_grad_()
+    grad_c = common.random_matrix(m, n, dtype)
     MatmulElementwise.apply(a, b).backward(grad_c)
     check(lambda *_: a.grad, grad_c, b.detach().T, "dA")
     check(lambda *_: b.grad, a.detach().T, grad_c, "dB")
@@ -245,8 +245,8 @@ DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float3
 def benchmark(m, n, k, dtype="float32", b_transposed=True):
     """Time each variant, torch.matmul, and a bare launch."""
     dtype = DTYPES[dtype] if isinstance(dtype, str) else dtype
-    a = random_operand(m, k, dtype)
-    b = random_operand(k, n, dtype, b_transposed)
+    a = common.random_matrix(m, k, dtype)
+    b = common.random_matrix(k, n, dtype, b_transposed)
     c = torch.empty((m, n), dtype=dtype, device=common.DEVICE)
     args = (a, b, c, n, k, *a.stride(), *b.stride(), *c.stride())
     calls = {name: functools.partial(fn, a, b) for name, fn in VARIANTS.items()}
@@ -281,8 +281,8 @@ def main(argv=None):
     add("--b-row-major", action="store_true", help="time a (K, N) b, not W.T")
     args = parser.parse_args(argv)
     m, n, k = args.m, args.n, args.k
-    if min(m, n, k) < 0:
-        parser.error("--m, --n and --k must not be negative")
+    if min(m, n) < 1 or k < 0:  # (an empty C has nothing to check)
+        parser.error("--m and --n must be 1 or more, --k must not be negative")
     dtype, b_transposed = DTYPES[args.dtype], not args.b_row_major
     print(common.describe_run())
     a = torch.arange(6.0, device=common.DEVICE)

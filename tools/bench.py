@@ -116,18 +116,20 @@ def main(argv=None):
             common.print_table(summary, list(summary[0]))
             write_csv(rows, out / f"{name}.csv")
             print(f"wrote {out / name}.csv")
-    if not args.only or "host" in args.only:
-        rows = host.measure()
-        print("\n## host: us of an eager call in a plain loop, beside its kernels' bare launches")
-        common.print_table(rows, list(rows[0]))
-        write_csv(rows, out / "host.csv")
-        print(f"wrote {out / 'host.csv'}")
-    if not args.only or "train" in args.only:
-        rows = train_step.measure()
-        print("\n## train: ms per step, ours (02's matmul, 04's weighted_sum) and PyTorch's ops")
-        common.print_table(rows, list(rows[0]))
-        write_csv(rows, out / "train_step.csv")
-        print(f"wrote {out / 'train_step.csv'}")
+    # The tables that are not a lesson's: --only's word, what measures it, its title, its file.
+    tables = (
+        ("host", host.measure, "us of an eager call in a plain loop, beside its kernels' bare "
+         "launches", "host.csv"),
+        ("train", train_step.measure, "ms per step, ours (02's matmul, 04's weighted_sum) and "
+         "PyTorch's ops", "train_step.csv"),
+    )  # fmt: skip
+    for word, measure, title, file in tables:
+        if not args.only or word in args.only:
+            rows = measure()
+            print(f"\n## {word}: {title}")
+            common.print_table(rows, list(rows[0]))
+            write_csv(rows, out / file)
+            print(f"wrote {out / file}")
 
 
 if __name__ == "__main__":

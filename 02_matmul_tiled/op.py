@@ -103,11 +103,11 @@ DESCRIPTOR_PROBLEMS = {}
 
 
 def layout(a, b, c):
-    """a's, b's and c's shapes, strides, dtype and 16-byte alignment, and torch's float32 matmul
-    precision."""
+    """a's and b's shapes (c's follows from them), the strides, dtype and 16-byte alignment of all
+    three, and torch's float32 matmul precision."""
     aligned = (a.data_ptr() % 16, b.data_ptr() % 16, c.data_ptr() % 16)
     precision = torch.get_float32_matmul_precision()
-    shapes = (a.shape, a.stride(), b.shape, b.stride(), c.shape, c.stride())
+    shapes = (a.shape, a.stride(), b.shape, b.stride(), c.stride())
     return (*shapes, c.dtype, *aligned, precision)
 
 

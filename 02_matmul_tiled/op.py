@@ -129,6 +129,23 @@ def pick(a, b, c, in_op=False):
     return "persistent" if problem is None else "fused"
 
 
+# The persistent kernel's kinds of product (what Triton compiles it for, but for the sizes and
+# the tile's width) whose two widths are compiled. Its rule picks the width from M, so a new token
+# count may switch it, and the other width's first launch would compile it: 0.3 s in a training
+# step (results/NOTES.md item 129). So the first launch of each kind compiles both.
+COMPILED_BOTH_WIDTHS = set()
+
+
+def compile_both_widths(kernel, rules, args):
+    """Compiles kernel (the persistent kernel, its heuristics' `rules` applied to `args`) at both
+    tile widths: Triton's warmup() compiles a launch without running it."""
+    for width in (128, 256):
+        config = dict(args, BLOCK_N=width)
+        for name, rule in rules.items():
+            config[name] = width if name == "BLOCK_N" else rule(config)
+        kernel.warmup(**config, grid=(1,))
+
+
 def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
     """c = activation(a @ b + bias) by the kernel pick() names, written into c; P = a @ b + bias
     into pre where given. For validated inputs with c.numel() > 0. in_op: from a registered op's
@@ -152,6 +169,11 @@ def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
             PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t,
             INPUT_PRECISION=precision, ACTIVATION=activation,
         ))  # fmt: skip
+        kind = (a_arg.dtype, c.dtype, c.device, a_t, b_t, precision, activation)
+        kind += (bias is None, pre is None)
+        if not in_op and kind not in COMPILED_BOTH_WIDTHS:  # (torch.compile compiles its own)
+            compile_both_widths(persistent_kernel, rules_kernel.values, args)
+            COMPILED_BOTH_WIDTHS.add(kind)
         common.traceable(persistent_kernel, in_op)[(programs,)](**args)
         return
     if c.dtype == torch.float32 and precision == "ieee" and persistent.transposed(b):

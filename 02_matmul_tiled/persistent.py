@@ -203,8 +203,11 @@ def persistent_problem(a, b, c):
     # A K step reads 128 bytes of each row: 64 16-bit values.
     "BLOCK_K": lambda args: 128 // args["a_ptr"].element_size(),
     "STORE_HALVES": lambda args: args["BLOCK_N"] == 256 and args["a_ptr"].element_size() == 4,
-    "num_stages": lambda args: 3 if args["BLOCK_N"] == 256 else 4,
-    "num_warps": lambda args: 8,  # 256 threads, 128-row tiles
+    # A narrow tile leaves room in shared memory for 5 K steps
+    # in flight. With 4 warps, it ran up to 13% faster than 4
+    # steps with 8 (and 4% slower on one shape).
+    "num_stages": lambda args: 3 if args["BLOCK_N"] == 256 else 5,
+    "num_warps": lambda args: 8 if args["BLOCK_N"] == 256 else 4,
 })  # fmt: skip
 @triton.jit(do_not_specialize=["M", "N", "K", "stride_a", "stride_b", "stride_cm"])
 def persistent_matmul_kernel(

@@ -141,9 +141,9 @@ def test_persistent_tile_rule():
 
 
 @pytest.mark.parametrize("m, n, element_size, expected", [
-    (4096, 4096, 2, dict(BLOCK_N=256, BLOCK_K=64, STORE_HALVES=False, num_stages=3)),
-    (4096, 4096, 4, dict(BLOCK_N=256, BLOCK_K=32, STORE_HALVES=True, num_stages=3)),
-    (512, 4096, 4, dict(BLOCK_N=128, BLOCK_K=32, STORE_HALVES=False, num_stages=4)),
+    (4096, 4096, 2, dict(BLOCK_N=256, BLOCK_K=64, STORE_HALVES=False, num_stages=3, num_warps=8)),
+    (4096, 4096, 4, dict(BLOCK_N=256, BLOCK_K=32, STORE_HALVES=True, num_stages=3, num_warps=8)),
+    (512, 4096, 4, dict(BLOCK_N=128, BLOCK_K=32, STORE_HALVES=False, num_stages=5, num_warps=4)),
 ])  # fmt: skip
 def test_persistent_heuristics(m, n, element_size, expected):
     # What @triton.heuristics sets at a launch, as tools/asm.py evaluates it for --asm.
@@ -538,6 +538,26 @@ def test_pick_asks_again_for_an_address_off_16_bytes(monkeypatch):
             c, a.double() @ b.double(), a.double().abs() @ b.double().abs(), 32, "c"
         )
     assert picks == ["persistent", "fused", "persistent"]
+
+
+def test_first_persistent_launch_of_a_kind_compiles_both_tile_widths(monkeypatch):
+    # The width rule reads M, so a new token count may switch widths: the first launch of each
+    # kind of product compiles both, with each width's rules (warmup() compiles, runs nothing),
+    # and a new M of that kind compiles nothing more.
+    warmed = []
+    kernel = pe.persistent_matmul_kernel.fn
+    monkeypatch.setattr(op, "COMPILED_BOTH_WIDTHS", set())
+    monkeypatch.setattr(kernel, "warmup", lambda grid, **config: warmed.append(config))
+    b = torch.randn(32, BIG, device=DEVICE, dtype=torch.float16)
+    for m in (BIG, 3 * BIG, 2 * BIG):
+        op.matmul(torch.randn(m, 32, device=DEVICE, dtype=torch.float16), b)
+    expected = [
+        dict(BLOCK_N=128, num_warps=4, num_stages=5, STORE_HALVES=False, A_TRANSPOSED=False),
+        dict(BLOCK_N=256, num_warps=8, num_stages=3, STORE_HALVES=False, A_TRANSPOSED=False),
+    ]
+    assert [{name: config[name] for name in expected[0]} for config in warmed] == expected
+    op.matmul(torch.randn(32, BIG, device=DEVICE, dtype=torch.float16).T, b)  # a new kind
+    assert len(warmed) == 4 and warmed[-1]["A_TRANSPOSED"] is True
 
 
 def test_column_major_out_is_written_where_it_lies(monkeypatch):

@@ -44,9 +44,10 @@ from pathlib import Path
 
 import torch
 
-# common, the lessons' helper: with no GPU, Triton runs on CPU.
+# common, the lessons' helper, comes before triton: with no
+# GPU, it turns on Triton's interpreter, which runs on the CPU.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import common  # noqa: E402  (before triton: on a CPU, turns on its interpreter)
+import common  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
@@ -65,9 +66,9 @@ def scalar_kernel(
     stride_bk, stride_bn,  # B's strides
     stride_cm, stride_cn,  # C's strides
 ):  # fmt: skip
-    pid = tl.program_id(0)  # p in the docstring (grid axis 0)
-    # The grid is exactly M * N programs, so every pid is an
-    # element of C: no mask, and no need for M.
+    pid = tl.program_id(0)  # p; 0 names the grid's first axis
+    # The grid is exactly M * N programs, one per element of
+    # C, so no program lies outside C: no test against M.
     row = pid // N  # the row and the column of C
     col = pid % N  # that this program computes
     # A float32 sum: a float16 running sum would drop small terms.
@@ -87,12 +88,17 @@ def scalar(a, b):
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    within_limits(a, b, c)  # (the harness): no float64, no offsets past 2^31
-    # kernel[grid](arguments) starts grid[0] = M * N programs,
-    # numbered 0 to M * N - 1. num_warps is a launch option for
-    # Triton, not an argument of the kernel: warps per program
-    # (default 4). Here all 32 threads of a warp compute the same
-    # one number, so more warps would only repeat it: 1 is enough.
+    # Triton computes offsets in int32, which wrap past 2**31,
+    # and this kernel sums in float32: within_limits (in the
+    # harness, at the end) refuses such tensors, and float64.
+    within_limits(a, b, c)
+    # kernel[grid](arguments) starts grid[0] = M * N programs
+    # (0 to M * N - 1). num_warps is a launch option,
+    # not a kernel argument: how many warps run each program.
+    # Triton shares a block's elements among the threads; this
+    # kernel has single numbers, not blocks, so all 32 threads
+    # compute the same sum, and Triton lets one of them store
+    # it. More warps would only repeat the work.
     strides = (*a.stride(), *b.stride(), *c.stride())
     scalar_kernel[(M * N,)](a, b, c, N, K, *strides, num_warps=1)
     return c
@@ -185,10 +191,10 @@ class MatmulElementwise(torch.autograd.Function):
         ctx.save_for_backward(a, b)
         return vector_k(a, b)
 
+    # Autograd does not see inside a kernel, so it cannot
+    # differentiate this backward again: once_differentiable
+    # makes a request for a second derivative raise an error.
     @staticmethod
-    # Autograd does not record what a kernel does, so there is no
-    # second derivative: this makes asking for one raise. (op.py's
-    # backward calls its own op, which autograd can follow.)
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_c):
         a, b = ctx.saved_tensors
@@ -207,17 +213,15 @@ class MatmulElementwise(torch.autograd.Function):
 
 # ## The harness: checks, timing (skip it on a first read)
 def within_limits(a, b, c):
-    """Refuses float64 (the sums are float32), and offsets of
-    2^31 or more (elements_spanned: 1 + a tensor's largest
-    offset): Triton computes offsets in int32, which wrap."""
+    """Refuses float64 (the sums are float32) and tensors whose
+    offsets reach 2^31 (int32 offsets would wrap)."""
     assert a.dtype != torch.float64, "float32 sums: see any_x.py"
     big = max(common.elements_spanned(t) for t in (a, b, c))
     assert big < 2**31, "int32 offsets: see any_x.py"
 
 
 def check_variants(variants, m, n, k, dtype=torch.float32, transpose_a=False, transpose_b=False):
-    """check() on each variant (name -> function), on fresh random operands. Inside the
-    `with`, torch.empty gives NaN: an element that a kernel never writes fails."""
+    """check() on each variant, fresh operands; torch.empty gives NaN inside the `with`."""
     a = common.random_matrix(m, k, dtype, transpose_a)
     b = common.random_matrix(k, n, dtype, transpose_b)
     for name, fn in variants.items():
@@ -246,7 +250,7 @@ def benchmark(m, n, k, dtype="float32", b_transposed=True):
     c = torch.empty((m, n), dtype=dtype, device=common.DEVICE)
     args = (a, b, c, n, k, *a.stride(), *b.stride(), *c.stride())
     calls = {name: functools.partial(fn, a, b) for name, fn in VARIANTS.items()}
-    launch = vector_k_kernel[(m * n,)]  # no wrapper: the kernel's own cost
+    launch = vector_k_kernel[(m * n,)]  # the launch alone, no wrapper
     calls["vector_k_kernel[grid]"] = lambda: launch(*args, **VECTOR_K_LAUNCH)
     calls["torch"] = functools.partial(torch.matmul, a, b)
     times = {name: common.measure(fn) for name, fn in calls.items()}

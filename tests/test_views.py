@@ -70,6 +70,14 @@ def test_launches_of_more_and_more_programs_find_what_each_wrote():
     assert pictures.programs_along_axis(launch, 3, y).tolist() == [0, 0, 1, 1, 2]
 
 
+def test_01_picture_reads_every_offset_program_6_loads():
+    # Its bottom panel: C[1, 2]'s program reads W's row 2 for B = W.T, every 4th offset for a
+    # row-major (10, 4) B; all ten, exactly (float32 sums of powers of 2 once dropped four).
+    lesson, memory = support.load("01_matmul_elementwise"), torch.arange(40.0, device=common.DEVICE)
+    assert pictures.offsets_read(lesson, memory.view(4, 10).T, 3, 4) == list(range(20, 30))
+    assert pictures.offsets_read(lesson, memory.view(10, 4), 3, 4) == list(range(2, 40, 4))
+
+
 @pytest.mark.parametrize("group_m", [1, 2])
 def test_grouped_order_as_02_draws_it_in_its_docstring(group_m):
     lesson = support.load("02_matmul_tiled")

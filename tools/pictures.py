@@ -106,6 +106,21 @@ def masked(row, col, rows=5, cols=6):  # what a masked lane at (row, col) of x's
     return f"x[{offset // cols}, {offset % cols}]" if offset < rows * cols else "past x"
 
 
+def offsets_read(lesson, b, m, block_k):
+    """The offsets that vector_k_kernel's program for C[1, 2] reads of b (K, N), whose memory
+    holds its own offsets: with A[1] 1 at one k and 0 elsewhere, C[1, 2] is B[k, 2]'s offset
+    (float32 holds these small integers exactly)."""
+    (k, n), offsets = b.shape, []
+    for step in range(k):
+        a = torch.zeros(m, k, device=b.device)
+        a[1, step] = 1
+        c = torch.empty(m, n, device=b.device)
+        args = (a, b, c, n, k, *a.stride(), *b.stride(), *c.stride())
+        lesson.vector_k_kernel[(m * n,)](*args, BLOCK_K=block_k)
+        offsets.append(int(c[1, 2]))
+    return offsets
+
+
 def draw_01(lesson, figure):
     """01: which program of vector_k_kernel computes each element of C, its K loop, and the memory
     that strides send it to"""
@@ -125,26 +140,20 @@ def draw_01(lesson, figure):
     labels = [[f"step {s // block_k}" + ("\nmasked" if s >= k else "") for s in range(k + 2)]]
     cells(
         axes[1], step, labels,
-        f"program 6 (C[1, 2]) walks A[1, :] in steps of BLOCK_K = {block_k} (for k0 in range(0, K, "
-        f"BLOCK_K));\nstep 2's lanes k = 10, 11 are past K = {k}, masked off. (A is cut from a "
-        f"12-wide buffer with NaN there: C is finite, {bool(c.isfinite().all())})",
+        f"program 6 (C[1, 2]) walks A[1, :] in steps of BLOCK_K = {block_k}\n(for k0 in range(0, "
+        f"K, BLOCK_K)); step 2's lanes k = 10, 11 are past K = {k}: masked off.\nA's rows lie in a "
+        f"buffer 12 wide whose last 2 columns hold NaN: a masked lane\nthat loaded one would make "
+        f"C NaN. C is finite: {bool(c.isfinite().all())}",
         ["A[1, k]"], "equal",
     )  # fmt: skip
-    # Memory holds 2**offset (float64) and A ones: C[1, 2] sums what program 6 read of B[:, 2],
-    # and its bits name the offsets, for B = W.T and for a row-major B.
-    a, memory = torch.ones(m, k, dtype=torch.float64), 2.0 ** torch.arange(k * n).double()
-    read = torch.full((2, k * n), -1)
+    memory, read = torch.arange(k * n, dtype=torch.float32), torch.full((2, k * n), -1)
     for layout, b in enumerate((memory.view(n, k).T, memory.view(k, n))):
-        a, b = a.to(common.DEVICE), b.to(common.DEVICE)
-        c = torch.empty(m, n, dtype=torch.float64, device=common.DEVICE)
-        args = (a, b, c, n, k, *a.stride(), *b.stride(), *c.stride())
-        lesson.vector_k_kernel[(m * n,)](*args, BLOCK_K=block_k)
-        read[layout, rows_in(c[1, 2])] = 6  # program 6's colour on the left
+        read[layout, offsets_read(lesson, b.to(common.DEVICE), m, block_k)] = 6  # program 6
     cells(
         axes[2], read, [[str(o) if r >= 0 else "" for o, r in enumerate(row)] for row in read],
-        "The memory offsets program 6 read for B[:, 2], from its sum when memory holds 2**offset: "
-        "B = W.T (strides (1, 10)) reads W's row 2, 20 to 29, side by side; a row-major B "
-        "(strides (4, 1)) every 4th",
+        "The memory offsets program 6 read for B[:, 2]: B = W.T (strides (1, 10)) reads W's "
+        "row 2, offsets 20 to 29, side by side;\na row-major B (strides (4, 1)) reads every 4th "
+        "offset, 2 to 38",
         ["B = W.T: W's memory", "row-major B's memory"], width=190,
     )  # fmt: skip
 

@@ -191,9 +191,9 @@ class MatmulElementwise(torch.autograd.Function):
         ctx.save_for_backward(a, b)
         return vector_k(a, b)
 
-    # Autograd does not see inside a kernel, so it cannot
-    # differentiate this backward again: once_differentiable
-    # makes a request for a second derivative raise an error.
+    # This backward launches kernels, which autograd does not
+    # record, so it has no derivative: once_differentiable makes
+    # a request for a second derivative raise an error.
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_c):

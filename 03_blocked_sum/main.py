@@ -7,12 +7,11 @@ loop. Then you make it fast on every shape of x: split a tall x
 over more programs, load tiles ahead, and tune the tile.
 
 Words from lesson 01: a program is a running copy of a kernel,
-numbered by tl.program_id; a block, a small tensor of fixed
-shape in one program; a stride, the step in elements along a dim.
-A program runs on num_warps warps of 32 threads each, and Triton
-spreads each block's values over those threads.
-Here, a tile is the 2-D block of x that one step of the loop
-loads, and a column block is the BLOCK_N columns a program owns.
+numbered by tl.program_id, and programs run in parallel; a
+block is a small tensor of fixed shape inside one program; a
+stride is the step, in elements, along a dim. Here a tile is
+the 2-D block of x that one step of a program's loop loads, and
+each program owns BLOCK_N columns of x (its column block).
 
     out[j]       = sum over i of x[i, j]    one sum per column
     grad_x[i, j] = grad_out[j]              the same on every row
@@ -35,12 +34,13 @@ Its first step loads the elements at these offsets from x[0, 0]:
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] = [[ 4,  5,  6,  7],
                                              [10, 11, 12, 13]]
 
-Columns 6 and 7 are past x's edge, yet offsets 6 and 7 lie in
-memory: they hold x[1, 0] and x[1, 1]. An unmasked load would not
-crash; it would quietly add the next row's values. The mask
-cols < N turns those loads off, as rows < M does in the third
-step for row 5, which x lacks. A load turned off reads nothing
-and gives tl.load's `other`: 0 here, which adds nothing.
+Columns 6 and 7 are past x's edge (N = 6), yet in row 0 their
+offsets, 6 and 7, lie in memory: they hold x[1, 0] and x[1, 1].
+An unmasked load would not crash; it would quietly add the next
+row's values. The mask cols < N turns those loads off. So does
+rows < M for row 5 in step 2 (steps count from 0), which loads
+rows 4 and 5 of an x whose last row is 4. A load turned off
+reads nothing and gives tl.load's `other`: 0 here, adding nothing.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
 
@@ -67,7 +67,7 @@ import triton.language as tl  # noqa: E402
 def simple_column_sum_kernel(
     x_ptr, out_ptr,  # pointers to x[0, 0] and out[0]
     M, N, stride_m, stride_n,  # x's sizes and strides
-    # tl.constexpr: known when compiling, as block shapes must be
+    # tl.constexpr: fixed when compiling (a new value compiles anew)
     BLOCK_M: tl.constexpr,  # rows per step, a power of 2
     BLOCK_N: tl.constexpr,  # columns per program, a power of 2
 ):  # fmt: skip
@@ -76,22 +76,24 @@ def simple_column_sum_kernel(
     col_mask = cols < N
     # A float32 sum: a 16-bit running sum would drop small terms.
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i0 in range(0, M, BLOCK_M):  # M: a run-time int
+    for i0 in range(0, M, BLOCK_M):  # steps in order, in this program
         rows = i0 + tl.arange(0, BLOCK_M)
         # A (BLOCK_M, BLOCK_N) block, broadcast as in torch:
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
         mask = (rows < M)[:, None] & col_mask[None, :]
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)  # masked: 0
-        acc += tile.to(tl.float32)  # each thread adds its own values
+        acc += tile.to(tl.float32)  # elementwise: no sum yet
     sums = tl.sum(acc, axis=0)  # acc's rows, added once
-    # out_ptr.dtype is a pointer type; its element_ty, out's dtype.
+    # Round the float32 sums to out's dtype: out_ptr.dtype.element_ty.
     tl.store(out_ptr + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by simple_column_sum_kernel, or kernel."""
     M, N = x.shape
-    # Triton computes offsets in int32: past 2^31 they wrap.
+    # Its sums are float32 and its offsets int32 (which wrap past
+    # 2**31): refuse float64, and an x that spans so far.
+    assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     BLOCK_N = 64  # columns per program
@@ -106,9 +108,9 @@ def reference(x):  # what every kernel here computes
 
 
 # ## Is it right?
-# reference() in float64 is near exact. Each add of a float32
-# sum rounds a little: the error allowed grows with M, the sum's
-# length, and with the size of the terms, reference() on |x|.
+# reference() in float64 is near exact. A float32 sum rounds a
+# little at each add, so common.assert_close allows each column
+# an error that grows with M and with the column's sum of |x|.
 def check(fn, x, name):
     """Asserts that fn(x) is x.sum(0), up to rounding."""
     exact = reference(x.double())
@@ -119,20 +121,23 @@ def check(fn, x, name):
 
 
 # ## Why reduce once: the 1-D way, for comparison
-# A program runs on num_warps x 32 threads: 4 x 32 = 128 in the
-# simple kernel's launch. Triton spreads each tile over them,
-# and acc the same way, since acc has the tile's shape: in a
-# 16 x 64 tile, each thread holds 8 values of the tile and the
-# same 8 places of acc. So acc += tile adds each thread's own 8
-# values, and no thread waits for another. tl.sum is different:
-# to add up a column, the threads that hold its values must
-# pass them to each other, and wait.
+# A program runs on num_warps warps of 32 threads: 4 x 32 = 128
+# threads in the simple kernel's launch. Triton spreads each
+# block's values over them; which thread holds which value is
+# the block's layout. In steps:
+# - a 16 x 64 tile is 1024 values: 8 held by each thread;
+# - acc has the tile's shape, and Triton gives it the same
+#   layout, so each thread holds the 8 places of acc that
+#   match its 8 values of the tile;
+# - so acc += tile is 8 adds that each thread makes alone;
+# - tl.sum(acc, axis=0) adds up columns whose values other
+#   threads hold: threads pass values to each other, and wait.
 # one_d_column_sum_kernel keeps a 1-D acc, so it runs tl.sum on
 # every tile, inside its loop. On an H200, for x of 16384 x 8192
 # float32, the simple kernel takes 0.50 ms and one_d 0.79 ms.
-# `main.py --asm` shows the simple kernel's shfl instructions,
-# by which a thread reads a value held by another thread: they
-# come once, after its loop.
+# `main.py --asm` shows the simple kernel's shfl (shuffle)
+# instructions, by which a thread reads a value another thread
+# holds: they come once, after its loop.
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -153,13 +158,15 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 
 
 # ## Part 2. split_column_sum_kernel: two changes
-# The simple kernel is right, but slow on a tall x. The kernel
-# below changes it in two ways, each marked at its lines.
+# Part 1 holds the lesson's idea; Parts 2 and 3 make it fast.
+# The simple kernel is slow on a tall x. The kernel below
+# changes it in two ways, each marked at its lines.
 #
 # (1) Split a tall x over more programs. A program runs on one
 # SM (streaming multiprocessor, one of the GPU's cores; an H200
-# has 132). For x of 1048576 x 64 the simple kernel starts one
-# program, and one SM cannot keep memory busy. So the grid gets
+# has 132). For x of 1048576 x 64 the simple kernel starts
+# cdiv(64, 64) = 1 program, and one SM has too few loads in
+# flight to keep memory busy. So the grid gets
 # a second axis. The host cuts x's rows into chunks of
 # rows_per_split rows each; program (c, s) adds up column block
 # c of chunk s into row s of a buffer, partial. A second pass
@@ -179,9 +186,7 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # (2) Load tiles ahead. A load from memory takes hundreds of
 # cycles. The loop tl.range(..., num_stages=STAGES) asks for the
 # next STAGES - 1 tiles before it adds the current one, so the
-# loads and the adds overlap. (Triton's tutorial 03, the matrix
-# multiplication, sets num_stages in its triton.Config instead, which does the same for every loop
-# of the kernel; here it is a constexpr of this one loop.)
+# loads and the adds overlap.
 @triton.jit
 def split_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -202,9 +207,9 @@ def split_column_sum_kernel(
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)
     sums = tl.sum(acc, axis=0)
-    # (1) Chunk s stores its sums in row s of out_ptr. When x is
-    # split, out_ptr is partial, a new (contiguous) tensor of a
-    # row per chunk; when it is not, out_ptr is out, as row 0.
+    # (1) Chunk s stores its sums in row s of out_ptr: of partial
+    # (contiguous, a row per chunk) if x is split; if it is not,
+    # the one chunk, 0, stores into out itself.
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
@@ -216,21 +221,18 @@ def split_column_sum_kernel(
 # num_warps, STAGES). We timed 32 tiles on 12 shapes and kept
 # these 7, each the fastest on at least one shape.
 TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2)]
-TILES += [(32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1)]  # last: few rows
+TILES += [(32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1)]  # last: for few rows
 if common.INTERPRETED:
     TILES = [(32, 32, 4, 1)]  # the CPU can't time a GPU: one config
 CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, w, s in TILES]
 
 # triton.autotune(configs, key) wraps a kernel. Its first launch
 # with new values of the key's arguments times every config and
-# keeps the fastest for those values. The key is N and
-# rows_per_split, not M: M changes with every x, while the host
-# (below) picks rows_per_split from few values, so the autotuner
-# tunes seldom. We write autotune as a call, not a decorator,
-# so that split_column_sum_kernel stays as it is, untuned: the
-# "split" variant launches it at one fixed tile. As a decorator,
-# autotune would go above @triton.jit:
-#     @triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
+# keeps the fastest. The key is N and rows_per_split (the host's
+# chunk length, below), not M, which changes with every x: so
+# the autotuner tunes seldom. We call autotune, where a kernel
+# usually has @triton.autotune(...) above its @triton.jit, to
+# keep Part 2's kernel untuned for the "split" variant.
 column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])(
     split_column_sum_kernel
 )
@@ -243,11 +245,9 @@ column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"]
 # An x of at most 2048 rows is one chunk, its length rounded up
 # to a power of 2: so rows_per_split, the autotuner's key, takes
 # few values (M = 1000 and 1001 share a tuning, at 1024).
-# 2048 is a multiple of every BLOCK_M: in a split x, no tile
-# runs past a chunk's end. (One that did would be right, its
-# rows past the end masked off, but would load less a step.)
-# any_x.py's plan_splits, which op.py runs, picks the chunks
-# from the GPU's SM count and x's width.
+# 2048 is a multiple of every BLOCK_M, so no tile runs past a
+# chunk's end (its mask would make that right, but it would load
+# rows for nothing). op.py sizes chunks by the GPU instead.
 CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # CPU: 256, to split small x
 
 
@@ -258,8 +258,7 @@ def chunks(M):
 
 
 def column_sums(x, kernel, **tile):
-    """x.sum(0) by `kernel` (at `tile`, or at its autotuner's
-    pick), then the second pass if x is split."""
+    """x.sum(0) by `kernel` at `tile` (or as tuned), split or not."""
     M, N = x.shape
     # float32 sums and int32 offsets, as in Part 1
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
@@ -328,8 +327,7 @@ VARIANTS |= {"split": column_sums_split, "tuned": column_sums_tuned}
 
 # ## The harness: checks, timing (skip it on a first read)
 def check_variants(x, variants):
-    """check() on each variant (name -> function). Inside the `with`,
-    torch.empty gives NaN: an element that a kernel never writes fails."""
+    """check() on each variant; torch.empty gives NaN in the `with`."""
     for name, fn in variants.items():
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
         with common.uninitialized_memory_is_nan():
@@ -343,8 +341,7 @@ SWEEP = [dict(rows=m, cols=n, dtype=t) for t in ("float32", "bfloat16") for m, n
 
 
 def benchmark(rows, cols, dtype="float32", module=sys.modules[__name__]):
-    """Times torch, module.VARIANTS, and column_sum_kernel
-    launched bare: the kernel alone, with no wrapper."""
+    """Times torch, module.VARIANTS, and column_sum_kernel bare."""
     x = torch.randn(rows, cols, dtype=DTYPES.get(dtype, dtype), device=common.DEVICE)
     calls = {"torch": functools.partial(x.sum, 0)}
     calls |= {name: functools.partial(fn, x) for name, fn in module.VARIANTS.items()}

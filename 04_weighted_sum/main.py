@@ -34,10 +34,10 @@ owns rows 2 and 3; its first step loads x at these offsets:
     [[2], [3]] * 6 + [[0, 1, 2, 3]] = [[12, 13, 14, 15],
                                        [18, 19, 20, 21]]
 
-Its second step takes columns 4 to 7, but the last column is
-5: row 2's column 6 would be offset 2 * 6 + 6 = 18, which
+Its second step takes columns 4 to 7, but x's columns end at
+index 5: row 2's column 6 would be offset 2 * 6 + 6 = 18, which
 holds x[3, 0], the next row's first value. The mask cols < 6
-(other=0) zeros those loads; in program 2, row_ids < 5 drops row 5.
+(other=0) zeros those loads; row_ids < 5 drops program 2's row 5.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
 
@@ -56,15 +56,16 @@ import triton.language as tl  # noqa: E402
 
 
 # ## Part 1. The simplest forward: one program per tile of rows
-# acc is a tile, not a sum per row. acc += adds each thread's
-# own values, with no waiting; tl.sum makes threads swap values
-# and wait. So tl.sum runs once, after the loop (lesson 03 times
-# both: a tl.sum at every step was 1.6 times slower).
+# acc is a tile, not a sum per row: a 16 x 64 tile's 1024
+# values spread over 128 threads, 8 each. acc += adds each
+# thread's own 8, with no waiting; tl.sum combines values of
+# different threads, which pass values and wait. So tl.sum runs
+# once, after the loop (lesson 03: at every step, 1.6x slower).
 @triton.jit
 def simple_forward_kernel(
     x_ptr, w_ptr, y_ptr,  # tensors arrive as pointers: to x[0, 0], w[0], y[0]
     rows, D, stride_row, stride_col,  # x's sizes, strides
-    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # fixed when compiled: shapes
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # compiled in: a new value compiles anew
 ):  # fmt: skip
     # tl.arange(0, n): the block 0 to n - 1 (n a power of 2)
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
@@ -82,8 +83,7 @@ def simple_forward_kernel(
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(tl.float32) * w.to(tl.float32)[None, :]
     y = tl.sum(acc, axis=1)  # each row's sum, once
-    # y_ptr.dtype is a pointer type; its .element_ty is y's dtype
-    tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
+    tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)  # y's dtype
 
 
 SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Part 1's tile
@@ -92,12 +92,12 @@ SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Part 1's tile
 def forward_simple(x2d, weight):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
-    # Triton computes offsets in int32: past 2^31 they wrap.
+    # Triton's offsets are int32, which wrap past 2**31.
     assert common.elements_spanned(x2d) < 2**31, "int32 offsets: see wide.py"
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)  # per 16 rows
     args = (x2d, weight, y, rows, D, *x2d.stride())
-    simple_forward_kernel[grid](*args, **SIMPLE_TILE, num_warps=4)  # 128 threads
+    simple_forward_kernel[grid](*args, **SIMPLE_TILE, num_warps=4)  # num_warps: a launch option
     return y
 
 
@@ -106,9 +106,9 @@ def reference(x, w, grad_y):  # y, grad_x, grad_w, as above
 
 
 # ## Is it right?
-# reference() in float64 is near exact. Each add of a float32
-# sum rounds a little: the error allowed grows with the sum's
-# length and with its terms, reference() on |x|, |w|, |grad_y|.
+# reference() in float64 is near exact. A float32 sum rounds a
+# little at each add, so common.assert_close allows an error
+# that grows with the sum's length and with the sum of |terms|.
 def check(got, x, w, grad_y, name):
     """Asserts got = (y, grad_x, grad_w) is reference()'s."""
     exact = reference(x.double(), w.double(), grad_y.double())
@@ -224,7 +224,7 @@ def forward_tuned(x2d, weight):
 # partial with a row per 16 rows of x (for x of 1048576 x 128
 # float32: 65536 rows, 32 MiB, written, then read again). Three
 # changes, each marked in the code by its tag:
-# (split) Each program owns one D tile (a block of columns) and
+# (split) Each program owns one D tile (D_TILE columns) and
 # walks down the rows, keeping a 2-D acc of x * grad_y, as the
 # forward does: one tl.sum, at the end. P programs share the
 # rows of each D tile, so the grid has two axes, (D tiles, P):
@@ -251,8 +251,9 @@ def forward_tuned(x2d, weight):
 # the host makes partial, P rows, before the launch, and the
 # autotuner picks D_TILE during it: so the host counts D tiles
 # as if D_TILE were D_TILE_GUESS = 128. A wrong guess costs
-# speed, never correctness. P is at most rows, and at least SMs,
-# so that every SM has a program even if D_TILE is wider.
+# speed, never correctness. Two bounds: P is at least SMs, so
+# that each SM gets a program even if D_TILE is wider; and at
+# most rows, since a program needs a row (that bound wins last).
 #     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
 # On an H200: D = 128, one D tile, gives P = 1056; D = 4096, 32
 # D tiles, gives 33, raised to 132.
@@ -288,8 +289,8 @@ def backward_kernel(
         grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
         offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
         # Load x before storing grad_x: the compiler cannot rule
-        # out that they share memory, so a load after the store
-        # would wait for it (18% slower, measured).
+        # out that the two tensors overlap, so a load after the
+        # store would wait for it (18% slower, measured).
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         grad_x = grad_y[:, None] * w[None, :]
         # grad_x is contiguous: its rows lie D apart.
@@ -330,7 +331,7 @@ def sum_partials(partial, weight, kernel=sum_partials_kernel):
     # (sum) A tile: p_tile rows of partial, d_tile columns.
     # p_tile is P rounded up to a power of 2, at most 1024: few
     # steps cover P. d_tile aims at 4096 values a tile, but is at
-    # least 16 columns (64 bytes of float32 in a row's load).
+    # least 16 columns, so a row's load is 64 bytes of float32.
     p_tile = min(triton.next_power_of_2(P), 1024)
     d_tile = max(16, 4096 // p_tile)
     grid = (triton.cdiv(D, d_tile),)
@@ -408,8 +409,7 @@ VARIANTS = {  # what main() checks and times: wrapper pairs
 
 # ## The harness: checks, timing (skip it on a first read)
 def check_variants(x, variants):
-    """check() on each variant's (forward, backward), with a fresh w and grad_y. Inside
-    the `with`, torch.empty gives NaN: an element that a kernel never writes fails."""
+    """check() on each variant, fresh w, grad_y; NaN from torch.empty in the `with`."""
     w = torch.randn(x.shape[1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[0], dtype=x.dtype, device=x.device)
     for name, (forward, backward) in variants.items():
@@ -460,8 +460,7 @@ def bare(x):  # benchmark() launches this kernel alone: name, it, args
 
 
 def main(argv=None, module=sys.modules[__name__]):
-    """Checks and times the variants of `module`: this file, or
-    wide.py, which passes itself."""
+    """Checks and times `module`'s variants (this file's, or wide.py's)."""
     import tools  # adds --draw and --asm (see the README)
 
     parser = tools.lesson_parser(module)
@@ -481,8 +480,7 @@ def main(argv=None, module=sys.modules[__name__]):
     x = torch.randn(args.rows, args.dim, dtype=DTYPES[args.dtype], device=common.DEVICE)
     checked = check_variants(x, module.VARIANTS)
     print(f"check passed: y, grad_x and grad_w of {', '.join(checked)}")
-    # The Function, as a model calls it. y.sum()'s grad_y is all
-    # ones, so grad_x is exactly w, in every row.
+    # The Function, as a model calls it: y.sum() gives grad_x = w.
     x = torch.randn(2, 3, 4, device=common.DEVICE, requires_grad=True)
     w = torch.randn(4, device=common.DEVICE)
     WeightedSum.apply(x, w).sum().backward()

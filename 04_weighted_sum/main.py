@@ -56,11 +56,14 @@ import triton.language as tl  # noqa: E402
 
 
 # ## Part 1. The simplest forward: one program per tile of rows
-# acc is a tile, not a sum per row: a 16 x 64 tile's 1024
-# values spread over 128 threads, 8 each. acc += adds each
-# thread's own 8, with no waiting; tl.sum combines values of
-# different threads, which pass values and wait. So tl.sum runs
-# once, after the loop (lesson 03: at every step, 1.6x slower).
+SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # launched on 4 warps
+
+
+# acc is a tile, not a sum per row. Triton spreads the 16 x 64
+# tile's 1024 values over 4 warps' 128 threads, 8 each, and acc
+# the same way: acc += adds each thread's own 8, with no waiting,
+# but tl.sum combines values other threads hold, so threads pass
+# values and wait. It runs once, after the loop (lesson 03).
 @triton.jit
 def simple_forward_kernel(
     x_ptr, w_ptr, y_ptr,  # tensors arrive as pointers: to x[0, 0], w[0], y[0]
@@ -83,10 +86,7 @@ def simple_forward_kernel(
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(tl.float32) * w.to(tl.float32)[None, :]
     y = tl.sum(acc, axis=1)  # each row's sum, once
-    tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)  # y's dtype
-
-
-SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Part 1's tile
+    tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
 def forward_simple(x2d, weight):
@@ -222,19 +222,20 @@ def forward_tuned(x2d, weight):
 # ## Part 3. backward_kernel: the simple backward, changed
 # Part 1b's backward has two costs: tl.sum at every step, and a
 # partial with a row per 16 rows of x (for x of 1048576 x 128
-# float32: 65536 rows, 32 MiB, written, then read again). Three
-# changes, each marked in the code by its tag:
+# float32, a partial of 65536 rows, 32 MiB, written and read
+# again). Three changes, each marked in the code by its tag:
 # (split) Each program owns one D tile (D_TILE columns) and
 # walks down the rows, keeping a 2-D acc of x * grad_y, as the
 # forward does: one tl.sum, at the end. P programs share the
 # rows of each D tile, so the grid has two axes, (D tiles, P):
 # program (t, p) has t = tl.program_id(0), p = tl.program_id(1).
-# It takes the row tiles p, p + P, p + 2P, and so on. In PyTorch,
+# It takes every P-th row tile: p, p + P, p + 2P, and so on, so
+# that programs share the row tiles evenly. In PyTorch,
 # with cols its D tile and rows(i) the rows of row tile i:
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
 #     partial[p, cols] = acc.sum(0)
-# So partial has P rows: about a thousand, by the rule below.
+# So partial has P rows (1056 for D = 128, by the rule below).
 # For D = 8 in two D tiles of 4 columns, 5 row tiles, P = 2:
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
@@ -251,9 +252,9 @@ def forward_tuned(x2d, weight):
 # the host makes partial, P rows, before the launch, and the
 # autotuner picks D_TILE during it: so the host counts D tiles
 # as if D_TILE were D_TILE_GUESS = 128. A wrong guess costs
-# speed, never correctness. Two bounds: P is at least SMs, so
-# that each SM gets a program even if D_TILE is wider; and at
-# most rows, since a program needs a row (that bound wins last).
+# speed, never correctness. Then two bounds, in this order: P
+# is raised to at least SMs, so that each SM gets a program even
+# if D_TILE is wider; then cut to at most rows (a tiny x).
 #     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
 # On an H200: D = 128, one D tile, gives P = 1056; D = 4096, 32
 # D tiles, gives 33, raised to 132.

@@ -14,8 +14,9 @@ columns n:n+BN of C does this, BK (BLOCK_K) values of k a step:
         acc += A[m:m+BM, k:k+BK] @ B[k:k+BK, n:n+BN]
     C[m:m+BM, n:n+BN] = acc
 
-A program reads BM rows of A and BN columns of B: A is read
-N / BN times and B M / BM times, not N and M as in lesson 01.
+A program reads BM rows of A and BN columns of B, so all of A
+is read N / BN times and all of B M / BM times, where lesson 01
+read them N and M times: at 4096^3 in 64 x 64 tiles, 64, not 4096.
 
 Worked example, with BLOCK_M = BLOCK_N = BLOCK_K = 2 (on a GPU,
 tl.dot needs 16 or more a side). A is (5, 3) and B (3, 7), both
@@ -83,7 +84,6 @@ def simple_matmul_kernel(
         acc = tl.dot(a, b, acc)
     c_offsets = rows[:, None] * stride_cm + cols[None, :] * stride_cn
     c_mask = (rows[:, None] < M) & (cols[None, :] < N)
-    # A pointer knows its element type: here, C's dtype.
     tl.store(c_ptr + c_offsets, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
 
 
@@ -92,8 +92,8 @@ def matmul_simple(a, b):
     (M, K), N = a.shape, b.shape[1]
     assert K == b.shape[0], "a's columns must match b's rows"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    # within_limits (harness) refuses float64 and int32 offsets
-    # past 2**31; on a CPU it returns bfloat16 a, b as float32.
+    # within_limits (harness) refuses float64 and tensors too big
+    # for int32 offsets; on a CPU it returns bf16 a, b as float32.
     a, b = within_limits(a, b, c)
     BM = BN = 64  # C's tiles: BM x BN
     grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)  # one per tile
@@ -108,14 +108,14 @@ reference = torch.matmul  # what every kernel here computes
 # ## Is it right?
 # float64 is near exact. A float32 sum rounds a little at each
 # add, so common.assert_close allows each element of C an error
-# that grows with K and with its sum of sizes, (|A| @ |B|)[i, j].
+# that grows with K and with the sum of |terms|, (|A| @ |B|)[i, j].
 def check(fn, a, b, what):
     """Asserts that C = fn(a, b) is a @ b, up to rounding."""
     c = fn(a, b)
     assert c.dtype == a.dtype, f"{what}: C is {c.dtype}"
     exact = reference(a.double(), b.double())
     size = reference(a.double().abs(), b.double().abs())
-    # TF32 rounds float32 inputs to 10 bits: 2^-9 of size more.
+    # TF32 keeps 10 mantissa bits: allow 2^-9 more of |A| @ |B|.
     tf32 = 2.0**-9 if a.dtype == torch.float32 else 0.0
     common.assert_close(c, exact, size, a.shape[1], what, product_roundoff=tf32)
 
@@ -140,20 +140,23 @@ def check(fn, a, b, what):
 # GROUP_M tile rows; grouped order numbers a group's tiles
 # down its rows, then a column right, then the next group.
 #
-# Below, a wave of 4 programs (ids 0 to 3) reads 1 strip of A
-# and 4 of B in row-major order (5 strips); in grouped order,
-# 2 and 2 (4).
-# The saving grows with the grid: at 4096 x 4096 in 128 x 128
-# tiles, a wave of an H200's 132 programs reads 37 strips in
-# row-major order and 25 with GROUP_M = 8. The two left panels of
-# picture.png (beside this file; its third panel is Part 4's)
-# draw a 9 x 9 grid of tiles. There a wave of 9 programs reads
-# 10 strips in row-major order, and 6 with GROUP_M = 3.
+# A 4 x 4 grid of tiles, numbered both ways:
 #
 #     row-major:   0  1  2  3      grouped,      0  2  4  6
 #                  4  5  6  7      GROUP_M = 2:  1  3  5  7
 #                  8  9 10 11                    8 10 12 14
 #                 12 13 14 15                    9 11 13 15
+#
+# Take a wave of 4 programs, ids 0 to 3. In row-major order
+# they read 1 strip of A and 4 of B: 5 strips. In grouped
+# order, 2 of A and 2 of B: 4 strips.
+#
+# The saving grows with the grid. The two left panels of
+# picture.png (beside this file; its third panel belongs to
+# Part 4) draw a 9 x 9 grid: there a wave of 9 programs reads
+# 10 strips in row-major order, and 6 with GROUP_M = 3. On an
+# H200, 4096 x 4096 in 128 x 128 tiles, a wave of 132 programs
+# reads 37 strips in row-major order, and 25 with GROUP_M = 8.
 #
 # With GROUP_M = 1, grouped order is row-major order. So the
 # timing table that main() prints has a row "tuned, row-major
@@ -184,8 +187,9 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 # tiles load less per multiply-add (A is read N / BLOCK_N times,
 # as the docstring says); small ones make more programs, so that
 # every SM gets one. A triton.Config holds values of the
-# kernel's constexprs: a tile, and GROUP_M = 8, as Triton's
-# tutorial 03 takes (not tuned). And two launch options:
+# kernel's constexprs: a tile, and GROUP_M = 8 (Triton's
+# tutorial 03 uses 8 too; we did not tune it). And two launch
+# options:
 # - num_warps: a program runs on many threads at once, in
 #   warps (groups) of 32, and Triton shares its tile out among
 #   them. In lesson 01 a program's work was one element; here

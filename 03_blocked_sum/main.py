@@ -203,7 +203,9 @@ def split_column_sum_kernel(
     for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):  # (2)
         rows = i0 + tl.arange(0, BLOCK_M)
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
-        mask = (rows < row_stop)[:, None] & col_mask[None, :]  # (1)
+        # (1) row_stop, not M: only this chunk's rows, so that no
+        # row is added by two chunks.
+        mask = (rows < row_stop)[:, None] & col_mask[None, :]
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)
     sums = tl.sum(acc, axis=0)
@@ -242,12 +244,13 @@ column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"]
 # The host cuts x into chunks of CHUNK_ROWS = 2048 rows. For x
 # of 1048576 x 64 that makes 512 chunks, so 512 programs a
 # column block: about 4 for each of an H200's 132 SMs.
-# An x of at most 2048 rows is one chunk, its length rounded up
-# to a power of 2: so rows_per_split, the autotuner's key, takes
+# An x of at most 2048 rows is one chunk, of M rounded up to a
+# power of 2 rows: so rows_per_split, the autotuner's key, takes
 # few values (M = 1000 and 1001 share a tuning, at 1024).
 # 2048 is a multiple of every BLOCK_M, so no tile runs past a
-# chunk's end (its mask would make that right, but it would load
-# rows for nothing). op.py sizes chunks by the GPU instead.
+# chunk's end (its mask would keep the sums right, but part of
+# each such step would be masked off). op.py sizes chunks by
+# the GPU instead.
 CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # CPU: 256, to split small x
 
 

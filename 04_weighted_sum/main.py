@@ -390,7 +390,7 @@ class WeightedSum(torch.autograd.Function):
         x, weight = ctx.saved_tensors
         x2d = rearrange(x, "... d -> (...) d")
         # The kernels read grad_y[r] at grad_y_ptr + r. For a
-        # loss y.sum(), autograd hands grad_y as one 1 expanded
+        # loss y.sum(), autograd hands grad_y as a single 1 expanded
         # to y's shape (stride 0): copy it to a plain tensor.
         grad_y = grad_y.reshape(-1).contiguous()
         grad_x, grad_w = backward_tuned(x2d, weight, grad_y)

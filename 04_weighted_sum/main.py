@@ -92,8 +92,8 @@ def simple_forward_kernel(
 def forward_simple(x2d, weight):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
-    # Triton's offsets are int32, which wrap past 2**31.
-    assert common.elements_spanned(x2d) < 2**31, "int32 offsets: see wide.py"
+    # Triton's offsets are int32, which wrap past 2**31: so
+    within_limits(x2d)  # (in the harness) refuses an x that big
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)  # per 16 rows
     args = (x2d, weight, y, rows, D, *x2d.stride())
@@ -172,8 +172,7 @@ def simple_backward_kernel(
 def backward_simple(x2d, weight, grad_y):
     """(grad_x, grad_w) of y = x2d @ weight, given grad_y."""
     rows, D = x2d.shape
-    # grad_x, of x2d.numel() elements, takes int32 offsets too
-    assert max(common.elements_spanned(x2d), x2d.numel()) < 2**31, "int32 offsets: see wide.py"
+    within_limits(x2d)  # int32 offsets, into x and grad_x
     programs = triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"])
     grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
     partial = torch.empty((programs, D), dtype=torch.float32, device=x2d.device)
@@ -209,8 +208,7 @@ forward_kernel = triton.autotune(configs=CONFIGS, key=["D"])(simple_forward_kern
 def forward_tuned(x2d, weight):
     """x2d @ weight by forward_kernel, with the tuned tile."""
     rows, D = x2d.shape
-    # int32 offsets, as Part 1's (wide.py, Part 4, lifts this)
-    assert common.elements_spanned(x2d) < 2**31, "int32 offsets: see wide.py"
+    within_limits(x2d)  # int32 offsets, as in Part 1
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     # The programs depend on the tuned ROWS_TILE, so the grid
     # is a function of meta: the picked config's values.
@@ -235,7 +233,7 @@ def forward_tuned(x2d, weight):
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
 #     partial[p, cols] = acc.sum(0)
-# So partial has P rows (1056 for D = 128, by the rule below).
+# So partial has P rows (1056 for D = 128: "Picking P", below).
 # For D = 8 in two D tiles of 4 columns, 5 row tiles, P = 2:
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
@@ -243,30 +241,6 @@ def forward_tuned(x2d, weight):
 # The right half of picture.png (beside this file) draws it.
 # (tune) As forward_kernel: its own tile, picked from CONFIGS.
 # (sum) The second pass, adding partial's rows, as a kernel.
-#
-# ### Picking P, on the host
-# An H200 has 132 SMs (streaming multiprocessors, the GPU's
-# cores). About 8 programs per SM keep every SM busy: while
-# some wait for memory, others run. The grid has D tiles * P
-# programs, so the host sets P = cdiv(8 * SMs, D tiles). But
-# the host makes partial, P rows, before the launch, and the
-# autotuner picks D_TILE during it: so the host counts D tiles
-# as if D_TILE were D_TILE_GUESS = 128. A wrong guess costs
-# speed, never correctness. Then two bounds, in this order: P
-# is raised to at least SMs, so that each SM gets a program even
-# if D_TILE is wider; then cut to at most rows (a tiny x).
-#     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
-# On an H200: D = 128, one D tile, gives P = 1056; D = 4096, 32
-# D tiles, gives 33, raised to 132.
-PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
-
-
-def programs_down(rows, D, device):
-    """P: the programs down each D tile, by the rule above."""
-    sms = common.sm_count(device) if device.type == "cuda" else 1
-    d_tiles = triton.cdiv(D, D_TILE_GUESS)
-    P = max(sms, triton.cdiv(PROGRAMS_PER_SM * sms, d_tiles))
-    return min(P, rows)  # at most a program per row
 
 
 @triton.autotune(configs=CONFIGS, key=["D"])  # (tune)
@@ -303,6 +277,31 @@ def backward_kernel(
     # stores zeros. A row left unwritten would hold garbage.
     sums = tl.sum(acc, axis=0)
     tl.store(partial_ptr + p * D + cols, sums, mask=col_mask)
+
+
+# ### Picking P, on the host
+# The grid has D tiles * P programs. An H200 has 132 SMs
+# (streaming multiprocessors, the GPU's cores), and about 8
+# programs per SM keep every SM busy: while some wait for
+# memory, others run. For D = 128, one D tile of 128 columns,
+# so P = 8 * 132 = 1056. For D = 4096, 32 D tiles: 8 * 132 / 32
+# is 33 programs down each, and P is raised to 132, so that
+# each SM still gets a program if D_TILE is wider than 128.
+# Last, P is at most rows (a tiny x). As one formula:
+#     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
+# Why 128, not D_TILE: the host makes partial, P rows, before
+# the launch, and the autotuner picks D_TILE only during it. So
+# the host counts D tiles as if D_TILE were D_TILE_GUESS = 128.
+# A wrong guess costs speed, never correctness.
+PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
+
+
+def programs_down(rows, D, device):
+    """P: the programs down each D tile, by the rule above."""
+    sms = common.sm_count(device) if device.type == "cuda" else 1
+    d_tiles = triton.cdiv(D, D_TILE_GUESS)
+    P = max(sms, triton.cdiv(PROGRAMS_PER_SM * sms, d_tiles))
+    return min(P, rows)  # at most a program per row
 
 
 # (sum) The second pass as a kernel. PyTorch's partial.sum(0)
@@ -343,8 +342,7 @@ def sum_partials(partial, weight, kernel=sum_partials_kernel):
 def backward_tuned(x2d, weight, grad_y):
     """(grad_x, grad_w) by backward_kernel, then sum_partials."""
     rows, D = x2d.shape
-    # int32 offsets into x and grad_x, as in Part 1b
-    assert max(common.elements_spanned(x2d), x2d.numel()) < 2**31, "int32 offsets: see wide.py"
+    within_limits(x2d)  # int32 offsets, as in Part 1b
     P = programs_down(rows, D, x2d.device)
     grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
     partial = torch.empty((P, D), dtype=torch.float32, device=x2d.device)
@@ -409,6 +407,12 @@ VARIANTS = {  # what main() checks and times: wrapper pairs
 
 
 # ## The harness: checks, timing (skip it on a first read)
+def within_limits(x2d):
+    """Refuses an x whose offsets, or those of grad_x (x's shape,
+    contiguous), reach 2^31 (wide.py, Part 4, lifts this)."""
+    assert max(common.elements_spanned(x2d), x2d.numel()) < 2**31, "int32 offsets: see wide.py"
+
+
 def check_variants(x, variants):
     """check() on each variant, fresh w, grad_y; NaN from torch.empty in the `with`."""
     w = torch.randn(x.shape[1], dtype=x.dtype, device=x.device)

@@ -183,7 +183,7 @@ def backward_simple(x2d, weight, grad_y):
 
 
 # ## Part 2. forward_kernel: the simple forward, tuned
-# Parts 2 and 3 mark each change in the code by a tag.
+# Each change gets a tag, which Part 3 marks in its code too.
 # (tune) The best tile depends on D. Wide rows want wide
 # tiles, which read long runs of memory; narrow rows want
 # many rows in a tile. A triton.Config is one candidate
@@ -285,8 +285,8 @@ def backward_kernel(
 # programs per SM keep every SM busy: while some wait for
 # memory, others run. For D = 128, one D tile of 128 columns,
 # so P = 8 * 132 = 1056. For D = 4096, 32 D tiles: 8 * 132 / 32
-# is 33 programs down each, and P is raised to 132, so that
-# each SM still gets a program if D_TILE is wider than 128.
+# is 33 programs down each, and P is raised to 132: a floor of
+# SMs gives each SM a program even if D_TILE is as wide as D.
 # Last, P is at most rows (a tiny x). As one formula:
 #     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
 # Why 128, not D_TILE: the host makes partial, P rows, before

@@ -226,7 +226,7 @@ def matmul_kernel(
     BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,  # (group)
 ):  # fmt: skip
     pid = tl.program_id(0)
-    pid_m, pid_n = grouped_tile(pid, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    pid_m, pid_n = grouped_tile(pid, M, N, BLOCK_M, BLOCK_N, GROUP_M)  # (group)
     # From here on, the simple kernel's lines.
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)

@@ -27,8 +27,8 @@ In PyTorch, with x padded with zeros to whole blocks:
 Worked example: x of shape (5, 6), stored row after row, so
 stride_m = 6 and stride_n = 1. Each program owns BLOCK_N = 4
 columns: cdiv(6, 4) = 2 programs (cdiv: division rounded up).
-Program 1 owns columns 4 to 7 and adds BLOCK_M = 2 rows a step.
-Its first step loads the elements at these offsets from x[0, 0]:
+Program 1 owns cols = [4, 5, 6, 7] and adds BLOCK_M = 2 rows a
+step. Its first step, rows = [0, 1], loads x at these offsets:
 
     rows[:, None] * 6 + cols[None, :]
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] = [[ 4,  5,  6,  7],
@@ -84,21 +84,21 @@ def simple_column_sum_kernel(
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)  # masked: 0
         acc += tile.to(tl.float32)  # elementwise: no sum yet
     sums = tl.sum(acc, axis=0)  # acc's rows, added once
-    # Round the float32 sums to out's dtype: out_ptr.dtype.element_ty.
+    # out_ptr.dtype.element_ty: out's dtype, which out_ptr points to.
     tl.store(out_ptr + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by simple_column_sum_kernel, or kernel."""
     M, N = x.shape
-    # Its sums are float32 and its offsets int32 (which wrap past
-    # 2**31): refuse float64, and an x that spans so far.
+    # float64 would be summed in float32; Triton's offsets are int32
+    # and wrap past 2**31 (elements_spanned: 1 + x's last offset).
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     BLOCK_N = 64  # columns per program
     grid = (triton.cdiv(N, BLOCK_N),)  # a program per block
-    # kernel[grid] starts grid[0] programs, of 4 warps each.
+    # kernel[grid]: grid[0] programs, each on 4 warps of 32 threads.
     kernel[grid](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=BLOCK_N, num_warps=4)
     return out
 
@@ -270,8 +270,8 @@ def column_sums(x, kernel, **tile):
     splits, rows_per_split = chunks(M)
     # CUDA allows at most 65535 programs along the grid's axis 1.
     assert splits <= 65535, "too many chunks: see any_x.py"
-    # The grid is a function of meta, the launch's constexprs:
-    # BLOCK_N sets how many programs.
+    # The autotuner picks BLOCK_N at the launch, so the grid is a
+    # function of meta, the picked config: BLOCK_N sets its size.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
     if splits == 1:  # one chunk: sums go straight into out
         kernel[grid](x, out, M, N, *x.stride(), rows_per_split, **tile)

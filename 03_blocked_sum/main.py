@@ -37,10 +37,10 @@ step. Its first step, rows = [0, 1], loads x at these offsets:
 Columns 6 and 7 are past x's edge (N = 6), yet in row 0 their
 offsets, 6 and 7, lie in memory: they hold x[1, 0] and x[1, 1].
 An unmasked load would not crash; it would quietly add the next
-row's values. The mask cols < N turns those loads off. So does
-rows < M for row 5 in step 2 (steps count from 0), which loads
-rows 4 and 5 of an x whose last row is 4. A load turned off
-reads nothing and gives tl.load's `other`: 0 here, adding nothing.
+row's values. The mask cols < N turns those loads off; rows < M
+turns off row 5 in step 2 (counting from 0: rows 4 and 5), as x
+has M = 5 rows. A load turned off reads nothing and gives
+tl.load's `other`: 0 here, which adds nothing.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
 

@@ -140,8 +140,8 @@ def compile_both_widths(kernel, rules, args):
     """Compiles kernel (the persistent kernel, its heuristics' `rules` applied to `args`) at both
     tile widths: Triton's warmup() compiles a launch without running it."""
     for width in (128, 256):
-        config = dict(args, BLOCK_N=width)
-        for name, rule in rules.items():
+        config = dict(args)
+        for name, rule in rules.items():  # BLOCK_N first: the later rules read it
             config[name] = width if name == "BLOCK_N" else rule(config)
         kernel.warmup(**config, grid=(1,))
 

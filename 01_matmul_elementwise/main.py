@@ -253,14 +253,10 @@ def benchmark(m, n, k, dtype="float32", b_transposed=True):
     launch = vector_k_kernel[(m * n,)]  # the launch alone, no wrapper
     calls["vector_k_kernel[grid]"] = lambda: launch(*args, **VECTOR_K_LAUNCH)
     calls["torch"] = functools.partial(torch.matmul, a, b)
-    times = {name: common.measure(fn) for name, fn in calls.items()}
     layout = "b=W.T" if b_transposed else "b row-major"
     case = f"{m}x{n}x{k} {str(dtype).removeprefix('torch.')} {layout}"
-    tflops = {name: common.tflops(2 * m * n * k, t[0]) for name, t in times.items()}
-    return [
-        common.timing_row(case, name, t, times["torch"], tflops[name], "TFLOP/s")
-        for name, t in times.items()
-    ]
+    tflops = functools.partial(common.tflops, 2 * m * n * k)
+    return common.timing_rows(case, calls, tflops, "TFLOP/s")
 
 
 SWEEP = [dict(m=512, n=512, k=512), dict(m=2048, n=2048, k=512)]  # make bench's

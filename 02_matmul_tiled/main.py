@@ -1,8 +1,14 @@
 """Tiled matrix multiplication: C = A @ B on the tensor cores.
 
-What you learn (after lesson 01): how one program computes a tile
-of C with tl.dot, on the tensor cores (the GPU's matrix units);
-then how such a kernel gets fast, one change a section.
+What you learn (after lesson 01): how one program computes a
+tile of C with tl.dot, on the tensor cores (the GPU's matrix
+units); then how such a kernel gets fast, one change at a time.
+
+Words from lesson 01: a program is a running copy of a kernel,
+numbered by tl.program_id. A block is a small tensor inside one
+program. A stride is the step, in elements, from one index to
+the next along a dim. A mask turns off a load or a store where
+it is False; a load turned off gives its `other` value.
 
 For A (M, K) and B (K, N), cut C into tiles of BLOCK_M x BLOCK_N
 (BM x BN): one program computes each tile, and all the programs
@@ -14,30 +20,13 @@ columns n:n+BN of C does this, BK (BLOCK_K) values of k a step:
         acc += A[m:m+BM, k:k+BK] @ B[k:k+BK, n:n+BN]
     C[m:m+BM, n:n+BN] = acc
 
-A program reads BM rows of A and BN columns of B, so all of A
-is read N / BN times and all of B M / BM times, where lesson 01
-read them N and M times: at 4096^3 in 64 x 64 tiles, 64, not 4096.
-
-Worked example, with BLOCK_M = BLOCK_N = BLOCK_K = 2 (on a GPU,
-tl.dot needs 16 or more a side). A is (5, 3) and B (3, 7), both
-row-major: strides (3, 1) and (7, 1). C (5, 7) has cdiv(5, 2) = 3
-rows and cdiv(7, 2) = 4 columns of tiles (cdiv: division rounded
-up), numbered row by row. The last program, 11, has the corner
-tile, which runs past M, N and K: tile row 11 // 4 = 2, column
-11 % 4 = 3, so rows = [4, 5], cols = [6, 7]. Each step starts at
-k (0, then 2) and takes k + ks, with ks = [0, 1]. A's offsets,
-rows[:, None] * 3 + (k + ks)[None, :], add a column and a row,
-broadcast to a block as in torch ([[12], [15]] + [[0, 1]] at
-k = 0): C's rows down, k across. B's, (k + ks)[:, None] * 7 +
-cols[None, :], have k down, C's columns across. "-" marks an
-offset past M = 5, N = 7 or K = 3:
-
-    step      A's offsets          B's offsets
-    k = 0:    [[12, 13], [-, -]]   [[ 6, -], [13, -]]
-    k = 2:    [[14,  -], [-, -]]   [[20, -], [ -, -]]
-
-Masks turn those loads off; tl.load's other=0.0 gives 0 there,
-which adds nothing. The store's mask writes only C[4, 6].
+Why tiles? In lesson 01 a program computed one element of C, so
+a row of A was read once for each of C's N columns. Here a
+program reads BM rows of A once and uses them for BN columns of
+C, so each row of A is read N / BN times. For M = N = K = 4096
+in 64 x 64 tiles, that is 64 times, not 4096. B's columns gain
+the same way. "Part 1 by hand", after check(), follows one
+program's loads with numbers.
 """
 
 import sys
@@ -53,28 +42,32 @@ import triton.language as tl  # noqa: E402
 
 
 # ## Part 1. The simplest tiled kernel: one program per C tile
-# tl.dot(a, b, acc) returns acc + a @ b, on the tensor cores,
-# adding in float32. On a GPU it rounds float32 inputs to TF32
-# (float32 with a 10-bit mantissa): faster, less exact.
+# tl.dot(a, b, acc) returns acc + a @ b for 2-D blocks a and b,
+# computed on the tensor cores and added up in float32.
 @triton.jit
 def simple_matmul_kernel(
     a_ptr, b_ptr, c_ptr,  # pointers to A[0, 0], B[0, 0], C[0, 0]
     M, N, K,  # C is M x N; each sum has K terms
     stride_am, stride_ak,  # A's strides: next row, next column
     stride_bk, stride_bn, stride_cm, stride_cn,  # B's and C's
+    # tl.constexpr: fixed when the kernel compiles, as a block's
+    # shape must be (a new value compiles the kernel anew).
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # C's tile
     BLOCK_K: tl.constexpr,  # how many k each loop step takes
 ):  # fmt: skip
-    # Its tile (tiles row by row; one grid axis: Part 2 renumbers)
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    pid_m = tl.program_id(0) // tiles_n
-    pid_n = tl.program_id(0) % tiles_n
+    # Program ids run over C's tiles row by row, on a grid of one
+    # axis (so that Part 2 can renumber them).
+    tiles_n = tl.cdiv(N, BLOCK_N)  # tiles in a row of C
+    pid_m = tl.program_id(0) // tiles_n  # this tile's row
+    pid_n = tl.program_id(0) % tiles_n  # and its column
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     ks = tl.arange(0, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
-        # The worked example's offsets, and masks for the edges.
+        # Offsets of a (BLOCK_M, BLOCK_K) block of A and a
+        # (BLOCK_K, BLOCK_N) block of B, broadcast as in torch,
+        # and masks for the edges of A and B.
         a_offsets = rows[:, None] * stride_am + (k + ks)[None, :] * stride_ak
         b_offsets = (k + ks)[:, None] * stride_bk + cols[None, :] * stride_bn
         a_mask = (rows[:, None] < M) & ((k + ks)[None, :] < K)
@@ -84,6 +77,7 @@ def simple_matmul_kernel(
         acc = tl.dot(a, b, acc)
     c_offsets = rows[:, None] * stride_cm + cols[None, :] * stride_cn
     c_mask = (rows[:, None] < M) & (cols[None, :] < N)
+    # A pointer knows its element's dtype, element_ty: C's here.
     tl.store(c_ptr + c_offsets, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
 
 
@@ -92,9 +86,10 @@ def matmul_simple(a, b):
     (M, K), N = a.shape, b.shape[1]
     assert K == b.shape[0], "a's columns must match b's rows"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    # within_limits (harness) refuses float64 and tensors too big
-    # for int32 offsets; on a CPU it returns bf16 a, b as float32.
-    a, b = within_limits(a, b, c)
+    # acc is float32 and offsets are int32: within_limits (in
+    # the harness) refuses what needs more; fused.py does not.
+    within_limits(a, b, c)
+    a, b = common.dot_inputs(a, b)  # on a CPU: bf16 as float32
     BM = BN = 64  # C's tiles: BM x BN
     grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)  # one per tile
     strides = (*a.stride(), *b.stride(), *c.stride())
@@ -106,18 +101,56 @@ reference = torch.matmul  # what every kernel here computes
 
 
 # ## Is it right?
-# float64 is near exact. A float32 sum rounds a little at each
-# add, so common.assert_close allows each element of C an error
-# that grows with K and with the sum of |terms|, (|A| @ |B|)[i, j].
+# check() compares with float64, near exact. A float32 sum
+# rounds a little at each add: the error allowed grows with K
+# and with the sum of |terms|, (|A| @ |B|)[i, j]. On a GPU,
+# tl.dot rounds float32 inputs to TF32, 10 mantissa bits, so
+# each product may be off by about 2^-10 of itself: for float32
+# the check allows 2^-9 of |A| @ |B| more.
 def check(fn, a, b, what):
     """Asserts that C = fn(a, b) is a @ b, up to rounding."""
     c = fn(a, b)
     assert c.dtype == a.dtype, f"{what}: C is {c.dtype}"
     exact = reference(a.double(), b.double())
-    size = reference(a.double().abs(), b.double().abs())
-    # TF32 keeps 10 mantissa bits: allow 2^-9 more of |A| @ |B|.
+    abs_terms = reference(a.double().abs(), b.double().abs())
     tf32 = 2.0**-9 if a.dtype == torch.float32 else 0.0
-    common.assert_close(c, exact, size, a.shape[1], what, product_roundoff=tf32)
+    common.assert_close(c, exact, abs_terms, a.shape[1], what, product_roundoff=tf32)
+
+
+# ## Part 1 by hand: the corner tile
+# Take BLOCK_M = BLOCK_N = BLOCK_K = 2, small enough to follow
+# (on a GPU, tl.dot needs blocks of 16 or more a side). A (5, 3)
+# and B (3, 7) are row-major: A[i, k] lies i * 3 + k elements
+# after A[0, 0], and B[k, j] lies k * 7 + j after B[0, 0].
+# C (5, 7) has cdiv(5, 2) = 3 rows of tiles and cdiv(7, 2) = 4
+# columns (cdiv: division rounded up): programs 0 to 11.
+#
+#     C's tiles:   0  1  2  3        program 11 owns C[4:6, 6:8]:
+#                  4  5  6  7        pid_m = 11 // 4 = 2,
+#                  8  9 10 11        pid_n = 11 % 4 = 3
+#
+# So rows = [4, 5] and cols = [6, 7]. Its loop takes k = 0,
+# then k = 2; with ks = [0, 1], step k = 0 loads A at
+#
+#     rows[:, None] * 3 + ks[None, :]
+#         = [[4], [5]] * 3 + [[0, 1]] = [[12, 13], [15, 16]]
+#
+# (rows run down, k across), and B at ks[:, None] * 7 +
+# cols[None, :] = [[6, 7], [13, 14]] (k down, columns across).
+# Each offset, and the element it would read; "off" marks one
+# that the mask turns off, past M = 5, N = 7 or K = 3:
+#
+#     step    A's offsets           B's offsets
+#     k = 0   12 A[4,0]  13 A[4,1]   6 B[0,6]   7 off (B[1,0])
+#             15 off     16 off     13 B[1,6]  14 off (B[2,0])
+#     k = 2   14 A[4,2]  15 off     20 B[2,6]  21 off
+#             17 off     18 off     27 off     28 off
+#
+# B's 7 and 14 lie inside B: unmasked, they would read B[1, 0]
+# and B[2, 0], and give a wrong C with no error at all. Loads
+# turned off give other=0.0, which adds nothing. C[4, 6] =
+# A[4, :] @ B[:, 6] is the only element this tile owns inside
+# C, and the store's mask writes only it.
 
 
 # ## Part 2. matmul_kernel: the simple kernel, two changes
@@ -155,8 +188,9 @@ def check(fn, a, b, what):
 # picture.png (beside this file; its third panel belongs to
 # Part 4) draw a 9 x 9 grid: there a wave of 9 programs reads
 # 10 strips in row-major order, and 6 with GROUP_M = 3. On an
-# H200, 4096 x 4096 in 128 x 128 tiles, a wave of 132 programs
-# reads 37 strips in row-major order, and 25 with GROUP_M = 8.
+# H200, which has 132 SMs, 4096 x 4096 in 128 x 128 tiles runs
+# waves of 132 programs, one per SM. A wave reads 37 strips in
+# row-major order, and 25 with GROUP_M = 8.
 #
 # With GROUP_M = 1, grouped order is row-major order. So the
 # timing table that main() prints has a row "tuned, row-major
@@ -204,7 +238,7 @@ TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps
     (128, 64, 32, 4, 4), (64, 256, 32, 4, 4), (64, 64, 32, 3, 4),
     (64, 64, 128, 4, 4), (16, 64, 256, 3, 4),  # 16 rows: a small M
 ]  # fmt: skip
-if common.INTERPRETED:  # the CPU has no tile to tune: one config
+if common.INTERPRETED:  # the interpreter can't time a GPU
     TILES = [(64, 64, 32, 1, 4)]
 CONFIGS = [
     triton.Config(dict(BLOCK_M=m, BLOCK_N=n, BLOCK_K=k, GROUP_M=8), num_stages=s, num_warps=w)
@@ -257,7 +291,8 @@ def matmul_tuned(a, b):
     (M, K), N = a.shape, b.shape[1]
     assert K == b.shape[0], "a's columns must match b's rows"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    a, b = within_limits(a, b, c)  # as in matmul_simple
+    within_limits(a, b, c)  # as in matmul_simple
+    a, b = common.dot_inputs(a, b)
     strides = (*a.stride(), *b.stride(), *c.stride())
     # No BLOCK_M, ..., GROUP_M here: the autotuner passes those
     # of the config it picked.
@@ -282,8 +317,7 @@ class Matmul(torch.autograd.Function):
         return matmul_tuned(a, b)
 
     # Autograd does not record what a kernel does, so there is no
-    # second derivative: this makes asking for one raise. (op.py's
-    # backward calls its own op, which autograd can follow.)
+    # second derivative: this makes asking for one raise.
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_c):
@@ -311,19 +345,16 @@ VARIANTS = {  # what main() checks and times: the wrappers
 
 # ## The harness: checks and timing (skip it on a first read)
 def within_limits(a, b, c):
-    """The wrappers' guards. They refuse what this file's kernels
-    cannot take, and return a, b as the kernels take them: on a
-    CPU, bfloat16 a and b as float32."""
+    """The wrappers' guards: they refuse what this file's kernels
+    cannot take. (The wrappers then call common.dot_inputs: the
+    CPU interpreter's bfloat16 tl.dot is wrong, so on a CPU it
+    returns bfloat16 a, b as float32; on a GPU, a, b as they are.)"""
     # acc is float32: a float64 C would lose its extra bits.
     assert a.dtype != torch.float64, "acc is float32: no float64"
     # Offsets are int32, as tl.arange's values: past 2^31 they
     # wrap around. The largest offset a tensor's strides reach:
     big = max(common.elements_spanned(t) for t in (a, b, c))
     assert big < 2**31, "int32 offsets: see fused.py"
-    # The CPU interpreter's bfloat16 tl.dot is wrong. So on a
-    # CPU, dot_inputs returns bfloat16 a, b as float32; on a GPU,
-    # it returns a, b as they are.
-    return common.dot_inputs(a, b)
 
 
 def check_gradients(fn, a, b, what):
@@ -368,16 +399,13 @@ def benchmark(m, n, k, dtype="float16", module=sys.modules[__name__]):
     calls["torch"] = lambda: reference(a, b)
     if not common.INTERPRETED:  # warm the GPU to its steady clock
         triton.testing.do_bench(calls["torch"], warmup=1000, rep=1)
-    times = {name: common.measure(call) for name, call in calls.items()}
     case = f"{m}x{n}x{k} {str(dtype).removeprefix('torch.')}"
     if dtype == torch.float32:  # does torch round to TF32?
         tf32 = torch.get_float32_matmul_precision() != "highest"
         case += " tf32" if tf32 else " ieee"
-    flops = 2 * m * n * k  # a multiply and an add per term
-    return [
-        common.timing_row(case, name, t, times["torch"], common.tflops(flops, t[0]), "TFLOP/s")
-        for name, t in times.items()
-    ]
+    # 2 m n k: a multiply and an add per term
+    tflops = lambda ms: common.tflops(2 * m * n * k, ms)  # noqa: E731
+    return common.timing_rows(case, calls, tflops, "TFLOP/s")
 
 
 # `make bench`: cubes, and shapes where we once found a bug or a

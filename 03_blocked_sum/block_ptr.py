@@ -102,6 +102,8 @@ SWEEP = lesson.SWEEP  # `make bench` times main.py's cases
 
 
 def main(argv=None):
+    for name, reason in UNAVAILABLE.items():
+        print(f"variant {name!r} left out: {reason}")
     return lesson.main(argv, sys.modules[__name__])
 
 

@@ -1,46 +1,46 @@
 """Column sums, out = x.sum(0): a blocked reduction in Triton.
 
 What you learn: the pattern behind Triton's reductions. A program
-adds whole tiles (the pieces of x it loads at once) into acc, an
-accumulator of a tile's shape, and reduces acc once, after its
-loop. Then you make it fast on every shape of x: split a tall x
-over more programs, load tiles ahead, and tune the tile.
+adds whole tiles of x into a 2-D accumulator, acc, and reduces acc
+to one row only once, after its loop. Then you make it fast on
+every shape of x: split a tall x over more programs, load tiles
+ahead, and tune the tile.
 
 Words from lesson 01: a program is a running copy of a kernel,
-numbered by tl.program_id, and programs run in parallel; a
-block is a small tensor of fixed shape inside one program; a
-stride is the step, in elements, along a dim. Here a tile is
-the 2-D block of x that one step of a program's loop loads, and
-each program owns BLOCK_N columns of x (its column block).
+numbered by tl.program_id, and programs run in parallel. A block
+is a small tensor of fixed shape inside one program. A stride is
+the step, in elements, from one index to the next along a dim.
+New here: a tile is the 2-D block of x that one step of a
+program's loop loads. Each program owns BLOCK_N columns of x.
 
     out[j]       = sum over i of x[i, j]    one sum per column
-    grad_x[i, j] = grad_out[j]              the same on every row
+    grad_x[i, j] = grad_out[j]              its gradient
 
-In PyTorch, with x padded with zeros to whole blocks:
+In PyTorch, with x padded with zeros to whole tiles:
 
-    for cols in blocks of BLOCK_N columns:  # a program each
+    for cols in groups of BLOCK_N columns:  # a program each
         acc = torch.zeros(BLOCK_M, BLOCK_N)
-        for i0 in range(0, M, BLOCK_M):
+        for i0 in range(0, M, BLOCK_M):     # a step each
             acc += x[i0 : i0 + BLOCK_M, cols]
         out[cols] = acc.sum(0)
 
 Worked example: x of shape (5, 6), stored row after row, so
-stride_m = 6 and stride_n = 1. Each program owns BLOCK_N = 4
-columns: cdiv(6, 4) = 2 programs (cdiv: division rounded up).
-Program 1 owns cols = [4, 5, 6, 7] and adds BLOCK_M = 2 rows a
-step. Its first step, rows = [0, 1], loads x at these offsets:
+x[i, j] lies i * 6 + j elements after x[0, 0]: stride_m = 6,
+stride_n = 1. With BLOCK_N = 4 there are cdiv(6, 4) = 2 programs
+(cdiv: division rounded up). Program 1 owns cols = [4, 5, 6, 7]
+and adds BLOCK_M = 2 rows a step. Its first step, rows = [0, 1],
+loads x at these offsets:
 
     rows[:, None] * 6 + cols[None, :]
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] = [[ 4,  5,  6,  7],
                                              [10, 11, 12, 13]]
 
-Columns 6 and 7 are past x's edge (N = 6), yet in row 0 their
-offsets, 6 and 7, lie in memory: they hold x[1, 0] and x[1, 1].
-An unmasked load would not crash; it would quietly add the next
-row's values. The mask cols < N turns those loads off; rows < M
-turns off row 5 in step 2 (counting from 0: rows 4 and 5), as x
-has M = 5 rows. A load turned off reads nothing and gives
-tl.load's `other`: 0 here, which adds nothing.
+Columns 6 and 7 are past x's edge (N = 6), yet offsets 6 and 7
+lie in memory: they hold x[1, 0] and x[1, 1]. An unmasked load
+would not crash; it would quietly add the next row's values.
+The mask cols < N turns those loads off. rows < M acts in the
+last step, on rows 4 and 5: it turns off row 5, past x's end.
+A load turned off reads nothing and gives `other`, 0 here.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
 
@@ -57,49 +57,48 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 
-# ## Part 1. The simplest kernel: one program per block of columns
+# ## Part 1. The simplest kernel: a program per BLOCK_N columns
 # @triton.jit makes a Python function a kernel, compiled for the
 # GPU at its first launch. A tensor argument arrives as a pointer
 # to its first element; tl.load reads there, tl.store writes.
-# acc has a tile's shape: the loop adds whole tiles into it;
-# tl.sum reduces it once, after the loop ("Why reduce once").
 @triton.jit
 def simple_column_sum_kernel(
     x_ptr, out_ptr,  # pointers to x[0, 0] and out[0]
     M, N, stride_m, stride_n,  # x's sizes and strides
-    # tl.constexpr: fixed when compiling (a new value compiles anew)
+    # tl.constexpr: fixed when the kernel compiles, as a block's
+    # shape must be (a new value compiles the kernel anew).
     BLOCK_M: tl.constexpr,  # rows per step, a power of 2
     BLOCK_N: tl.constexpr,  # columns per program, a power of 2
 ):  # fmt: skip
     # tl.arange(0, n): the block 0, 1, ..., n - 1 (n a power of 2).
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
-    # A float32 sum: a 16-bit running sum would drop small terms.
+    # acc: a tile of float32 sums (16-bit sums drop small terms).
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i0 in range(0, M, BLOCK_M):  # steps in order, in this program
+    # A loop in a kernel: each program runs its steps in turn.
+    for i0 in range(0, M, BLOCK_M):
         rows = i0 + tl.arange(0, BLOCK_M)
         # A (BLOCK_M, BLOCK_N) block, broadcast as in torch:
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
         mask = (rows < M)[:, None] & col_mask[None, :]
-        tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)  # masked: 0
+        tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)  # elementwise: no sum yet
     sums = tl.sum(acc, axis=0)  # acc's rows, added once
-    # out_ptr.dtype.element_ty: out's dtype, which out_ptr points to.
+    # A pointer knows its element's dtype, element_ty: out's here.
     tl.store(out_ptr + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by simple_column_sum_kernel, or kernel."""
     M, N = x.shape
-    # float64 would be summed in float32; Triton's offsets are int32
-    # and wrap past 2**31 (elements_spanned: 1 + x's last offset).
+    # Two limits, which any_x.py lifts: float32 sums, int32 offsets.
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
-    BLOCK_N = 64  # columns per program
-    grid = (triton.cdiv(N, BLOCK_N),)  # a program per block
-    # kernel[grid]: grid[0] programs, each on 4 warps of 32 threads.
-    kernel[grid](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=BLOCK_N, num_warps=4)
+    BLOCK_M, BLOCK_N = 16, 64  # a tile of 16 x 64
+    grid = (triton.cdiv(N, BLOCK_N),)  # a program per 64 columns
+    # kernel[grid]: grid[0] programs, each run by 4 warps.
+    kernel[grid](x, out, M, N, *x.stride(), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, num_warps=4)
     return out
 
 
@@ -108,36 +107,45 @@ def reference(x):  # what every kernel here computes
 
 
 # ## Is it right?
-# reference() in float64 is near exact. A float32 sum rounds a
-# little at each add, so common.assert_close allows each column
-# an error that grows with M and with the column's sum of |x|.
+# check() compares fn(x) with reference() in float64, near
+# exact. A float32 sum rounds a little at each add: the error
+# allowed grows with M and with a column's sum of |x|.
 def check(fn, x, name):
     """Asserts that fn(x) is x.sum(0), up to rounding."""
-    exact = reference(x.double())
-    size = reference(x.double().abs())
     out = fn(x)
     assert out.dtype == x.dtype, f"{name}: {out.dtype}"
-    common.assert_close(out, exact, size, reduction_length=x.shape[0], what=name)
+    exact, abs_sums = reference(x.double()), reference(x.double().abs())
+    common.assert_close(out, exact, abs_sums, reduction_length=x.shape[0], what=name)
+
+
+# ## Try it: the docstring's example
+# main() runs this first: Part 1's kernel launched by hand on
+# the 5 x 6 x[i, j] = 6i + j. It prints [60.0, ..., 85.0] twice.
+def run_docstring_example():
+    x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
+    out = torch.empty(6, device=x.device)
+    simple_column_sum_kernel[(2,)](x, out, 5, 6, 6, 1, BLOCK_M=2, BLOCK_N=4)
+    print(f"the docstring's example: {out.tolist()} = {x.sum(0).tolist()}")
 
 
 # ## Why reduce once: the 1-D way, for comparison
-# A program runs on num_warps warps of 32 threads: 4 x 32 = 128
-# threads in the simple kernel's launch. Triton spreads each
-# block's values over them; which thread holds which value is
-# the block's layout. In steps:
-# - a 16 x 64 tile is 1024 values: 8 held by each thread;
-# - acc has the tile's shape, and Triton gives it the same
-#   layout, so each thread holds the 8 places of acc that
-#   match its 8 values of the tile;
+# A program runs on num_warps warps, each a group of 32 threads:
+# 4 x 32 = 128 threads in the simple kernel's launch. Triton
+# spreads each block's values over them; which thread holds
+# which value is the block's layout. In steps:
+# - a 16 x 64 tile is 1024 values, so each thread holds 8;
+# - Triton gives acc the tile's layout, so each thread holds
+#   the 8 places of acc that match its 8 values of the tile;
 # - so acc += tile is 8 adds that each thread makes alone;
 # - tl.sum(acc, axis=0) adds up columns whose values other
 #   threads hold: threads pass values to each other, and wait.
+# So the simple kernel passes values once, after its loop.
 # one_d_column_sum_kernel keeps a 1-D acc, so it runs tl.sum on
-# every tile, inside its loop. On an H200, for x of 16384 x 8192
-# float32, the simple kernel takes 0.50 ms and one_d 0.79 ms.
-# `main.py --asm` shows the simple kernel's shfl (shuffle)
-# instructions, by which a thread reads a value another thread
-# holds: they come once, after its loop.
+# every tile, inside its loop: it passes values M / BLOCK_M
+# times. On an H200, for x of 16384 x 8192 float32, the simple
+# kernel takes 0.50 ms and one_d 0.79 ms. `main.py --asm` shows
+# the shfl (shuffle) instructions by which threads pass values:
+# in the simple kernel they come once, after its loop.
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -159,34 +167,37 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 
 # ## Part 2. split_column_sum_kernel: two changes
 # Part 1 holds the lesson's idea; Parts 2 and 3 make it fast.
-# The simple kernel is slow on a tall x. The kernel below
-# changes it in two ways, each marked at its lines.
+# The kernel below changes Part 1's in two ways, each marked.
 #
 # (1) Split a tall x over more programs. A program runs on one
 # SM (streaming multiprocessor, one of the GPU's cores; an H200
-# has 132). For x of 1048576 x 64 the simple kernel starts
-# cdiv(64, 64) = 1 program, and one SM has too few loads in
-# flight to keep memory busy. So the grid gets
-# a second axis. The host cuts x's rows into chunks of
-# rows_per_split rows each; program (c, s) adds up column block
-# c of chunk s into row s of a buffer, partial. A second pass
-# then adds up each column of partial:
+# has 132). For x of 1048576 x 64, the simple kernel starts
+# cdiv(64, 64) = 1 program, and one SM alone cannot keep enough
+# loads in flight to keep memory busy. So the grid gets a second
+# axis. The host cuts x's rows into chunks of rows_per_split
+# rows. Program (c, s) owns the same BLOCK_N columns as Part 1's
+# program c, but adds up only chunk s's rows, into row s of a
+# float32 buffer, partial. A second pass adds partial's rows.
+# For M = 12 in 3 chunks of 4 rows (picture.png, right half):
 #
-#     partial[s, cols] = x[rows of chunk s, cols].sum(0)
-#     out[cols] = partial[:, cols].sum(0)
+#     partial[0] = x[0:4].sum(0)
+#     partial[1] = x[4:8].sum(0)
+#     partial[2] = x[8:12].sum(0)
+#     out = partial[0] + partial[1] + partial[2]
 #
-# It adds them in a fixed order, so every call gives the same
-# bits. (Atomic adds into out, from every program at once,
-# would land in any order, and round differently each time.)
 # The second pass is Part 1's simple kernel, with partial as its
-# x: each of its programs adds up the rows of partial in its
-# column block. partial holds float32 sums: they are rounded to
-# x's dtype only when the second pass stores them.
+# x. It adds partial's rows in a fixed order, so every call gives
+# the same bits. (Atomic adds into out, from every program at
+# once, would land in a different order on each call, and round
+# differently.) Its float32 sums are rounded to x's dtype only
+# when it stores them.
 #
 # (2) Load tiles ahead. A load from memory takes hundreds of
 # cycles. The loop tl.range(..., num_stages=STAGES) asks for the
-# next STAGES - 1 tiles before it adds the current one, so the
-# loads and the adds overlap.
+# next STAGES - 1 tiles before it adds the current one, so that
+# loads and adds overlap. (Tutorial 03 sets num_stages in a
+# triton.Config instead: Triton pipelines a loop on its own only
+# if the loop feeds tl.dot, as a matmul's does. Ours does not.)
 @triton.jit
 def split_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -209,19 +220,20 @@ def split_column_sum_kernel(
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)
     sums = tl.sum(acc, axis=0)
-    # (1) Chunk s stores its sums in row s of out_ptr: of partial
-    # (contiguous, a row per chunk) if x is split; if it is not,
+    # (1) Where the sums go. If x is split, out_ptr points to
+    # partial, a contiguous (splits, N) buffer: chunk s stores
+    # row s, which starts s * N elements in. If x is not split,
     # the one chunk, 0, stores into out itself.
     tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
 # ## Part 3. column_sum_kernel: the split kernel, tuned
-# The best tile depends on x: in a tile wider than x, most
-# values are masked off, and a chunk of few rows wants tiles of
-# few rows. A triton.Config is one candidate tile: values of the
-# constexprs, and num_warps. A TILES row is (BLOCK_M, BLOCK_N,
-# num_warps, STAGES). We timed 32 tiles on 12 shapes and kept
-# these 7, each the fastest on at least one shape.
+# The best tile depends on x. In a tile wider than x, most
+# values are masked off; a chunk of few rows wants a tile of few
+# rows. A triton.Config is one candidate: values for the
+# kernel's constexprs, and num_warps. A TILES row is (BLOCK_M,
+# BLOCK_N, num_warps, STAGES). We timed 32 tiles on 12 shapes
+# and kept these 7, each the fastest on at least one shape.
 TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2)]
 TILES += [(32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1)]  # last: for few rows
 if common.INTERPRETED:
@@ -229,28 +241,29 @@ if common.INTERPRETED:
 CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, w, s in TILES]
 
 # triton.autotune(configs, key) wraps a kernel. Its first launch
-# with new values of the key's arguments times every config and
-# keeps the fastest. The key is N and rows_per_split (the host's
-# chunk length, below), not M, which changes with every x: so
-# the autotuner tunes seldom. We call autotune, where a kernel
-# usually has @triton.autotune(...) above its @triton.jit, to
-# keep Part 2's kernel untuned for the "split" variant.
-column_sum_kernel = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])(
-    split_column_sum_kernel
-)
+# with new values of the key's arguments times every config, and
+# keeps the fastest for those values. Our key is N and
+# rows_per_split, not M: a model calls with many numbers of rows,
+# and each new M would time all 7 configs again, while
+# rows_per_split (set on the host, below) takes few values.
+# Usually @triton.autotune(...) sits above @triton.jit. Here we
+# call it as a function instead, so that Part 2's kernel stays
+# as it is, untuned, for the "split" variant.
+tune = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
+column_sum_kernel = tune(split_column_sum_kernel)
 
 
 # ## On the host: chunks, the launch, the second pass
 # The host cuts x into chunks of CHUNK_ROWS = 2048 rows. For x
-# of 1048576 x 64 that makes 512 chunks, so 512 programs a
-# column block: about 4 for each of an H200's 132 SMs.
-# An x of at most 2048 rows is one chunk, of M rounded up to a
-# power of 2 rows: so rows_per_split, the autotuner's key, takes
-# few values (M = 1000 and 1001 share a tuning, at 1024).
-# 2048 is a multiple of every BLOCK_M, so no tile runs past a
-# chunk's end (its mask would keep the sums right, but part of
-# each such step would be masked off). op.py sizes chunks by
-# the GPU instead.
+# of 1048576 x 64 that makes 512 chunks, so 512 programs for
+# its 64 columns: about 4 for each of an H200's 132 SMs.
+# An x of at most 2048 rows is one chunk. Its length,
+# rows_per_split, is M rounded up to a power of 2, so that the
+# autotuner's key takes few values: M = 1000 and M = 1001 both
+# give 1024, and share one tuning.
+# 2048 is a multiple of every BLOCK_M in TILES, so no tile runs
+# past a chunk's end. (Such a tile's mask keeps its sums right,
+# but part of its loads are wasted.)
 CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # CPU: 256, to split small x
 
 
@@ -263,7 +276,7 @@ def chunks(M):
 def column_sums(x, kernel, **tile):
     """x.sum(0) by `kernel` at `tile` (or as tuned), split or not."""
     M, N = x.shape
-    # float32 sums and int32 offsets, as in Part 1
+    # Part 1's two limits, and a third: the grid's axis 1.
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
@@ -284,19 +297,17 @@ def column_sums(x, kernel, **tile):
 
 def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
     """out[j] = partial[:, j].sum(), in a fixed order: Part 1's
-    kernel reads partial as its x, of P rows. (any_x.py passes
-    its own kernel, with the extra arguments it needs in more.)"""
+    kernel reads partial as its x, of P rows. any_x.py passes
+    its own kernel, and that kernel's extra arguments in more."""
     P, N = partial.shape
-    # A tile: block_m rows by block_n columns. block_m is P
-    # rounded up to a power of 2, at most 256, so that few steps
-    # cover P; block_n = 4096 // block_m, kept within 16 to 256.
-    # We picked about 4096 values a tile, so that each of the 128
-    # threads of 4 warps (Triton's default) holds 32 of them.
+    # A tile of block_m rows: P rounded up to a power of 2, at
+    # most 256, so that few steps cover P. block_n = 4096 //
+    # block_m, within 16 to 256: about 4096 values a tile, 32 for
+    # each of the 128 threads of 4 warps (Triton's default).
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)
-    tile = dict(BLOCK_M=block_m, BLOCK_N=block_n)
-    kernel[grid](partial, out, P, N, *partial.stride(), **tile, **more)
+    kernel[grid](partial, out, P, N, *partial.stride(), BLOCK_M=block_m, BLOCK_N=block_n, **more)
 
 
 # The variants: "split" runs Part 2's kernel at one tile (try
@@ -308,8 +319,8 @@ column_sums_tuned = functools.partial(column_sums, kernel=column_sum_kernel)
 
 # ## Gradients: a torch.autograd.Function
 # grad_x[i, j] = grad_out[j] needs no kernel: grad_out.expand(M, N)
-# is a view. expand is a torch op, which autograd records like
-# any other: so second derivatives work too.
+# is a view. backward uses only torch ops, which autograd can
+# record in turn: so second derivatives work too.
 class BlockedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -323,14 +334,14 @@ class BlockedSum(torch.autograd.Function):
 
 VARIANTS = {"simple": column_sums_simple, "one_d": column_sums_one_d}
 VARIANTS |= {"split": column_sums_split, "tuned": column_sums_tuned}
-# Beside this file: any_x.py, Part 4 (optional), the kernel
-# op.py runs (any dtype, any size, any M); block_ptr.py, an
-# appendix, the loop with block pointers (older tutorials).
+# Next, optional: any_x.py (Part 4), the kernel op.py runs, for
+# any dtype, size and M; block_ptr.py, the older tutorials' way.
 
 
 # ## The harness: checks, timing (skip it on a first read)
 def check_variants(x, variants):
-    """check() on each variant; torch.empty gives NaN in the `with`."""
+    """check() on each variant. Inside the `with`, torch.empty
+    gives NaN, so an element a kernel never writes fails."""
     for name, fn in variants.items():
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
         with common.uninitialized_memory_is_nan():
@@ -353,14 +364,10 @@ def benchmark(rows, cols, dtype="float32", module=sys.modules[__name__]):
     grid = lambda meta: (triton.cdiv(cols, meta["BLOCK_N"]), splits)  # noqa: E731
     args = (x, out, rows, cols, *x.stride(), rows_per_split)
     calls["column_sum_kernel[grid] bare"] = lambda: column_sum_kernel[grid](*args)
-    times = {name: common.measure(call) for name, call in calls.items()}
     case = f"{rows}x{cols} {str(x.dtype).removeprefix('torch.')}"
     nbytes = (rows * cols + cols) * x.element_size()  # x read, out written
-    ceiling = common.copy_ceiling_gbps()
-    return [
-        common.timing_row(case, name, t, times["torch"], common.gbps(nbytes, t[0]), "GB/s", ceiling)
-        for name, t in times.items()
-    ]
+    gbps = functools.partial(common.gbps, nbytes)
+    return common.timing_rows(case, calls, gbps, "GB/s", common.copy_ceiling_gbps())
 
 
 def main(argv=None, module=sys.modules[__name__]):
@@ -377,13 +384,7 @@ def main(argv=None, module=sys.modules[__name__]):
     if args.rows < 0 or args.cols < 0:
         parser.error("--rows and --cols must be >= 0")
     print(common.describe_run())
-    # The docstring's example: x (5, 6), 2 programs of 4 columns
-    x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
-    out = torch.empty(6, device=x.device)
-    simple_column_sum_kernel[(2,)](x, out, 5, 6, 6, 1, BLOCK_M=2, BLOCK_N=4)
-    print(f"the docstring's example: {out.tolist()} = {x.sum(0).tolist()}")
-    for name, reason in getattr(module, "UNAVAILABLE", {}).items():
-        print(f"variant {name!r} left out: {reason}")
+    run_docstring_example()
     x = torch.randn(args.rows, args.cols, dtype=DTYPES[args.dtype], device=common.DEVICE)
     checked = check_variants(x, module.VARIANTS)
     x.requires_grad_()

@@ -8,7 +8,7 @@ and to give kernels to autograd. x (..., D) is flattened to rows r:
     grad_x[r, d] = grad_y[r] * w[d]                 no sum at all
     grad_w[d]    = sum over r of x[r, d] * grad_y[r]
 
-Words from lesson 01:
+Words from lessons 01 and 03:
 - a program is a running copy of a kernel; kernel[grid](args)
   starts grid[0] of them, and tl.program_id(0) numbers them;
 - a program runs on num_warps warps, each of 32 threads;
@@ -16,9 +16,12 @@ Words from lesson 01:
   its values spread over the program's threads;
 - a stride is the step, in elements, along a dim;
 - tl.load(pointers, mask, other): where mask is False, it
-  reads nothing, and gives other.
+  reads nothing, and gives other;
+- a tile is a 2-D block of x. A loop adds tiles into acc, a
+  2-D block, and tl.sum reduces acc once, after the loop (03).
 
-One program's work in PyTorch, for its ROWS_TILE rows, row_ids:
+One program's work in PyTorch, for its ROWS_TILE rows, row_ids,
+with x padded with zeros to whole tiles:
 
     acc = torch.zeros(ROWS_TILE, D_TILE)
     for d0 in range(0, D, D_TILE):
@@ -59,11 +62,6 @@ import triton.language as tl  # noqa: E402
 SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # launched on 4 warps
 
 
-# acc is a tile, not a sum per row. Triton spreads the 16 x 64
-# tile's 1024 values over 4 warps' 128 threads, 8 each, and acc
-# the same way: acc += adds each thread's own 8, with no waiting,
-# but tl.sum combines values other threads hold, so threads pass
-# values and wait. It runs once, after the loop (lesson 03).
 @triton.jit
 def simple_forward_kernel(
     x_ptr, w_ptr, y_ptr,  # tensors arrive as pointers: to x[0, 0], w[0], y[0]
@@ -86,14 +84,16 @@ def simple_forward_kernel(
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(tl.float32) * w.to(tl.float32)[None, :]
     y = tl.sum(acc, axis=1)  # each row's sum, once
+    # A pointer knows its element's dtype, element_ty: y's here.
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
 def forward_simple(x2d, weight):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
-    # Triton's offsets are int32, which wrap past 2**31: so
-    within_limits(x2d)  # (in the harness) refuses an x that big
+    # Triton's offsets are int32: the harness's within_limits
+    # refuses an x whose offsets would pass 2**31.
+    within_limits(x2d)
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)  # per 16 rows
     args = (x2d, weight, y, rows, D, *x2d.stride())
@@ -177,13 +177,13 @@ def backward_simple(x2d, weight, grad_y):
     grad_x = torch.empty((rows, D), dtype=x2d.dtype, device=x2d.device)
     partial = torch.empty((programs, D), dtype=torch.float32, device=x2d.device)
     args = (x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride())
-    simple_backward_kernel[(programs,)](*args, **SIMPLE_TILE)
+    simple_backward_kernel[(programs,)](*args, **SIMPLE_TILE, num_warps=4)
     grad_w = partial.sum(0).to(weight.dtype)  # second pass
     return grad_x, grad_w
 
 
 # ## Part 2. forward_kernel: the simple forward, tuned
-# Each change gets a tag, which Part 3 marks in its code too.
+# One change, tagged (tune) here and in Part 3's code.
 # (tune) The best tile depends on D. Wide rows want wide
 # tiles, which read long runs of memory; narrow rows want
 # many rows in a tile. A triton.Config is one candidate
@@ -223,17 +223,19 @@ def forward_tuned(x2d, weight):
 # float32, a partial of 65536 rows, 32 MiB, written and read
 # again). Three changes, each marked in the code by its tag:
 # (split) Each program owns one D tile (D_TILE columns) and
-# walks down the rows, keeping a 2-D acc of x * grad_y, as the
-# forward does: one tl.sum, at the end. P programs share the
-# rows of each D tile, so the grid has two axes, (D tiles, P):
+# walks down many row tiles, keeping a 2-D acc of x * grad_y,
+# as the forward does: one tl.sum, at the end. P programs share
+# the row tiles of each D tile, so partial has P rows, however
+# many rows x has: 1056 on an H200 for D = 128 ("Picking P",
+# below), not 65536. The grid has two axes, (D tiles, P):
 # program (t, p) has t = tl.program_id(0), p = tl.program_id(1).
-# It takes every P-th row tile: p, p + P, p + 2P, and so on, so
-# that programs share the row tiles evenly. In PyTorch,
-# with cols its D tile and rows(i) the rows of row tile i:
+# It takes every P-th row tile: p, p + P, p + 2P, and so on.
+# range(p, row_tiles, P) needs no sums to cut x in P pieces, and
+# gives every program as many row tiles, give or take one. In
+# PyTorch, with cols its D tile and rows(i) row tile i's rows:
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
 #     partial[p, cols] = acc.sum(0)
-# So partial has P rows (1056 for D = 128: "Picking P", below).
 # For D = 8 in two D tiles of 4 columns, 5 row tiles, P = 2:
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
@@ -263,9 +265,10 @@ def backward_kernel(
         mask = row_mask[:, None] & col_mask[None, :]
         grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
         offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
-        # Load x before storing grad_x: the compiler cannot rule
-        # out that the two tensors overlap, so a load after the
-        # store would wait for it (18% slower, measured).
+        # Load x before storing grad_x, as Part 1b does: the
+        # compiler cannot rule out that x and grad_x overlap in
+        # memory, so a load after the store would wait for it
+        # (18% slower, measured).
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         grad_x = grad_y[:, None] * w[None, :]
         # grad_x is contiguous: its rows lie D apart.
@@ -280,19 +283,21 @@ def backward_kernel(
 
 
 # ### Picking P, on the host
-# The grid has D tiles * P programs. An H200 has 132 SMs
-# (streaming multiprocessors, the GPU's cores), and about 8
-# programs per SM keep every SM busy: while some wait for
-# memory, others run. For D = 128, one D tile of 128 columns,
-# so P = 8 * 132 = 1056. For D = 4096, 32 D tiles: 8 * 132 / 32
-# is 33 programs down each, and P is raised to 132: a floor of
-# SMs gives each SM a program even if D_TILE is as wide as D.
-# Last, P is at most rows (a tiny x). As one formula:
+# The host makes partial, P rows, before the launch, and the
+# autotuner picks D_TILE only during it. So the host counts D
+# tiles as if D_TILE were D_TILE_GUESS = 128: cdiv(D, 128). A
+# wrong guess costs speed, never correctness.
+# An H200 has 132 SMs (streaming multiprocessors, the GPU's
+# cores), and about 8 programs per SM keep every SM busy: while
+# some wait for memory, others run. So the host aims at 8 * 132
+# programs, shared out among the D tiles:
+# - D = 128: one D tile, so P = 8 * 132 = 1056;
+# - D = 4096: 32 D tiles, so 8 * 132 / 32 = 33, raised to 132.
+# Two bounds. P is at least 132, the SMs: if the autotuner
+# picks a D_TILE as wide as D, there is just one D tile, and
+# P = 132 programs still give each SM one. And P is at most
+# rows, for a tiny x. As one formula:
 #     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
-# Why 128, not D_TILE: the host makes partial, P rows, before
-# the launch, and the autotuner picks D_TILE only during it. So
-# the host counts D tiles as if D_TILE were D_TILE_GUESS = 128.
-# A wrong guess costs speed, never correctness.
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
 
@@ -330,8 +335,9 @@ def sum_partials(partial, weight, kernel=sum_partials_kernel):
     grad_w = torch.empty_like(weight)
     # (sum) A tile: p_tile rows of partial, d_tile columns.
     # p_tile is P rounded up to a power of 2, at most 1024: few
-    # steps cover P. d_tile aims at 4096 values a tile, but is at
-    # least 16 columns, so a row's load is 64 bytes of float32.
+    # steps cover P. d_tile aims at 4096 values a tile, and is at
+    # least 16 columns: each row of a tile then loads 64 bytes in
+    # a run (memory serves whole 32-byte pieces).
     p_tile = min(triton.next_power_of_2(P), 1024)
     d_tile = max(16, 4096 // p_tile)
     grid = (triton.cdiv(D, d_tile),)
@@ -442,21 +448,15 @@ def benchmark(rows, dim, dtype="float32", module=sys.modules[__name__]):
     grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
     fwd[f"{name}[grid] bare"] = lambda: kernel[grid](*args, **hints)
     # Each backward alone: ours by its wrapper, torch's by autograd.
-    bwd = {n: functools.partial(b, x, w, grad_y) for n, (_, b) in variants.items()}
+    bwd = {"torch": common.backward_call(torch.matmul, (x, w), grad_y)}
+    bwd |= {n: functools.partial(b, x, w, grad_y) for n, (_, b) in variants.items()}
     # Elements moved: x, w, y; x, grad_y, w, grad_x, grad_w.
     moved = {"fwd": (rows + 1) * dim + rows, "bwd": 2 * (rows + 1) * dim + rows}
     case = f"{rows}x{dim} {str(x.dtype).removeprefix('torch.')}"
-    ceiling, results = common.copy_ceiling_gbps(), []
-    timed = {
-        "fwd": {name: common.measure(call) for name, call in fwd.items()},
-        "bwd": {"torch": common.measure_backward(torch.matmul, (x, w), grad_y)}
-        | {name: common.measure(call) for name, call in bwd.items()},
-    }
-    for step, times in timed.items():
-        for name, t in times.items():
-            gbps = common.gbps(moved[step] * x.element_size(), t[0])
-            row = (case, f"{name} {step}", t, times["torch"], gbps, "GB/s", ceiling)
-            results.append(common.timing_row(*row))
+    results, ceiling = [], common.copy_ceiling_gbps()
+    for step, calls in (("fwd", fwd), ("bwd", bwd)):
+        gbps = functools.partial(common.gbps, moved[step] * x.element_size())
+        results += common.timing_rows(case, calls, gbps, "GB/s", ceiling, f" {step}")
     return results
 
 

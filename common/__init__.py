@@ -50,10 +50,11 @@ def measure(fn, setup=lambda: None):
     return gpu, host_us(fn), triton.testing.do_bench(fn, return_mode="median")
 
 
-def measure_backward(fn, inputs, grad_out):
-    """measure() of a backward alone: autograd.grad of fn(*inputs) for grad_out. Its setup makes
-    new leaves and runs fn on the stream that times it: autograd runs each node of a backward on
-    the stream of its forward (a leaf's: where the leaf was made)."""
+def backward_call(fn, inputs, grad_out):
+    """(backward, setup) to time a backward alone with measure(backward, setup): autograd.grad
+    of fn(*inputs) for grad_out. setup makes new leaves and runs fn on the stream that times
+    it: autograd runs each node of a backward on the stream of its forward (a leaf's: where the
+    leaf was made)."""
     state = {}
 
     def setup():
@@ -63,7 +64,7 @@ def measure_backward(fn, inputs, grad_out):
     def backward():
         return torch.autograd.grad(state["out"], state["leaves"], grad_out, retain_graph=True)
 
-    return measure(backward, setup)
+    return backward, setup
 
 
 def host_us(fn, calls=100, rounds=9):  # host us of a call of fn() on a GPU, as measure() says
@@ -83,6 +84,16 @@ def timing_row(case, variant, times, torch_times, throughput, unit, ceiling=None
     percent = None if ceiling is None else 100 * throughput / ceiling
     values = (case, variant, gpu, torch_gpu / gpu, loop, loop_ratio, host, host_ratio)
     return dict(zip(TIMING_COLUMNS, (*values, throughput, unit, percent)))
+
+
+def timing_rows(case, calls, throughput, unit, ceiling=None, suffix=""):
+    """Rows of TIMING_COLUMNS: measure() of each of calls (name -> fn, or (fn, setup)), "torch"
+    among them; throughput(ms) is a row's throughput in unit; suffix ends each variant's name."""
+    times = {name: measure(*c) if isinstance(c, tuple) else measure(c) for name, c in calls.items()}
+    return [
+        timing_row(case, name + suffix, t, times["torch"], throughput(t[0]), unit, ceiling)
+        for name, t in times.items()
+    ]
 
 
 def gbps(nbytes, ms):  # GB/s (10^9 bytes) of moving nbytes in ms milliseconds

@@ -231,8 +231,8 @@ def draw_03(lesson, figure):
         axes[0], colour, labels,
         f"simple_column_sum_kernel on the docstring's x ({M} x {N}): program p owns BLOCK_N = "
         f"{block_n} columns;\nstep i adds rows 2i, 2i + 1 into acc's rows 0, 1. Cells past x's "
-        f"edge: masked, never read (memory after x holds NaN here, and every sum came out "
-        f"finite: {bool(out.isfinite().all())})",
+        f"edge are masked, never read: the memory after x holds NaN, and no sum is NaN: "
+        f"{bool(out.isfinite().all())}",
     )  # fmt: skip
     M, rows_per_split, splits, column_blocks = 12, 4, 3, 2
     x = powers_of_two(M, N)
@@ -244,8 +244,8 @@ def draw_03(lesson, figure):
     cells(
         axes[1], colour, labels,
         f"split_column_sum_kernel, x ({M} x {N}) in {splits} chunks of {rows_per_split} rows "
-        f"(chosen here; the lesson's are\nlonger): program (c, s) adds column block c of "
-        f"chunk s into partial row s; sum_partials adds them up",
+        f"(chosen here; the lesson's are\nlonger): program (c, s) adds chunk s's rows of "
+        f"program c's columns into partial row s; sum_partials adds them up",
         [f"x row {r}" for r in range(M)] + [""] + [f"partial {s}" for s in range(splits)],
     )  # fmt: skip
 

@@ -13,7 +13,7 @@ it is False; a load turned off gives its `other` value.
 For A (M, K) and B (K, N), cut C into tiles of BLOCK_M x BLOCK_N
 (BM x BN): one program computes each tile, and all the programs
 run in parallel. In PyTorch, the program for rows m:m+BM and
-columns n:n+BN of C does this, BK (BLOCK_K) values of k a step:
+columns n:n+BN of C does this, BK = BLOCK_K values of k per step:
 
     acc = torch.zeros(BM, BN)
     for k in range(0, K, BK):
@@ -24,9 +24,9 @@ Why tiles? In lesson 01 a program computed one element of C, so
 a row of A was read once for each of C's N columns. Here a
 program reads BM rows of A once and uses them for BN columns of
 C, so each row of A is read N / BN times. For M = N = K = 4096
-in 64 x 64 tiles, that is 64 times, not 4096. B's columns gain
-the same way. "Part 1 by hand", after check(), follows one
-program's loads with numbers.
+in 64 x 64 tiles, that is 64 times, not 4096. Likewise each
+column of B is read M / BM times. "Part 1 by hand", after
+check(), follows one program's loads with numbers.
 """
 
 import sys
@@ -50,13 +50,13 @@ def simple_matmul_kernel(
     M, N, K,  # C is M x N; each sum has K terms
     stride_am, stride_ak,  # A's strides: next row, next column
     stride_bk, stride_bn, stride_cm, stride_cn,  # B's and C's
-    # tl.constexpr: fixed when the kernel compiles, as a block's
-    # shape must be (a new value compiles the kernel anew).
+    # tl.constexpr: a compile-time constant. Block shapes must
+    # be constants; each new value compiles the kernel anew.
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # C's tile
     BLOCK_K: tl.constexpr,  # how many k each loop step takes
 ):  # fmt: skip
-    # Program ids run over C's tiles row by row, on a grid of one
-    # axis (so that Part 2 can renumber them).
+    # The grid has one axis, and the kernel maps each program id
+    # to a tile itself: row by row here; Part 2 changes the map.
     tiles_n = tl.cdiv(N, BLOCK_N)  # tiles in a row of C
     pid_m = tl.program_id(0) // tiles_n  # this tile's row
     pid_n = tl.program_id(0) % tiles_n  # and its column
@@ -65,9 +65,8 @@ def simple_matmul_kernel(
     ks = tl.arange(0, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
-        # Offsets of a (BLOCK_M, BLOCK_K) block of A and a
-        # (BLOCK_K, BLOCK_N) block of B, broadcast as in torch,
-        # and masks for the edges of A and B.
+        # Offsets of A's (BLOCK_M, BLOCK_K) block and B's (BLOCK_K,
+        # BLOCK_N) block, broadcast as in torch; masks for edges.
         a_offsets = rows[:, None] * stride_am + (k + ks)[None, :] * stride_ak
         b_offsets = (k + ks)[:, None] * stride_bk + cols[None, :] * stride_bn
         a_mask = (rows[:, None] < M) & ((k + ks)[None, :] < K)
@@ -77,7 +76,7 @@ def simple_matmul_kernel(
         acc = tl.dot(a, b, acc)
     c_offsets = rows[:, None] * stride_cm + cols[None, :] * stride_cn
     c_mask = (rows[:, None] < M) & (cols[None, :] < N)
-    # A pointer knows its element's dtype, element_ty: C's here.
+    # .dtype.element_ty: the dtype of what c_ptr points to, C's.
     tl.store(c_ptr + c_offsets, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
 
 
@@ -86,10 +85,13 @@ def matmul_simple(a, b):
     (M, K), N = a.shape, b.shape[1]
     assert K == b.shape[0], "a's columns must match b's rows"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    # acc is float32 and offsets are int32: within_limits (in
-    # the harness) refuses what needs more; fused.py does not.
+    # Two limits, which fused.py lifts. acc is float32, so no
+    # float64. Triton computes offsets in int32, which wraps past
+    # 2**31: so no tensor that spans that many elements.
     within_limits(a, b, c)
-    a, b = common.dot_inputs(a, b)  # on a CPU: bf16 as float32
+    # CPU only: the interpreter's bf16 tl.dot is wrong, so there
+    # dot_inputs returns float32 copies of bf16 a, b.
+    a, b = common.dot_inputs(a, b)
     BM = BN = 64  # C's tiles: BM x BN
     grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)  # one per tile
     strides = (*a.stride(), *b.stride(), *c.stride())
@@ -104,9 +106,8 @@ reference = torch.matmul  # what every kernel here computes
 # check() compares with float64, near exact. A float32 sum
 # rounds a little at each add: the error allowed grows with K
 # and with the sum of |terms|, (|A| @ |B|)[i, j]. On a GPU,
-# tl.dot rounds float32 inputs to TF32, 10 mantissa bits, so
-# each product may be off by about 2^-10 of itself: for float32
-# the check allows 2^-9 of |A| @ |B| more.
+# tl.dot rounds float32 inputs to TF32 (10 mantissa bits): for
+# float32 the check allows for that too (product_roundoff).
 def check(fn, a, b, what):
     """Asserts that C = fn(a, b) is a @ b, up to rounding."""
     c = fn(a, b)
@@ -114,7 +115,8 @@ def check(fn, a, b, what):
     exact = reference(a.double(), b.double())
     abs_terms = reference(a.double().abs(), b.double().abs())
     tf32 = 2.0**-9 if a.dtype == torch.float32 else 0.0
-    common.assert_close(c, exact, abs_terms, a.shape[1], what, product_roundoff=tf32)
+    K = a.shape[1]  # the terms in each sum
+    common.assert_close(c, exact, abs_terms, K, what, product_roundoff=tf32)
 
 
 # ## Part 1 by hand: the corner tile
@@ -137,20 +139,27 @@ def check(fn, a, b, what):
 #
 # (rows run down, k across), and B at ks[:, None] * 7 +
 # cols[None, :] = [[6, 7], [13, 14]] (k down, columns across).
-# Each offset, and the element it would read; "off" marks one
-# that the mask turns off, past M = 5, N = 7 or K = 3:
+# Each offset, with the element it loads; "off" marks a load
+# the mask turns off, and says why (row 5 is past M = 5,
+# column 7 past N = 7, k = 3 past K = 3):
 #
-#     step    A's offsets           B's offsets
-#     k = 0   12 A[4,0]  13 A[4,1]   6 B[0,6]   7 off (B[1,0])
-#             15 off     16 off     13 B[1,6]  14 off (B[2,0])
-#     k = 2   14 A[4,2]  15 off     20 B[2,6]  21 off
-#             17 off     18 off     27 off     28 off
+#     A, k = 0:   12 A[4,0]      13 A[4,1]
+#                 15 off (row)   16 off (row)
+#     A, k = 2:   14 A[4,2]      15 off (k)
+#                 17 off (row)   18 off (row)
 #
-# B's 7 and 14 lie inside B: unmasked, they would read B[1, 0]
-# and B[2, 0], and give a wrong C with no error at all. Loads
-# turned off give other=0.0, which adds nothing. C[4, 6] =
-# A[4, :] @ B[:, 6] is the only element this tile owns inside
-# C, and the store's mask writes only it.
+#     B, k = 0:    6 B[0,6]       7 off (col)
+#                 13 B[1,6]      14 off (col)
+#     B, k = 2:   20 B[2,6]      21 off (col)
+#                 27 off (k)     28 off (k)
+#
+# A holds 15 elements, so A's offsets 15 to 18 lie past its
+# end (15 comes twice: as A[5, 0] at k = 0, A[4, 3] at k = 2).
+# B's 7 and 14 do not: unmasked, they would load B[1, 0] and
+# B[2, 0] and give a wrong C with no error at all. Loads turned
+# off give other=0.0, which adds nothing. C[4, 6] = A[4, :] @
+# B[:, 6] is the only element of C this tile owns, and the
+# store's mask writes only it.
 
 
 # ## Part 2. matmul_kernel: the simple kernel, two changes
@@ -188,9 +197,14 @@ def check(fn, a, b, what):
 # picture.png (beside this file; its third panel belongs to
 # Part 4) draw a 9 x 9 grid: there a wave of 9 programs reads
 # 10 strips in row-major order, and 6 with GROUP_M = 3. On an
-# H200, which has 132 SMs, 4096 x 4096 in 128 x 128 tiles runs
-# waves of 132 programs, one per SM. A wave reads 37 strips in
-# row-major order, and 25 with GROUP_M = 8.
+# H200, which has 132 SMs, a program of a 128 x 128 tile needs
+# most of an SM's shared memory (its small fast memory, below),
+# so a wave is 132 programs, one per SM. For 4096 x 4096, a row
+# of C holds 4096 / 128 = 32 tiles. In row-major order a wave
+# of 132 = 4 * 32 + 4 programs is 4 whole rows and 4 tiles: it
+# reads 5 strips of A and 32 of B, 37 in all. With GROUP_M = 8,
+# 132 = 16 * 8 + 4: 16 columns of 8 tiles, and 4 more, read 8
+# strips of A and 17 of B, 25 in all.
 #
 # With GROUP_M = 1, grouped order is row-major order. So the
 # timing table that main() prints has a row "tuned, row-major
@@ -202,18 +216,18 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
     """(tile row, tile column) of program pid in grouped order."""
     tiles_per_group = GROUP_M * tl.cdiv(N, BLOCK_N)
     group, in_group = pid // tiles_per_group, pid % tiles_per_group
-    first_row = group * GROUP_M
-    # The last group may have fewer rows than GROUP_M. (min
-    # works on a kernel's scalars, as in Python.)
-    group_rows = min(tl.cdiv(M, BLOCK_M) - first_row, GROUP_M)
-    # in_group % group_rows walks down the group's rows, and
-    # in_group // group_rows moves a column right when they run
-    # out.
-    row = first_row + in_group % group_rows
+    first_tile_row = group * GROUP_M
+    # The last group may have fewer tile rows than GROUP_M.
+    # (min works on a kernel's scalars, as in Python.)
+    height = min(tl.cdiv(M, BLOCK_M) - first_tile_row, GROUP_M)
+    # in_group % height walks down the group's tile rows, and
+    # in_group // height moves a column right when they run out.
+    tile_row = first_tile_row + in_group % height
+    tile_col = in_group // height
     # The diagram's pid 5: 4 x 4 tiles, GROUP_M = 2, so
-    # tiles_per_group 8, group 0, in_group 5, group_rows 2:
-    # row 5 % 2 = 1, column 5 // 2 = 2.
-    return row, in_group // group_rows
+    # tiles_per_group 8, group 0, in_group 5, height 2:
+    # tile row 5 % 2 = 1, tile column 5 // 2 = 2.
+    return tile_row, tile_col
 
 
 # ### (tune) Autotuning the tile
@@ -280,9 +294,10 @@ def matmul_kernel(
 
 
 def tile_grid(M, N):
-    """A tuned launch's grid. The grid depends on the tile, which
-    the autotuner picks, so it is a function: Triton calls it
-    with meta, the picked config's values by name."""
+    """The grid of a tuned launch, as a function of meta. The
+    grid depends on the tile, which the autotuner picks at the
+    launch: so Triton calls this function then, with meta, a
+    dict of the picked config's values (meta["BLOCK_M"], ...)."""
     return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
 
@@ -317,7 +332,8 @@ class Matmul(torch.autograd.Function):
         return matmul_tuned(a, b)
 
     # Autograd does not record what a kernel does, so there is no
-    # second derivative: this makes asking for one raise.
+    # second derivative: this makes asking for one raise. (op.py
+    # registers its backward as an op of its own, so it has them.)
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_c):
@@ -346,9 +362,7 @@ VARIANTS = {  # what main() checks and times: the wrappers
 # ## The harness: checks and timing (skip it on a first read)
 def within_limits(a, b, c):
     """The wrappers' guards: they refuse what this file's kernels
-    cannot take. (The wrappers then call common.dot_inputs: the
-    CPU interpreter's bfloat16 tl.dot is wrong, so on a CPU it
-    returns bfloat16 a, b as float32; on a GPU, a, b as they are.)"""
+    cannot take, as matmul_simple's comment says."""
     # acc is float32: a float64 C would lose its extra bits.
     assert a.dtype != torch.float64, "acc is float32: no float64"
     # Offsets are int32, as tl.arange's values: past 2^31 they

@@ -7,9 +7,10 @@ every shape of x: split a tall x over more programs, load tiles
 ahead, and tune the tile.
 
 Words from lesson 01: a program is a running copy of a kernel,
-numbered by tl.program_id, and programs run in parallel. A block
-is a small tensor of fixed shape inside one program. A stride is
-the step, in elements, from one index to the next along a dim.
+numbered by tl.program_id, and programs run in parallel; each
+runs on num_warps warps, groups of 32 threads. A block is a
+small tensor of fixed shape inside one program. A stride is the
+step, in elements, from one index to the next along a dim.
 New here: a tile is the 2-D block of x that one step of a
 program's loop loads. Each program owns BLOCK_N columns of x.
 
@@ -65,8 +66,8 @@ import triton.language as tl  # noqa: E402
 def simple_column_sum_kernel(
     x_ptr, out_ptr,  # pointers to x[0, 0] and out[0]
     M, N, stride_m, stride_n,  # x's sizes and strides
-    # tl.constexpr: fixed when the kernel compiles, as a block's
-    # shape must be (a new value compiles the kernel anew).
+    # tl.constexpr: a compile-time constant. Block shapes must
+    # be constants; each new value compiles the kernel anew.
     BLOCK_M: tl.constexpr,  # rows per step, a power of 2
     BLOCK_N: tl.constexpr,  # columns per program, a power of 2
 ):  # fmt: skip
@@ -84,20 +85,22 @@ def simple_column_sum_kernel(
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)  # elementwise: no sum yet
     sums = tl.sum(acc, axis=0)  # acc's rows, added once
-    # A pointer knows its element's dtype, element_ty: out's here.
+    # .dtype.element_ty: the dtype of what out_ptr points to.
     tl.store(out_ptr + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by simple_column_sum_kernel, or kernel."""
     M, N = x.shape
-    # Two limits, which any_x.py lifts: float32 sums, int32 offsets.
+    # Two limits, which any_x.py lifts. acc is float32, so no
+    # float64. Triton computes offsets in int32, which wraps past
+    # 2**31: so no x that spans that many elements.
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     BLOCK_M, BLOCK_N = 16, 64  # a tile of 16 x 64
     grid = (triton.cdiv(N, BLOCK_N),)  # a program per 64 columns
-    # kernel[grid]: grid[0] programs, each run by 4 warps.
+    # kernel[grid]: grid[0] programs, each on 4 warps.
     kernel[grid](x, out, M, N, *x.stride(), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, num_warps=4)
     return out
 
@@ -107,9 +110,8 @@ def reference(x):  # what every kernel here computes
 
 
 # ## Is it right?
-# check() compares fn(x) with reference() in float64, near
-# exact. A float32 sum rounds a little at each add: the error
-# allowed grows with M and with a column's sum of |x|.
+# check() compares fn(x) with reference() in float64. It allows
+# the rounding of float32 sums, which grows with M and |x|.
 def check(fn, x, name):
     """Asserts that fn(x) is x.sum(0), up to rounding."""
     out = fn(x)
@@ -120,7 +122,7 @@ def check(fn, x, name):
 
 # ## Try it: the docstring's example
 # main() runs this first: Part 1's kernel launched by hand on
-# the 5 x 6 x[i, j] = 6i + j. It prints [60.0, ..., 85.0] twice.
+# the 5 x 6 x[i, j] = 6i + j. out = [60.0, 65.0, ..., 85.0].
 def run_docstring_example():
     x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
     out = torch.empty(6, device=x.device)
@@ -138,14 +140,16 @@ def run_docstring_example():
 #   the 8 places of acc that match its 8 values of the tile;
 # - so acc += tile is 8 adds that each thread makes alone;
 # - tl.sum(acc, axis=0) adds up columns whose values other
-#   threads hold: threads pass values to each other, and wait.
+#   threads hold: threads pass values to each other, and wait
+#   for each other. A waiting thread starts no new loads, so
+#   memory sits idle.
 # So the simple kernel passes values once, after its loop.
 # one_d_column_sum_kernel keeps a 1-D acc, so it runs tl.sum on
-# every tile, inside its loop: it passes values M / BLOCK_M
-# times. On an H200, for x of 16384 x 8192 float32, the simple
-# kernel takes 0.50 ms and one_d 0.79 ms. `main.py --asm` shows
-# the shfl (shuffle) instructions by which threads pass values:
-# in the simple kernel they come once, after its loop.
+# every tile, inside its loop: M / BLOCK_M times. On an H200,
+# for x of 16384 x 8192 float32, the simple kernel takes 0.50 ms
+# and one_d 0.79 ms. `main.py --asm` (on a CPU too) shows the
+# shfl (shuffle) instructions by which threads pass values: in
+# the simple kernel they come once, after its loop.
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -189,18 +193,20 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # x. It adds partial's rows in a fixed order, so every call gives
 # the same bits. (Atomic adds into out, from every program at
 # once, would land in a different order on each call, and round
-# differently.) Its float32 sums are rounded to x's dtype only
-# when it stores them.
+# differently.) The second pass sums in float32 too, and rounds
+# to x's dtype only as it stores out.
 #
 # (2) Load tiles ahead. A load from memory takes hundreds of
 # cycles. The loop tl.range(..., num_stages=STAGES) asks for the
 # next STAGES - 1 tiles before it adds the current one, so that
-# loads and adds overlap. (Tutorial 03 sets num_stages in a
-# triton.Config instead: Triton pipelines a loop on its own only
-# if the loop feeds tl.dot, as a matmul's does. Ours does not.)
+# loads and adds overlap: STAGES = 1 loads nothing ahead, 2 one
+# tile. (Triton's matmul tutorial sets num_stages only in its
+# Configs: Triton pipelines a loop by itself only if the loop
+# feeds tl.dot, as a matmul's does. Ours asks, in tl.range.)
 @triton.jit
 def split_column_sum_kernel(
-    x_ptr, out_ptr, M, N, stride_m, stride_n,
+    x_ptr, dest_ptr,  # (1) dest: partial, or out if not split
+    M, N, stride_m, stride_n,
     rows_per_split,  # (1) a chunk's rows; >= M if not split
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     STAGES: tl.constexpr,  # (2) tiles in flight
@@ -220,11 +226,11 @@ def split_column_sum_kernel(
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)
     sums = tl.sum(acc, axis=0)
-    # (1) Where the sums go. If x is split, out_ptr points to
-    # partial, a contiguous (splits, N) buffer: chunk s stores
-    # row s, which starts s * N elements in. If x is not split,
-    # the one chunk, 0, stores into out itself.
-    tl.store(out_ptr + chunk * N + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
+    # (1) Where the sums go. If x is split, dest_ptr points to
+    # partial, a contiguous float32 (splits, N) buffer: chunk s
+    # stores row s, which starts s * N elements in. If x is not
+    # split, the one chunk, 0, stores into out itself.
+    tl.store(dest_ptr + chunk * N + cols, sums.to(dest_ptr.dtype.element_ty), mask=col_mask)
 
 
 # ## Part 3. column_sum_kernel: the split kernel, tuned
@@ -255,15 +261,14 @@ column_sum_kernel = tune(split_column_sum_kernel)
 
 # ## On the host: chunks, the launch, the second pass
 # The host cuts x into chunks of CHUNK_ROWS = 2048 rows. For x
-# of 1048576 x 64 that makes 512 chunks, so 512 programs for
-# its 64 columns: about 4 for each of an H200's 132 SMs.
+# of 1048576 x 64 that makes 512 chunks: with BLOCK_N = 64, 512
+# programs, about 4 for each of an H200's 132 SMs.
 # An x of at most 2048 rows is one chunk. Its length,
 # rows_per_split, is M rounded up to a power of 2, so that the
 # autotuner's key takes few values: M = 1000 and M = 1001 both
 # give 1024, and share one tuning.
 # 2048 is a multiple of every BLOCK_M in TILES, so no tile runs
-# past a chunk's end. (Such a tile's mask keeps its sums right,
-# but part of its loads are wasted.)
+# past the end of a full chunk.
 CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # CPU: 256, to split small x
 
 
@@ -286,19 +291,17 @@ def column_sums(x, kernel, **tile):
     # The autotuner picks BLOCK_N at the launch, so the grid is a
     # function of meta, the picked config: BLOCK_N sets its size.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
-    if splits == 1:  # one chunk: sums go straight into out
-        kernel[grid](x, out, M, N, *x.stride(), rows_per_split, **tile)
-        return out
-    partial = x.new_empty((splits, N), dtype=torch.float32)
-    kernel[grid](x, partial, M, N, *x.stride(), rows_per_split, **tile)
-    sum_partials(partial, out)
+    # The kernel stores into out if x is one chunk, else partial.
+    dest = out if splits == 1 else x.new_empty((splits, N), dtype=torch.float32)
+    kernel[grid](x, dest, M, N, *x.stride(), rows_per_split, **tile)
+    if splits > 1:  # the second pass adds up partial's rows
+        sum_partials(dest, out)
     return out
 
 
 def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
-    """out[j] = partial[:, j].sum(), in a fixed order: Part 1's
-    kernel reads partial as its x, of P rows. any_x.py passes
-    its own kernel, and that kernel's extra arguments in more."""
+    """out[j] = partial[:, j].sum(), in a fixed order, by Part 1's
+    kernel reading partial as its x. more: any_x.py's arguments."""
     P, N = partial.shape
     # A tile of block_m rows: P rounded up to a power of 2, at
     # most 256, so that few steps cover P. block_n = 4096 //
@@ -318,9 +321,8 @@ column_sums_tuned = functools.partial(column_sums, kernel=column_sum_kernel)
 
 
 # ## Gradients: a torch.autograd.Function
-# grad_x[i, j] = grad_out[j] needs no kernel: grad_out.expand(M, N)
-# is a view. backward uses only torch ops, which autograd can
-# record in turn: so second derivatives work too.
+# grad_x[i, j] = grad_out[j] needs no kernel: grad_out.expand(M, N),
+# a view. expand is a torch op: autograd can differentiate it too.
 class BlockedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -340,8 +342,7 @@ VARIANTS |= {"split": column_sums_split, "tuned": column_sums_tuned}
 
 # ## The harness: checks, timing (skip it on a first read)
 def check_variants(x, variants):
-    """check() on each variant. Inside the `with`, torch.empty
-    gives NaN, so an element a kernel never writes fails."""
+    """check() on each variant; its outputs start as NaN."""
     for name, fn in variants.items():
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
         with common.uninitialized_memory_is_nan():
@@ -387,8 +388,7 @@ def main(argv=None, module=sys.modules[__name__]):
     run_docstring_example()
     x = torch.randn(args.rows, args.cols, dtype=DTYPES[args.dtype], device=common.DEVICE)
     checked = check_variants(x, module.VARIANTS)
-    x.requires_grad_()
-    BlockedSum.apply(x).sum().backward()  # grad_x: ones, from expand
+    BlockedSum.apply(x.requires_grad_()).sum().backward()  # grad_x: ones
     assert torch.equal(x.grad, torch.ones_like(x))
     print(f"check passed: {', '.join(checked)} and the gradient match\n")
     table = benchmark(args.rows, args.cols, args.dtype, module)

@@ -12,13 +12,13 @@ Words from lessons 01 and 03:
 - a program is a running copy of a kernel; kernel[grid](args)
   starts grid[0] of them, and tl.program_id(0) numbers them;
 - a program runs on num_warps warps, each of 32 threads;
-- a block is a small tensor of fixed shape in one program,
-  its values spread over the program's threads;
+- a block is a small tensor of fixed shape in one program;
 - a stride is the step, in elements, along a dim;
 - tl.load(pointers, mask, other): where mask is False, it
   reads nothing, and gives other;
 - a tile is a 2-D block of x. A loop adds tiles into acc, a
-  2-D block, and tl.sum reduces acc once, after the loop (03).
+  2-D block, and tl.sum reduces acc once, after the loop:
+  lesson 03 measured a tl.sum in every step 1.6 times slower.
 
 One program's work in PyTorch, for its ROWS_TILE rows, row_ids,
 with x padded with zeros to whole tiles:
@@ -59,14 +59,16 @@ import triton.language as tl  # noqa: E402
 
 
 # ## Part 1. The simplest forward: one program per tile of rows
-SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # launched on 4 warps
+SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Parts 1 and 1b's
 
 
 @triton.jit
 def simple_forward_kernel(
     x_ptr, w_ptr, y_ptr,  # tensors arrive as pointers: to x[0, 0], w[0], y[0]
     rows, D, stride_row, stride_col,  # x's sizes, strides
-    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,  # compiled in: a new value compiles anew
+    # tl.constexpr: a compile-time constant. Block shapes must
+    # be constants; each new value compiles the kernel anew.
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,
 ):  # fmt: skip
     # tl.arange(0, n): the block 0 to n - 1 (n a power of 2)
     row_ids = tl.program_id(0) * ROWS_TILE + tl.arange(0, ROWS_TILE)
@@ -80,24 +82,23 @@ def simple_forward_kernel(
         offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
         mask = row_mask[:, None] & col_mask[None, :]
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-        # w is contiguous (its callers see to it): w[d] at w_ptr + d.
+        # w is contiguous (the Function sees to it): w[d] at w_ptr + d.
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(tl.float32) * w.to(tl.float32)[None, :]
     y = tl.sum(acc, axis=1)  # each row's sum, once
-    # A pointer knows its element's dtype, element_ty: y's here.
+    # .dtype.element_ty: the dtype of what y_ptr points to.
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
 
 
 def forward_simple(x2d, weight):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
-    # Triton's offsets are int32: the harness's within_limits
-    # refuses an x whose offsets would pass 2**31.
-    within_limits(x2d)
+    # Triton's offsets are int32: no x past 2**31 elements.
+    within_limits(x2d)  # (in the harness, below)
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)  # per 16 rows
     args = (x2d, weight, y, rows, D, *x2d.stride())
-    simple_forward_kernel[grid](*args, **SIMPLE_TILE, num_warps=4)  # num_warps: a launch option
+    simple_forward_kernel[grid](*args, **SIMPLE_TILE, num_warps=4)
     return y
 
 
@@ -106,18 +107,27 @@ def reference(x, w, grad_y):  # y, grad_x, grad_w, as above
 
 
 # ## Is it right?
-# reference() in float64 is near exact. A float32 sum rounds a
-# little at each add, so common.assert_close allows an error
-# that grows with the sum's length and with the sum of |terms|.
+# check() compares got with reference() in float64, allowing
+# the rounding of float32 sums: it grows with length and |terms|.
 def check(got, x, w, grad_y, name):
     """Asserts got = (y, grad_x, grad_w) is reference()'s."""
     exact = reference(x.double(), w.double(), grad_y.double())
-    size = reference(*(t.double().abs() for t in (x, w, grad_y)))
+    abs_terms = reference(*(t.double().abs() for t in (x, w, grad_y)))  # sums of |terms|
     lengths = (x.shape[1], 1, x.shape[0])  # of each sum; grad_x: 1
     for i, what in enumerate(("y", "grad_x", "grad_w")):
         case = f"{name} {what} on x {tuple(x.shape)} {x.dtype}"
         assert got[i].dtype == x.dtype, f"{case}: {got[i].dtype}"
-        common.assert_close(got[i], exact[i], size[i], reduction_length=lengths[i], what=case)
+        common.assert_close(got[i], exact[i], abs_terms[i], reduction_length=lengths[i], what=case)
+
+
+# ## Try it: the docstring's example
+# main() runs this first: x[r, d] = 6r + d, and w all ones, so
+# y holds x's row sums, [15.0, 51.0, 87.0, 123.0, 159.0].
+def run_docstring_example():
+    x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
+    y, ones = torch.empty(5, device=x.device), torch.ones(6, device=x.device)
+    simple_forward_kernel[(3,)](x, ones, y, 5, 6, 6, 1, ROWS_TILE=2, D_TILE=4)
+    print(f"the docstring's example: {y.tolist()} = {x.sum(1).tolist()}")
 
 
 # ## Part 1b. The simplest backward: a partial row per program
@@ -159,8 +169,7 @@ def simple_backward_kernel(
         grad_x = grad_y[:, None] * w.to(tl.float32)[None, :]
         # grad_x is contiguous: grad_x[r, d] lies at r * D + d.
         out = row_ids[:, None] * D + cols[None, :]
-        grad_x = grad_x.to(grad_x_ptr.dtype.element_ty)
-        tl.store(grad_x_ptr + out, grad_x, mask=mask)
+        tl.store(grad_x_ptr + out, grad_x.to(grad_x_ptr.dtype.element_ty), mask=mask)
         # This tile's share of grad_w, summed over the
         # program's rows. tl.sum must run every step here:
         # each step visits new columns. Part 3 swaps the
@@ -221,18 +230,13 @@ def forward_tuned(x2d, weight):
 # Part 1b's backward has two costs: tl.sum at every step, and a
 # partial with a row per 16 rows of x (for x of 1048576 x 128
 # float32, a partial of 65536 rows, 32 MiB, written and read
-# again). Three changes, each marked in the code by its tag:
-# (split) Each program owns one D tile (D_TILE columns) and
-# walks down many row tiles, keeping a 2-D acc of x * grad_y,
-# as the forward does: one tl.sum, at the end. P programs share
-# the row tiles of each D tile, so partial has P rows, however
-# many rows x has: 1056 on an H200 for D = 128 ("Picking P",
-# below), not 65536. The grid has two axes, (D tiles, P):
-# program (t, p) has t = tl.program_id(0), p = tl.program_id(1).
-# It takes every P-th row tile: p, p + P, p + 2P, and so on.
-# range(p, row_tiles, P) needs no sums to cut x in P pieces, and
-# gives every program as many row tiles, give or take one. In
-# PyTorch, with cols its D tile and rows(i) row tile i's rows:
+# again). (split) removes both; each change is tagged in code.
+# (split) The grid has two axes: program (t, p) owns D tile t
+# (D_TILE columns) and walks down many row tiles, keeping a 2-D
+# acc of x * grad_y, as the forward does: one tl.sum, at the
+# end. The P programs of a D tile share its row tiles: program
+# p takes row tiles p, p + P, p + 2P, and so on. In PyTorch,
+# with cols D tile t's columns and rows(i) row tile i's rows:
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
 #     partial[p, cols] = acc.sum(0)
@@ -241,6 +245,8 @@ def forward_tuned(x2d, weight):
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
 #     programs (1, 0) and (1, 1): the same for columns 4-7
 # The right half of picture.png (beside this file) draws it.
+# So partial has P rows, however many rows x has: 1056 for
+# D = 128 on an H200 ("Picking P", below), not 65536.
 # (tune) As forward_kernel: its own tile, picked from CONFIGS.
 # (sum) The second pass, adding partial's rows, as a kernel.
 
@@ -265,9 +271,9 @@ def backward_kernel(
         mask = row_mask[:, None] & col_mask[None, :]
         grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
         offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
-        # Load x before storing grad_x, as Part 1b does: the
-        # compiler cannot rule out that x and grad_x overlap in
-        # memory, so a load after the store would wait for it
+        # Load x before storing grad_x, as Part 1b does. The
+        # compiler cannot prove that x and grad_x do not overlap,
+        # so a load after the store would wait for the store
         # (18% slower, measured).
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         grad_x = grad_y[:, None] * w[None, :]
@@ -293,10 +299,10 @@ def backward_kernel(
 # programs, shared out among the D tiles:
 # - D = 128: one D tile, so P = 8 * 132 = 1056;
 # - D = 4096: 32 D tiles, so 8 * 132 / 32 = 33, raised to 132.
-# Two bounds. P is at least 132, the SMs: if the autotuner
-# picks a D_TILE as wide as D, there is just one D tile, and
-# P = 132 programs still give each SM one. And P is at most
-# rows, for a tiny x. As one formula:
+# Two bounds. P is at least 132, one per SM: at D = 4096, if
+# the autotuner picks D_TILE = 1024, there are 4 D tiles, not
+# 32, and P = 33 would start 4 * 33 = 132 programs, one an SM;
+# P = 132 starts 528. P is at most rows (a tiny x). In all:
 #     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
@@ -330,14 +336,15 @@ def sum_partials_kernel(
 
 
 def sum_partials(partial, weight, kernel=sum_partials_kernel):
-    """grad_w: partial's rows added up, by `kernel`."""
+    """grad_w: partial's rows added up, by `kernel` (wide.py
+    passes its own)."""
     P, D = partial.shape
     grad_w = torch.empty_like(weight)
     # (sum) A tile: p_tile rows of partial, d_tile columns.
     # p_tile is P rounded up to a power of 2, at most 1024: few
     # steps cover P. d_tile aims at 4096 values a tile, and is at
-    # least 16 columns: each row of a tile then loads 64 bytes in
-    # a run (memory serves whole 32-byte pieces).
+    # least 16 columns, so that each row of a tile loads 64 bytes
+    # in a run, not a few scattered values.
     p_tile = min(triton.next_power_of_2(P), 1024)
     d_tile = max(16, 4096 // p_tile)
     grid = (triton.cdiv(D, d_tile),)
@@ -358,9 +365,8 @@ def backward_tuned(x2d, weight, grad_y):
     return grad_x, sum_partials(partial, weight)
 
 
-# ### What each change bought
-# Timed on an H200 for x of 1048576 x 128, each change added to
-# the ones above it:
+# ### What each change bought (H200, x of 1048576 x 128, each
+# change added to the ones above it):
 #                                     float32    bfloat16
 #     backward_simple                 0.354 ms   0.452 ms
 #     (split), Part 1's 16 x 64 tile  0.296 ms   0.156 ms
@@ -406,10 +412,8 @@ class WeightedSum(torch.autograd.Function):
 # 16-byte loads, float64, a huge x, one compile for all rows.
 
 
-VARIANTS = {  # what main() checks and times: wrapper pairs
-    "simple": (forward_simple, backward_simple),
-    "tuned": (forward_tuned, backward_tuned),
-}
+# What main() checks and times: pairs of wrappers.
+VARIANTS = {"simple": (forward_simple, backward_simple), "tuned": (forward_tuned, backward_tuned)}
 
 
 # ## The harness: checks, timing (skip it on a first read)
@@ -436,8 +440,7 @@ SWEEP = [dict(rows=r, dim=d, dtype=t) for t in ("float32", "bfloat16") for r, d 
 
 
 def benchmark(rows, dim, dtype="float32", module=sys.modules[__name__]):
-    """Times torch, module.VARIANTS (this file's, or wide.py's)
-    and its tuned forward kernel bare: "fwd"; backwards: "bwd"."""
+    """Times torch, module.VARIANTS and a bare launch: fwd, bwd."""
     kw = dict(dtype=DTYPES.get(dtype, dtype), device=common.DEVICE)
     x, w = torch.randn(rows, dim, **kw), torch.randn(dim, **kw)
     grad_y = torch.randn(rows, **kw)
@@ -478,10 +481,7 @@ def main(argv=None, module=sys.modules[__name__]):
     if args.rows < 1 or args.dim < 0:  # no rows: nothing to tune on
         parser.error("--rows must be >= 1 and --dim >= 0")
     print(common.describe_run())
-    x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
-    y, ones = torch.empty(5, device=x.device), torch.ones(6, device=x.device)
-    simple_forward_kernel[(3,)](x, ones, y, 5, 6, 6, 1, ROWS_TILE=2, D_TILE=4)
-    print(f"the docstring's example: {y.tolist()} = {x.sum(1).tolist()}")
+    run_docstring_example()
     x = torch.randn(args.rows, args.dim, dtype=DTYPES[args.dtype], device=common.DEVICE)
     checked = check_variants(x, module.VARIANTS)
     print(f"check passed: y, grad_x and grad_w of {', '.join(checked)}")

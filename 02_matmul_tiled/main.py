@@ -8,7 +8,8 @@ Words from lesson 01: a program is a running copy of a kernel,
 numbered by tl.program_id. A block is a small tensor inside one
 program. A stride is the step, in elements, from one index to
 the next along a dim. A mask turns off a load or a store where
-it is False; a load turned off gives its `other` value.
+it is False; a load turned off gives its `other` value. cdiv(a,
+b) is a / b rounded up (tl.cdiv in a kernel, triton.cdiv out).
 
 For A (M, K) and B (K, N), cut C into tiles of BLOCK_M x BLOCK_N
 (BM x BN): one program computes each tile, and all the programs
@@ -208,7 +209,8 @@ def check(fn, a, b, what):
 #
 # With GROUP_M = 1, grouped order is row-major order. So the
 # timing table that main() prints has a row "tuned, row-major
-# order": the tuned kernel with GROUP_M = 1, to compare.
+# order": the tuned kernel with GROUP_M = 1, to compare ("What
+# the changes bought", below, has its times).
 #
 # A @triton.jit function may call another: Triton inlines it.
 @triton.jit
@@ -313,6 +315,18 @@ def matmul_tuned(a, b):
     # of the config it picked.
     matmul_kernel[tile_grid(M, N)](a, b, c, M, N, K, *strides)
     return c
+
+
+# ### What the changes bought
+# GPU time on an H200 (float16; a CUDA-graph replay, so no
+# Python; `main.py --m N --n N --k N`, run twice at each size):
+#                               4096^3            8192^3
+#     simple                    0.504, 0.502 ms   4.34, 4.44 ms
+#     tuned, row-major order    0.206, 0.216 ms   1.84, 1.83 ms
+#     tuned (grouped)           0.212, 0.216 ms   1.71, 1.71 ms
+#     torch.matmul (cuBLAS)     0.199, 0.203 ms   1.67, 1.68 ms
+# (tune) buys the most: 2.4 to 2.6 times. (group) buys 7% at
+# 8192^3; at 4096^3 the two orders differ less than two runs.
 
 
 # ## The Function: autograd launches the kernels

@@ -9,7 +9,10 @@ numbered by tl.program_id. A block is a small tensor inside one
 program. A stride is the step, in elements, from one index to
 the next along a dim. A mask turns off a load or a store where
 it is False; a load turned off gives its `other` value. cdiv(a,
-b) is a / b rounded up (tl.cdiv in a kernel, triton.cdiv out).
+b) is a / b rounded up (tl.cdiv in a kernel, triton.cdiv on the
+host). tl.arange(0, n) is the block [0, 1, ..., n - 1], with n a
+power of 2. A pointer plus a block of offsets is a block of
+pointers, which tl.load reads all at once.
 
 For A (M, K) and B (K, N), cut C into tiles of BLOCK_M x BLOCK_N
 (BM x BN): one program computes each tile, and all the programs
@@ -86,9 +89,10 @@ def matmul_simple(a, b):
     (M, K), N = a.shape, b.shape[1]
     assert K == b.shape[0], "a's columns must match b's rows"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    # Two limits, which fused.py lifts. acc is float32, so no
-    # float64. Triton computes offsets in int32, which wraps past
-    # 2**31: so no tensor that spans that many elements.
+    # Two limits, which fused.py lifts. acc is float32, where
+    # float64 inputs would lose their extra digits. And Triton
+    # computes offsets in int32, which wraps past 2**31: so no
+    # element may lie that far from its tensor's first.
     within_limits(a, b, c)
     # CPU only: the interpreter's bf16 tl.dot is wrong, so there
     # dot_inputs returns float32 copies of bf16 a, b.
@@ -104,20 +108,14 @@ reference = torch.matmul  # what every kernel here computes
 
 
 # ## Is it right?
-# check() compares with float64, near exact. A float32 sum
-# rounds a little at each add: the error allowed grows with K
-# and with the sum of |terms|, (|A| @ |B|)[i, j]. On a GPU,
-# tl.dot rounds float32 inputs to TF32 (10 mantissa bits): for
-# float32 the check allows for that too (product_roundoff).
+# check() compares C with reference() computed in float64. It
+# allows the rounding of float32 sums of K terms, and on a GPU,
+# for float32 inputs, tl.dot's rounding of them to TF32 (a
+# float32 with 10 mantissa bits, faster on the tensor cores).
 def check(fn, a, b, what):
-    """Asserts that C = fn(a, b) is a @ b, up to rounding."""
-    c = fn(a, b)
-    assert c.dtype == a.dtype, f"{what}: C is {c.dtype}"
-    exact = reference(a.double(), b.double())
-    abs_terms = reference(a.double().abs(), b.double().abs())
-    tf32 = 2.0**-9 if a.dtype == torch.float32 else 0.0
-    K = a.shape[1]  # the terms in each sum
-    common.assert_close(c, exact, abs_terms, K, what, product_roundoff=tf32)
+    """Asserts that fn(a, b) is a @ b, up to rounding."""
+    K, tf32 = a.shape[1], a.dtype == torch.float32
+    common.assert_close_to_float64(fn(a, b), reference, (a, b), K, what, tf32)
 
 
 # ## Part 1 by hand: the corner tile
@@ -156,8 +154,9 @@ def check(fn, a, b, what):
 #
 # A holds 15 elements, so A's offsets 15 to 18 lie past its
 # end (15 comes twice: as A[5, 0] at k = 0, A[4, 3] at k = 2).
-# B's 7 and 14 do not: unmasked, they would load B[1, 0] and
-# B[2, 0] and give a wrong C with no error at all. Loads turned
+# B's offsets 7 and 14, though, are inside B. Unmasked, they
+# would load B[1, 0] and B[2, 0], the wrong elements, and give
+# a wrong C with no error at all. Loads turned
 # off give other=0.0, which adds nothing. C[4, 6] = A[4, :] @
 # B[:, 6] is the only element of C this tile owns, and the
 # store's mask writes only it.
@@ -199,7 +198,8 @@ def check(fn, a, b, what):
 # Part 4) draw a 9 x 9 grid: there a wave of 9 programs reads
 # 10 strips in row-major order, and 6 with GROUP_M = 3. On an
 # H200, which has 132 SMs, a program of a 128 x 128 tile needs
-# most of an SM's shared memory (its small fast memory, below),
+# most of an SM's shared memory (a small fast memory in each SM,
+# where a program's tiles wait between their load and tl.dot),
 # so a wave is 132 programs, one per SM. For 4096 x 4096, a row
 # of C holds 4096 / 128 = 32 tiles. In row-major order a wave
 # of 132 = 4 * 32 + 4 programs is 4 whole rows and 4 tiles: it
@@ -318,15 +318,18 @@ def matmul_tuned(a, b):
 
 
 # ### What the changes bought
-# GPU time on an H200 (float16; a CUDA-graph replay, so no
-# Python; `main.py --m N --n N --k N`, run twice at each size):
+# GPU time on an H200, float16, from `main.py --m N --n N
+# --k N`, run twice at each size. (Its launches are recorded
+# once as a CUDA graph and replayed, so Python's time is left
+# out.)
 #                               4096^3            8192^3
 #     simple                    0.504, 0.502 ms   4.34, 4.44 ms
 #     tuned, row-major order    0.206, 0.216 ms   1.84, 1.83 ms
 #     tuned (grouped)           0.212, 0.216 ms   1.71, 1.71 ms
 #     torch.matmul (cuBLAS)     0.199, 0.203 ms   1.67, 1.68 ms
 # (tune) buys the most: 2.4 to 2.6 times. (group) buys 7% at
-# 8192^3; at 4096^3 the two orders differ less than two runs.
+# 8192^3. At 4096^3 the two orders' times differ by less than
+# one order's two runs do.
 
 
 # ## The Function: autograd launches the kernels
@@ -346,8 +349,8 @@ class Matmul(torch.autograd.Function):
         return matmul_tuned(a, b)
 
     # Autograd does not record what a kernel does, so there is no
-    # second derivative: this makes asking for one raise. (op.py
-    # registers its backward as an op of its own, so it has them.)
+    # second derivative: this makes asking for one raise. (op.py's
+    # op has them: its backward is an op that autograd records.)
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_c):

@@ -4,7 +4,8 @@ What you learn: the pattern behind Triton's reductions. A program
 adds whole tiles of x into a 2-D accumulator, acc, and reduces acc
 to one row only once, after its loop. Then you make it fast on
 every shape of x: split a tall x over more programs, load tiles
-ahead, and tune the tile.
+ahead, and tune the tile. (Why a 2-D acc, and not one row: "Why
+reduce once", after Part 1.)
 
 Words from lesson 01: a program is a running copy of a kernel,
 numbered by tl.program_id, and programs run in parallel; each
@@ -84,7 +85,7 @@ def simple_column_sum_kernel(
         mask = (rows < M)[:, None] & col_mask[None, :]
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)  # elementwise: no sum yet
-    sums = tl.sum(acc, axis=0)  # acc's rows, added once
+    sums = tl.sum(acc, axis=0)  # acc's rows added up, once, here
     # .dtype.element_ty: the dtype of what out_ptr points to.
     tl.store(out_ptr + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
@@ -92,9 +93,10 @@ def simple_column_sum_kernel(
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by simple_column_sum_kernel, or kernel."""
     M, N = x.shape
-    # Two limits, which any_x.py lifts. acc is float32, so no
-    # float64. Triton computes offsets in int32, which wraps past
-    # 2**31: so no x that spans that many elements.
+    # Two limits, which any_x.py lifts. acc is float32, where
+    # float64 would lose its extra digits. And Triton computes
+    # offsets in int32, which wraps past 2**31: so no element of
+    # x may lie that far from x[0, 0].
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
@@ -110,19 +112,16 @@ def reference(x):  # what every kernel here computes
 
 
 # ## Is it right?
-# check() compares fn(x) with reference() in float64. It allows
-# the rounding of float32 sums, which grows with M and |x|.
+# check() compares fn(x) with reference() computed in float64,
+# allowing the rounding of float32 sums of M terms.
 def check(fn, x, name):
     """Asserts that fn(x) is x.sum(0), up to rounding."""
-    out = fn(x)
-    assert out.dtype == x.dtype, f"{name}: {out.dtype}"
-    exact, abs_sums = reference(x.double()), reference(x.double().abs())
-    common.assert_close(out, exact, abs_sums, reduction_length=x.shape[0], what=name)
+    common.assert_close_to_float64(fn(x), reference, (x,), x.shape[0], name)
 
 
-# ## Try it: the docstring's example
-# main() runs this first: Part 1's kernel launched by hand on
-# the 5 x 6 x[i, j] = 6i + j. out = [60.0, 65.0, ..., 85.0].
+# ## Try it: the docstring's example, which main() runs first
+# Part 1's kernel, launched by hand on the 5 x 6 x[i, j] = 6i +
+# j: out = [60.0, 65.0, ..., 85.0].
 def run_docstring_example():
     x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
     out = torch.empty(6, device=x.device)
@@ -140,9 +139,10 @@ def run_docstring_example():
 #   the 8 places of acc that match its 8 values of the tile;
 # - so acc += tile is 8 adds that each thread makes alone;
 # - tl.sum(acc, axis=0) adds up columns whose values other
-#   threads hold: threads pass values to each other, and wait
-#   for each other. A waiting thread starts no new loads, so
-#   memory sits idle.
+#   threads, in other warps too, hold: the warps pass values to
+#   each other and wait for one another. Between such waits each
+#   warp runs at its own pace, some loading while others add;
+#   a wait stops them all together, and memory sits idle.
 # So the simple kernel passes values once, after its loop.
 # one_d_column_sum_kernel keeps a 1-D acc, so it runs tl.sum on
 # every tile, inside its loop: M / BLOCK_M times. On an H200,
@@ -170,8 +170,8 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 
 
 # ## Part 2. split_column_sum_kernel: two changes
-# Part 1 holds the lesson's idea; Parts 2 and 3 make it fast.
-# The kernel below changes Part 1's in two ways, each marked.
+# Parts 2 and 3 make Part 1 fast. The kernel below changes
+# Part 1's in two ways, each marked (1) or (2) at its lines.
 #
 # (1) Split a tall x over more programs. A program runs on one
 # SM (streaming multiprocessor, one of the GPU's cores; an H200
@@ -201,8 +201,8 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # next STAGES - 1 tiles before it adds the current one, so that
 # loads and adds overlap: STAGES = 1 loads nothing ahead, 2 one
 # tile. (Triton's matmul tutorial sets num_stages only in its
-# Configs: Triton pipelines a loop by itself only if the loop
-# feeds tl.dot, as a matmul's does. Ours asks, in tl.range.)
+# Configs: by itself, Triton loads ahead only in loops that call
+# tl.dot. tl.range(num_stages=...) asks for it in our loop.)
 @triton.jit
 def split_column_sum_kernel(
     x_ptr, dest_ptr,  # (1) dest: partial, or out if not split
@@ -241,7 +241,7 @@ def split_column_sum_kernel(
 # BLOCK_N, num_warps, STAGES). We timed 32 tiles on 12 shapes
 # and kept these 7, each the fastest on at least one shape.
 TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2)]
-TILES += [(32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1)]  # last: for few rows
+TILES += [(32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1)]  # last: x of few rows
 if common.INTERPRETED:
     TILES = [(32, 32, 4, 1)]  # the CPU can't time a GPU: one config
 CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, w, s in TILES]
@@ -268,7 +268,7 @@ column_sum_kernel = tune(split_column_sum_kernel)
 # autotuner's key takes few values: M = 1000 and M = 1001 both
 # give 1024, and share one tuning.
 # 2048 is a multiple of every BLOCK_M in TILES, so no tile runs
-# past the end of a full chunk.
+# past the end of a full chunk (for speed: masks keep sums right).
 CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # CPU: 256, to split small x
 
 
@@ -301,7 +301,7 @@ def column_sums(x, kernel, **tile):
 
 def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
     """out[j] = partial[:, j].sum(), in a fixed order, by Part 1's
-    kernel reading partial as its x. more: any_x.py's arguments."""
+    kernel (any_x.py passes its own, and its extra arguments)."""
     P, N = partial.shape
     # A tile of block_m rows: P rounded up to a power of 2, at
     # most 256, so that few steps cover P. block_n = 4096 //
@@ -322,7 +322,7 @@ column_sums_tuned = functools.partial(column_sums, kernel=column_sum_kernel)
 
 # ## Gradients: a torch.autograd.Function
 # grad_x[i, j] = grad_out[j] needs no kernel: grad_out.expand(M, N),
-# a view. expand is a torch op: autograd can differentiate it too.
+# a view; autograd differentiates expand again: second derivatives.
 class BlockedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

@@ -12,13 +12,14 @@ Words from lessons 01 and 03:
 - a program is a running copy of a kernel; kernel[grid](args)
   starts grid[0] of them, and tl.program_id(0) numbers them;
 - a program runs on num_warps warps, each of 32 threads;
-- a block is a small tensor of fixed shape in one program;
+- a block is a small tensor of fixed shape in one program. Its
+  values are spread over the program's threads: += on blocks
+  stays inside each thread, while tl.sum makes threads swap;
 - a stride is the step, in elements, along a dim;
 - tl.load(pointers, mask, other): where mask is False, it
   reads nothing, and gives other;
-- a tile is a 2-D block of x. A loop adds tiles into acc, a
-  2-D block, and tl.sum reduces acc once, after the loop:
-  lesson 03 measured a tl.sum in every step 1.6 times slower.
+- a tile is a 2-D block of x. A loop adds tiles into a 2-D acc,
+  and tl.sum reduces it once, at the end: 1.6 times faster (03).
 
 One program's work in PyTorch, for its ROWS_TILE rows, row_ids,
 with x padded with zeros to whole tiles:
@@ -59,7 +60,7 @@ import triton.language as tl  # noqa: E402
 
 
 # ## Part 1. The simplest forward: one program per tile of rows
-SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # Parts 1 and 1b's
+SIMPLE_TILE = dict(ROWS_TILE=16, D_TILE=64)  # for Parts 1, 1b
 
 
 @triton.jit
@@ -107,17 +108,15 @@ def reference(x, w, grad_y):  # y, grad_x, grad_w, as above
 
 
 # ## Is it right?
-# check() compares got with reference() in float64, allowing
-# the rounding of float32 sums: it grows with length and |terms|.
+# check() compares got with reference() computed in float64,
+# allowing the rounding of float32 sums: y's have D terms,
+# grad_w's one per row of x, and grad_x's one.
 def check(got, x, w, grad_y, name):
     """Asserts got = (y, grad_x, grad_w) is reference()'s."""
-    exact = reference(x.double(), w.double(), grad_y.double())
-    abs_terms = reference(*(t.double().abs() for t in (x, w, grad_y)))  # sums of |terms|
-    lengths = (x.shape[1], 1, x.shape[0])  # of each sum; grad_x: 1
-    for i, what in enumerate(("y", "grad_x", "grad_w")):
-        case = f"{name} {what} on x {tuple(x.shape)} {x.dtype}"
-        assert got[i].dtype == x.dtype, f"{case}: {got[i].dtype}"
-        common.assert_close(got[i], exact[i], abs_terms[i], reduction_length=lengths[i], what=case)
+    terms = (x.shape[1], 1, x.shape[0])
+    case = f"on x {tuple(x.shape)} {x.dtype}"
+    what = tuple(f"{name} {out} {case}" for out in ("y", "grad_x", "grad_w"))
+    common.assert_close_to_float64(got, reference, (x, w, grad_y), terms, what)
 
 
 # ## Try it: the docstring's example
@@ -140,10 +139,9 @@ def run_docstring_example():
 #     partial[p, d] = sum over p's rows r of x[r, d] * grad_y[r]
 #     grad_w[d]     = sum over p of partial[p, d]
 #
-# Why not add into grad_w from every program at once (an
-# atomic add)? The adds would land in a different order on
-# each run, and round differently: the bits of grad_w would
-# change run to run.
+# Why not add into grad_w from every program at once (atomic
+# adds)? They would land in a different order on each run, and
+# round differently: grad_w's bits would change run to run.
 @triton.jit
 def simple_backward_kernel(
     x_ptr, w_ptr, grad_y_ptr,  # as x, w, y in the forward
@@ -172,8 +170,8 @@ def simple_backward_kernel(
         tl.store(grad_x_ptr + out, grad_x.to(grad_x_ptr.dtype.element_ty), mask=mask)
         # This tile's share of grad_w, summed over the
         # program's rows. tl.sum must run every step here:
-        # each step visits new columns. Part 3 swaps the
-        # loops, and sums once, at the end.
+        # each step visits new columns. Part 3 walks each
+        # program down the rows instead, and sums once, at the end.
         share = tl.sum(x.to(tl.float32) * grad_y[:, None], axis=0)
         tl.store(partial_row + cols, share, mask=col_mask)
 
@@ -194,7 +192,7 @@ def backward_simple(x2d, weight, grad_y):
 # ## Part 2. forward_kernel: the simple forward, tuned
 # One change, tagged (tune) here and in Part 3's code.
 # (tune) The best tile depends on D. Wide rows want wide
-# tiles, which read long runs of memory; narrow rows want
+# tiles (memory is read fastest in long runs); narrow rows want
 # many rows in a tile. A triton.Config is one candidate
 # launch: the tile's constexprs, and num_warps. An entry of
 # TILES is (ROWS_TILE, D_TILE, num_warps). We kept these nine after
@@ -222,6 +220,7 @@ def forward_tuned(x2d, weight):
     # The programs depend on the tuned ROWS_TILE, so the grid
     # is a function of meta: the picked config's values.
     grid = lambda meta: (triton.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
+    # No tile or num_warps here: the autotuner passes its pick's.
     forward_kernel[grid](x2d, weight, y, rows, D, *x2d.stride())
     return y
 
@@ -235,7 +234,8 @@ def forward_tuned(x2d, weight):
 # (D_TILE columns) and walks down many row tiles, keeping a 2-D
 # acc of x * grad_y, as the forward does: one tl.sum, at the
 # end. The P programs of a D tile share its row tiles: program
-# p takes row tiles p, p + P, p + 2P, and so on. In PyTorch,
+# p takes row tiles p, p + P, p + 2P, and so on (so each gets
+# as many as the next, give or take one). In PyTorch,
 # with cols D tile t's columns and rows(i) row tile i's rows:
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
@@ -297,12 +297,13 @@ def backward_kernel(
 # cores), and about 8 programs per SM keep every SM busy: while
 # some wait for memory, others run. So the host aims at 8 * 132
 # programs, shared out among the D tiles:
-# - D = 128: one D tile, so P = 8 * 132 = 1056;
-# - D = 4096: 32 D tiles, so 8 * 132 / 32 = 33, raised to 132.
-# Two bounds. P is at least 132, one per SM: at D = 4096, if
-# the autotuner picks D_TILE = 1024, there are 4 D tiles, not
-# 32, and P = 33 would start 4 * 33 = 132 programs, one an SM;
-# P = 132 starts 528. P is at most rows (a tiny x). In all:
+#     D      D tiles (guess)   8 * 132 / D tiles   P
+#     128    1                 1056                1056
+#     4096   32                33                  132
+# P is at least 132, one per SM, as at D = 4096: if the
+# autotuner picks D_TILE = 1024 there, there are 4 D tiles, not
+# 32, so P = 33 would start only 4 * 33 = 132 programs; P = 132
+# starts 528. And P is at most rows, for a tiny x. In all:
 #     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
@@ -365,9 +366,8 @@ def backward_tuned(x2d, weight, grad_y):
     return grad_x, sum_partials(partial, weight)
 
 
-# ### What each change bought (H200, x of 1048576 x 128, each
-# change added to the ones above it):
-#                                     float32    bfloat16
+# ### What each change bought, each added to those above it
+#     H200, x of 1048576 x 128        float32    bfloat16
 #     backward_simple                 0.354 ms   0.452 ms
 #     (split), Part 1's 16 x 64 tile  0.296 ms   0.156 ms
 #     (tune) a tuned tile             0.279 ms   0.159 ms
@@ -409,7 +409,7 @@ class WeightedSum(torch.autograd.Function):
 
 
 # Next: wide.py, Part 4 (optional), the kernels op.py runs:
-# 16-byte loads, float64, a huge x, one compile for all rows.
+# 16-byte loads, float64, a huge x, one compile for any rows.
 
 
 # What main() checks and times: pairs of wrappers.
@@ -424,7 +424,7 @@ def within_limits(x2d):
 
 
 def check_variants(x, variants):
-    """check() on each variant, fresh w, grad_y; NaN from torch.empty in the `with`."""
+    """check() on each variant, fresh w and grad_y; its outputs start as NaN."""
     w = torch.randn(x.shape[1], dtype=x.dtype, device=x.device)
     grad_y = torch.randn(x.shape[0], dtype=x.dtype, device=x.device)
     for name, (forward, backward) in variants.items():
@@ -463,7 +463,7 @@ def benchmark(rows, dim, dtype="float32", module=sys.modules[__name__]):
     return results
 
 
-def bare(x):  # benchmark() launches this kernel alone: name, it, args
+def bare(x):  # the kernel benchmark() launches bare: name, it, hints
     return "forward_kernel", forward_kernel, {}
 
 

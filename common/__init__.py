@@ -168,6 +168,25 @@ def assert_close(actual, expected, magnitude, reduction_length, what, product_ro
         )
 
 
+def assert_close_to_float64(got, reference, inputs, terms, what, tf32=False):
+    """AssertionError unless got (a tensor, or a tuple of them) has the inputs' dtype and is
+    reference(*inputs) computed in float64, up to rounding: assert_close, with reference on
+    |inputs| as each sum's magnitude. terms: the additions in each sum; what: names it in the
+    error (each a value, or one per output). tf32: also allow tl.dot's rounding of float32
+    inputs to TF32, whose 10 mantissa bits err by up to 2**-11 each, so a product by about
+    2**-10: product_roundoff 2**-9 leaves a margin of 2."""
+    outputs = got if isinstance(got, tuple) else (got,)
+    exact = reference(*(t.double() for t in inputs))
+    magnitude = reference(*(t.double().abs() for t in inputs))
+    exact, magnitude = (exact, magnitude) if isinstance(exact, tuple) else ((exact,), (magnitude,))
+    terms = terms if isinstance(terms, tuple) else (terms,) * len(outputs)
+    whats = what if isinstance(what, tuple) else (what,) * len(outputs)
+    for out, *expected, length, name in zip(outputs, exact, magnitude, terms, whats, strict=True):
+        if out.dtype != inputs[0].dtype:
+            raise AssertionError(f"{name}: is {out.dtype}, not {inputs[0].dtype}")
+        assert_close(out, *expected, length, name, 2.0**-9 if tf32 else 0.0)
+
+
 def allowed_error(dtype, expected, magnitude, reduction_length, product_roundoff=0.0):
     """assert_close's bound, per element, for a result of `dtype` (float64 tensors in)."""
     u_out = torch.finfo(dtype).eps / 2  # unit roundoff: 2^-11 in float16, 2^-24 in float32

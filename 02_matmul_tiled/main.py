@@ -1,18 +1,20 @@
 """Tiled matrix multiplication: C = A @ B on the tensor cores.
 
 What you learn (after lesson 01): how one program computes a
-tile of C with tl.dot, on the tensor cores (the GPU's matrix
-units); then how such a kernel gets fast, one change at a time.
+whole tile of C with tl.dot, on the tensor cores (the GPU's
+matrix units), and then how to make that kernel fast.
 
-Words from lesson 01: a program is a running copy of a kernel,
-numbered by tl.program_id. A block is a small tensor inside one
-program. A stride is the step, in elements, from one index to
-the next along a dim. A mask turns off a load or a store where
-it is False; a load turned off gives its `other` value. cdiv(a,
-b) is a / b rounded up (tl.cdiv in a kernel, triton.cdiv on the
-host). tl.arange(0, n) is the block [0, 1, ..., n - 1], with n a
-power of 2. A pointer plus a block of offsets is a block of
-pointers, which tl.load reads all at once.
+Words from lesson 01. A kernel runs as many programs, each a
+copy of it: kernel[grid](args) starts grid[0] of them, and
+tl.program_id(0) gives each its number. A tensor argument
+arrives as a pointer to its first element. A block is a small
+tensor inside one program; tl.arange(0, n) is the block [0, 1,
+..., n - 1], with n a power of 2. A pointer plus a block of
+offsets is a block of pointers, which tl.load reads at once. A
+stride is the step, in elements, from one index to the next
+along a dim. A mask turns off the loads or stores where it is
+False; a load turned off gives its `other` value. cdiv(a, b) is
+a / b rounded up. The host is the Python that launches kernels.
 
 For A (M, K) and B (K, N), cut C into tiles of BLOCK_M x BLOCK_N
 (BM x BN): one program computes each tile, and all the programs
@@ -59,8 +61,9 @@ def simple_matmul_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # C's tile
     BLOCK_K: tl.constexpr,  # how many k each loop step takes
 ):  # fmt: skip
-    # The grid has one axis, and the kernel maps each program id
-    # to a tile itself: row by row here; Part 2 changes the map.
+    # The grid has one axis, so the kernel finds its tile's row
+    # and column from its id itself, row by row here. (Part 2
+    # numbers the tiles in another order: easier with one id.)
     tiles_n = tl.cdiv(N, BLOCK_N)  # tiles in a row of C
     pid_m = tl.program_id(0) // tiles_n  # this tile's row
     pid_n = tl.program_id(0) % tiles_n  # and its column
@@ -89,13 +92,11 @@ def matmul_simple(a, b):
     (M, K), N = a.shape, b.shape[1]
     assert K == b.shape[0], "a's columns must match b's rows"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    # Two limits, which fused.py lifts. acc is float32, where
-    # float64 inputs would lose their extra digits. And Triton
-    # computes offsets in int32, which wraps past 2**31: so no
-    # element may lie that far from its tensor's first.
+    # Two lines you may skip on a first read. within_limits (in
+    # the harness) refuses inputs these kernels cannot take, and
+    # dot_inputs works around a bug of the CPU interpreter (on
+    # a GPU, it returns a and b as they are).
     within_limits(a, b, c)
-    # CPU only: the interpreter's bf16 tl.dot is wrong, so there
-    # dot_inputs returns float32 copies of bf16 a, b.
     a, b = common.dot_inputs(a, b)
     BM = BN = 64  # C's tiles: BM x BN
     grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)  # one per tile
@@ -109,13 +110,14 @@ reference = torch.matmul  # what every kernel here computes
 
 # ## Is it right?
 # check() compares C with reference() computed in float64. It
-# allows the rounding of float32 sums of K terms, and on a GPU,
-# for float32 inputs, tl.dot's rounding of them to TF32 (a
-# float32 with 10 mantissa bits, faster on the tensor cores).
+# allows the rounding of float32 sums of K terms each, and, for
+# float32 inputs, the rounding that tl.dot applies to them on a
+# GPU: to TF32, a float32 with 10 mantissa bits.
 def check(fn, a, b, what):
     """Asserts that fn(a, b) is a @ b, up to rounding."""
-    K, tf32 = a.shape[1], a.dtype == torch.float32
-    common.assert_close_to_float64(fn(a, b), reference, (a, b), K, what, tf32)
+    tf32 = a.dtype == torch.float32
+    got = fn(a, b)
+    common.assert_close_to_float64(got, reference, (a, b), terms=a.shape[1], what=what, tf32=tf32)
 
 
 # ## Part 1 by hand: the corner tile
@@ -124,7 +126,7 @@ def check(fn, a, b, what):
 # and B (3, 7) are row-major: A[i, k] lies i * 3 + k elements
 # after A[0, 0], and B[k, j] lies k * 7 + j after B[0, 0].
 # C (5, 7) has cdiv(5, 2) = 3 rows of tiles and cdiv(7, 2) = 4
-# columns (cdiv: division rounded up): programs 0 to 11.
+# columns of them, so the grid holds programs 0 to 11.
 #
 #     C's tiles:   0  1  2  3        program 11 owns C[4:6, 6:8]:
 #                  4  5  6  7        pid_m = 11 // 4 = 2,
@@ -156,10 +158,10 @@ def check(fn, a, b, what):
 # end (15 comes twice: as A[5, 0] at k = 0, A[4, 3] at k = 2).
 # B's offsets 7 and 14, though, are inside B. Unmasked, they
 # would load B[1, 0] and B[2, 0], the wrong elements, and give
-# a wrong C with no error at all. Loads turned
-# off give other=0.0, which adds nothing. C[4, 6] = A[4, :] @
-# B[:, 6] is the only element of C this tile owns, and the
-# store's mask writes only it.
+# a wrong C with no error at all. Loads turned off give
+# other=0.0, which adds nothing. C[4, 6] = A[4, :] @ B[:, 6] is
+# the only element of C that this tile owns, and the store's
+# mask writes only that one.
 
 
 # ## Part 2. matmul_kernel: the simple kernel, two changes
@@ -168,11 +170,12 @@ def check(fn, a, b, what):
 
 
 # ### (group) Grouped program order
-# The GPU runs programs a wave at a time: as many as fit on its
-# SMs (streaming multiprocessors, its cores), roughly in order
-# of their ids. When two programs of a wave read the same tile,
-# the second read comes from the L2 cache (on-chip memory that
-# keeps recent reads), not from the GPU's main memory.
+# The GPU has SMs (streaming multiprocessors, its cores). It
+# runs programs a wave at a time, as many as fit on its SMs,
+# roughly in the order of their ids. When two programs of a
+# wave read the same tile, the second read comes from the L2
+# cache (an on-chip memory that keeps recent reads), not from
+# the GPU's main memory, which is much slower.
 #
 # A strip of A is BLOCK_M whole rows of A: what one row of C's
 # tiles reads from A. A strip of B is BLOCK_N whole columns of
@@ -196,16 +199,19 @@ def check(fn, a, b, what):
 # The saving grows with the grid. The two left panels of
 # picture.png (beside this file; its third panel belongs to
 # Part 4) draw a 9 x 9 grid: there a wave of 9 programs reads
-# 10 strips in row-major order, and 6 with GROUP_M = 3. On an
-# H200, which has 132 SMs, a program of a 128 x 128 tile needs
-# most of an SM's shared memory (a small fast memory in each SM,
-# where a program's tiles wait between their load and tl.dot),
-# so a wave is 132 programs, one per SM. For 4096 x 4096, a row
-# of C holds 4096 / 128 = 32 tiles. In row-major order a wave
-# of 132 = 4 * 32 + 4 programs is 4 whole rows and 4 tiles: it
-# reads 5 strips of A and 32 of B, 37 in all. With GROUP_M = 8,
-# 132 = 16 * 8 + 4: 16 columns of 8 tiles, and 4 more, read 8
-# strips of A and 17 of B, 25 in all.
+# 10 strips in row-major order, and 6 with GROUP_M = 3.
+#
+# On an H200, with 132 SMs, take C of 4096 x 4096 in 128 x 128
+# tiles: 32 x 32 tiles. Such a program needs most of an SM's
+# shared memory (a small fast memory in each SM, where its
+# tiles wait between their load and tl.dot), so one program
+# runs per SM, and a wave is 132 programs:
+#
+#     order        a wave's 132 tiles         strips it reads
+#     row-major    4 rows of 32, and 4 more   5 of A, 32 of B
+#     GROUP_M = 8  16 columns of 8, and 4     8 of A, 17 of B
+#
+# 37 strips against 25.
 #
 # With GROUP_M = 1, grouped order is row-major order. So the
 # timing table that main() prints has a row "tuned, row-major
@@ -246,8 +252,8 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 #   it is a whole tile, so it takes 4 or 8 warps.
 # - num_stages: how many K steps are loading at once. Triton
 #   turns the K loop into a pipeline: the loads of the next
-#   steps fill shared memory (the SM's small fast memory) while
-#   the tensor cores multiply this one.
+#   steps fill shared memory while the tensor cores multiply
+#   this step's tiles.
 TILES = [  # BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps
     (128, 256, 64, 3, 8), (256, 128, 64, 3, 8), (128, 256, 32, 4, 8),
     (256, 128, 32, 3, 8), (128, 128, 64, 4, 4), (128, 128, 32, 4, 4),
@@ -298,8 +304,9 @@ def matmul_kernel(
 def tile_grid(M, N):
     """The grid of a tuned launch, as a function of meta. The
     grid depends on the tile, which the autotuner picks at the
-    launch: so Triton calls this function then, with meta, a
-    dict of the picked config's values (meta["BLOCK_M"], ...)."""
+    launch: so Triton calls the returned function then, with
+    meta, a dict of the picked config's values (meta["BLOCK_M"],
+    ...). Tutorial 01 writes the same lambda inline."""
     return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
 
@@ -319,17 +326,21 @@ def matmul_tuned(a, b):
 
 # ### What the changes bought
 # GPU time on an H200, float16, from `main.py --m N --n N
-# --k N`, run twice at each size. (Its launches are recorded
-# once as a CUDA graph and replayed, so Python's time is left
-# out.)
+# --k N`, run twice at each size. (main.py records the launches
+# once as a CUDA graph and times its replays, which launch the
+# kernels without Python: so this is the kernels' time alone.)
 #                               4096^3            8192^3
 #     simple                    0.504, 0.502 ms   4.34, 4.44 ms
 #     tuned, row-major order    0.206, 0.216 ms   1.84, 1.83 ms
 #     tuned (grouped)           0.212, 0.216 ms   1.71, 1.71 ms
 #     torch.matmul (cuBLAS)     0.199, 0.203 ms   1.67, 1.68 ms
 # (tune) buys the most: 2.4 to 2.6 times. (group) buys 7% at
-# 8192^3. At 4096^3 the two orders' times differ by less than
-# one order's two runs do.
+# 8192^3, and nothing we can measure at 4096^3, where the two
+# orders are within run-to-run noise. A likely reason, which
+# we estimated but did not measure: at 4096^3 a strip is 128 x
+# 4096 x 2 bytes = 1 MiB, so row-major's 37 strips (37 MiB)
+# fit in the H200's 50 MB of L2 anyway; at 8192^3 a strip is 2
+# MiB, and row-major's 67 strips (134 MiB) do not.
 
 
 # ## The Function: autograd launches the kernels
@@ -349,8 +360,9 @@ class Matmul(torch.autograd.Function):
         return matmul_tuned(a, b)
 
     # Autograd does not record what a kernel does, so there is no
-    # second derivative: this makes asking for one raise. (op.py's
-    # op has them: its backward is an op that autograd records.)
+    # second derivative: the decorator below makes asking for
+    # one raise. (op.py's version has second derivatives: its
+    # backward is made of ops that autograd records.)
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_c):
@@ -379,7 +391,7 @@ VARIANTS = {  # what main() checks and times: the wrappers
 # ## The harness: checks and timing (skip it on a first read)
 def within_limits(a, b, c):
     """The wrappers' guards: they refuse what this file's kernels
-    cannot take, as matmul_simple's comment says."""
+    cannot take (fused.py's kernel takes both)."""
     # acc is float32: a float64 C would lose its extra bits.
     assert a.dtype != torch.float64, "acc is float32: no float64"
     # Offsets are int32, as tl.arange's values: past 2^31 they

@@ -52,7 +52,8 @@ from pathlib import Path
 
 import torch
 
-# common (the lessons' helper): with no GPU, it runs Triton on the CPU.
+# common, the lessons' helper, comes before triton: with no GPU,
+# it switches on Triton's interpreter, which runs on the CPU.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import common  # noqa: E402
 import triton  # noqa: E402
@@ -93,10 +94,9 @@ def simple_column_sum_kernel(
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by simple_column_sum_kernel, or kernel."""
     M, N = x.shape
-    # Two limits, which any_x.py lifts. acc is float32, where
-    # float64 would lose its extra digits. And Triton computes
-    # offsets in int32, which wraps past 2**31: so no element of
-    # x may lie that far from x[0, 0].
+    # Two limits (any_x.py lifts both): acc is float32, too
+    # coarse for a float64 x; and Triton's offsets are int32,
+    # which wrap past 2**31 elements.
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
@@ -116,12 +116,12 @@ def reference(x):  # what every kernel here computes
 # allowing the rounding of float32 sums of M terms.
 def check(fn, x, name):
     """Asserts that fn(x) is x.sum(0), up to rounding."""
-    common.assert_close_to_float64(fn(x), reference, (x,), x.shape[0], name)
+    common.assert_close_to_float64(fn(x), reference, (x,), terms=x.shape[0], what=name)
 
 
 # ## Try it: the docstring's example, which main() runs first
-# Part 1's kernel, launched by hand on the 5 x 6 x[i, j] = 6i +
-# j: out = [60.0, 65.0, ..., 85.0].
+# Part 1's kernel, launched by hand on the docstring's x, with
+# x[i, j] = 6i + j: out = [60.0, 65.0, ..., 85.0].
 def run_docstring_example():
     x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
     out = torch.empty(6, device=x.device)
@@ -138,18 +138,17 @@ def run_docstring_example():
 # - Triton gives acc the tile's layout, so each thread holds
 #   the 8 places of acc that match its 8 values of the tile;
 # - so acc += tile is 8 adds that each thread makes alone;
-# - tl.sum(acc, axis=0) adds up columns whose values other
-#   threads, in other warps too, hold: the warps pass values to
-#   each other and wait for one another. Between such waits each
-#   warp runs at its own pace, some loading while others add;
-#   a wait stops them all together, and memory sits idle.
-# So the simple kernel passes values once, after its loop.
+# - tl.sum(acc, axis=0) adds up columns spread over threads.
+#   Threads of one warp swap values directly (shfl, shuffle
+#   instructions); warps pass them through shared memory (a
+#   small fast memory the warps share) and wait for one another
+#   at a barrier. Between barriers each warp runs at its own
+#   pace, some loading while others add; a barrier stops all.
 # one_d_column_sum_kernel keeps a 1-D acc, so it runs tl.sum on
-# every tile, inside its loop: M / BLOCK_M times. On an H200,
-# for x of 16384 x 8192 float32, the simple kernel takes 0.50 ms
-# and one_d 0.79 ms. `main.py --asm` (on a CPU too) shows the
-# shfl (shuffle) instructions by which threads pass values: in
-# the simple kernel they come once, after its loop.
+# every tile, inside its loop: M / BLOCK_M barriers, not one.
+# On an H200, for x of 16384 x 8192 float32, the simple kernel
+# takes 0.50 ms and one_d 0.79 ms. `main.py --asm` shows the
+# shfl instructions (on a CPU too: it compiles for an H100).
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -233,42 +232,16 @@ def split_column_sum_kernel(
     tl.store(dest_ptr + chunk * N + cols, sums.to(dest_ptr.dtype.element_ty), mask=col_mask)
 
 
-# ## Part 3. column_sum_kernel: the split kernel, tuned
-# The best tile depends on x. In a tile wider than x, most
-# values are masked off; a chunk of few rows wants a tile of few
-# rows. A triton.Config is one candidate: values for the
-# kernel's constexprs, and num_warps. A TILES row is (BLOCK_M,
-# BLOCK_N, num_warps, STAGES). We timed 32 tiles on 12 shapes
-# and kept these 7, each the fastest on at least one shape.
-TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2)]
-TILES += [(32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1)]  # last: x of few rows
-if common.INTERPRETED:
-    TILES = [(32, 32, 4, 1)]  # the CPU can't time a GPU: one config
-CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, w, s in TILES]
-
-# triton.autotune(configs, key) wraps a kernel. Its first launch
-# with new values of the key's arguments times every config, and
-# keeps the fastest for those values. Our key is N and
-# rows_per_split, not M: a model calls with many numbers of rows,
-# and each new M would time all 7 configs again, while
-# rows_per_split (set on the host, below) takes few values.
-# Usually @triton.autotune(...) sits above @triton.jit. Here we
-# call it as a function instead, so that Part 2's kernel stays
-# as it is, untuned, for the "split" variant.
-tune = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
-column_sum_kernel = tune(split_column_sum_kernel)
-
-
-# ## On the host: chunks, the launch, the second pass
+# ### Part 2 on the host: chunks, the launch, the second pass
 # The host cuts x into chunks of CHUNK_ROWS = 2048 rows. For x
 # of 1048576 x 64 that makes 512 chunks: with BLOCK_N = 64, 512
 # programs, about 4 for each of an H200's 132 SMs.
-# An x of at most 2048 rows is one chunk. Its length,
-# rows_per_split, is M rounded up to a power of 2, so that the
-# autotuner's key takes few values: M = 1000 and M = 1001 both
-# give 1024, and share one tuning.
-# 2048 is a multiple of every BLOCK_M in TILES, so no tile runs
-# past the end of a full chunk (for speed: masks keep sums right).
+# An x of at most 2048 rows is one chunk. That chunk's length,
+# rows_per_split, is M rounded up to a power of 2, so that it
+# takes few values: M = 1000 and M = 1001 both give 1024. (Part
+# 3's autotuner keys on it.) 2048 is a multiple of every tile
+# height used here, so no tile runs past the end of a full
+# chunk. That is for speed; the masks keep the sums right.
 CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # CPU: 256, to split small x
 
 
@@ -288,8 +261,9 @@ def column_sums(x, kernel, **tile):
     splits, rows_per_split = chunks(M)
     # CUDA allows at most 65535 programs along the grid's axis 1.
     assert splits <= 65535, "too many chunks: see any_x.py"
-    # The autotuner picks BLOCK_N at the launch, so the grid is a
-    # function of meta, the picked config: BLOCK_N sets its size.
+    # BLOCK_N sets the grid's size, and Part 3's autotuner picks
+    # it only at the launch: so the grid is a function of meta,
+    # the launch's constexpr values.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
     # The kernel stores into out if x is one chunk, else partial.
     dest = out if splits == 1 else x.new_empty((splits, N), dtype=torch.float32)
@@ -301,7 +275,7 @@ def column_sums(x, kernel, **tile):
 
 def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
     """out[j] = partial[:, j].sum(), in a fixed order, by Part 1's
-    kernel (any_x.py passes its own, and its extra arguments)."""
+    kernel. (any_x.py passes its own kernel, and its arguments.)"""
     P, N = partial.shape
     # A tile of block_m rows: P rounded up to a power of 2, at
     # most 256, so that few steps cover P. block_n = 4096 //
@@ -313,10 +287,36 @@ def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
     kernel[grid](partial, out, P, N, *partial.stride(), BLOCK_M=block_m, BLOCK_N=block_n, **more)
 
 
-# The variants: "split" runs Part 2's kernel at one tile (try
-# STAGES=1 there: what does (2) buy?), "tuned" Part 3's.
+# The "split" variant runs Part 2's kernel at one tile. (Try
+# STAGES=1 there: what does (2) buy?)
 SPLIT_TILE = dict(BLOCK_M=64, BLOCK_N=64, STAGES=2, num_warps=4)
 column_sums_split = functools.partial(column_sums, kernel=split_column_sum_kernel, **SPLIT_TILE)
+
+
+# ## Part 3. column_sum_kernel: the split kernel, tuned
+# The best tile depends on x. In a tile wider than x, most
+# values are masked off; a chunk of few rows wants a tile of few
+# rows. A triton.Config is one candidate: values for the
+# kernel's constexprs, and num_warps. A TILES row is (BLOCK_M,
+# BLOCK_N, num_warps, STAGES). We timed 32 tiles on 12 shapes
+# and kept these 7, each the fastest on at least one shape.
+TILES = [(256, 32, 4, 1), (128, 32, 4, 2), (64, 64, 4, 2), (256, 64, 8, 2)]
+TILES += [(32, 128, 4, 2), (128, 128, 8, 1), (1, 1024, 8, 1)]  # last: x of few rows
+if common.INTERPRETED:
+    TILES = [(32, 32, 4, 1)]  # the CPU can't time a GPU: one config
+CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, w, s in TILES]
+
+# triton.autotune(configs, key) wraps a kernel. Its first launch
+# with new values of the key's arguments times every config, and
+# keeps the fastest for those values. Our key is N and
+# rows_per_split, not M: a model calls with many numbers of rows,
+# and each new M would time all 7 configs again, while
+# rows_per_split (set on the host, above) takes few values.
+# Usually @triton.autotune(...) sits above @triton.jit. Here we
+# call it as a function instead, so that Part 2's kernel stays
+# as it is, untuned, for the "split" variant.
+tune = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
+column_sum_kernel = tune(split_column_sum_kernel)
 column_sums_tuned = functools.partial(column_sums, kernel=column_sum_kernel)
 
 

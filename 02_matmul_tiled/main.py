@@ -62,8 +62,8 @@ def simple_matmul_kernel(
     BLOCK_K: tl.constexpr,  # how many k each loop step takes
 ):  # fmt: skip
     # The grid has one axis, so the kernel finds its tile's row
-    # and column from its id itself, row by row here. (Part 2
-    # numbers the tiles in another order: easier with one id.)
+    # and column from its id itself, row by row here. With one
+    # id, Part 2 can number the tiles in another order.
     tiles_n = tl.cdiv(N, BLOCK_N)  # tiles in a row of C
     pid_m = tl.program_id(0) // tiles_n  # this tile's row
     pid_n = tl.program_id(0) % tiles_n  # and its column
@@ -92,12 +92,10 @@ def matmul_simple(a, b):
     (M, K), N = a.shape, b.shape[1]
     assert K == b.shape[0], "a's columns must match b's rows"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    # Two lines you may skip on a first read. within_limits (in
-    # the harness) refuses inputs these kernels cannot take, and
-    # dot_inputs works around a bug of the CPU interpreter (on
-    # a GPU, it returns a and b as they are).
-    within_limits(a, b, c)
-    a, b = common.dot_inputs(a, b)
+    # Two lines to skip on a first read: this file's limits, and
+    # a fix for the CPU interpreter's bfloat16 tl.dot.
+    within_limits(a, b, c)  # (in the harness)
+    a, b = common.dot_inputs(a, b)  # on a GPU: a, b unchanged
     BM = BN = 64  # C's tiles: BM x BN
     grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)  # one per tile
     strides = (*a.stride(), *b.stride(), *c.stride())
@@ -128,18 +126,21 @@ def check(fn, a, b, what):
 # C (5, 7) has cdiv(5, 2) = 3 rows of tiles and cdiv(7, 2) = 4
 # columns of them, so the grid holds programs 0 to 11.
 #
-#     C's tiles:   0  1  2  3        program 11 owns C[4:6, 6:8]:
-#                  4  5  6  7        pid_m = 11 // 4 = 2,
-#                  8  9 10 11        pid_n = 11 % 4 = 3
+#     C's tiles:   0  1  2  3        program 11's tile is
+#                  4  5  6  7        C[4:6, 6:8]: pid_m = 11 // 4
+#                  8  9 10 11        = 2, pid_n = 11 % 4 = 3
 #
-# So rows = [4, 5] and cols = [6, 7]. Its loop takes k = 0,
-# then k = 2; with ks = [0, 1], step k = 0 loads A at
+# So rows = [4, 5] and cols = [6, 7]; of its four elements,
+# only C[4, 6] lies inside C. Its loop takes k = 0, then k = 2;
+# with ks = [0, 1], step k = 0 loads A and B at these offsets
+# (A: rows run down, k across; B: k down, columns across):
 #
-#     rows[:, None] * 3 + ks[None, :]
-#         = [[4], [5]] * 3 + [[0, 1]] = [[12, 13], [15, 16]]
+#     A: rows[:, None] * 3 + ks[None, :]
+#          = [[4], [5]] * 3 + [[0, 1]] = [[12, 13], [15, 16]]
+#     B: ks[:, None] * 7 + cols[None, :]
+#          = [[0], [1]] * 7 + [[6, 7]] = [[ 6,  7], [13, 14]]
 #
-# (rows run down, k across), and B at ks[:, None] * 7 +
-# cols[None, :] = [[6, 7], [13, 14]] (k down, columns across).
+# Step k = 2 adds 2 to A's offsets and 2 * 7 to B's.
 # Each offset, with the element it loads; "off" marks a load
 # the mask turns off, and says why (row 5 is past M = 5,
 # column 7 past N = 7, k = 3 past K = 3):
@@ -155,13 +156,12 @@ def check(fn, a, b, what):
 #                 27 off (k)     28 off (k)
 #
 # A holds 15 elements, so A's offsets 15 to 18 lie past its
-# end (15 comes twice: as A[5, 0] at k = 0, A[4, 3] at k = 2).
+# end.
 # B's offsets 7 and 14, though, are inside B. Unmasked, they
 # would load B[1, 0] and B[2, 0], the wrong elements, and give
 # a wrong C with no error at all. Loads turned off give
-# other=0.0, which adds nothing. C[4, 6] = A[4, :] @ B[:, 6] is
-# the only element of C that this tile owns, and the store's
-# mask writes only that one.
+# other=0.0, which adds nothing. The store's mask writes only
+# C[4, 6] = A[4, :] @ B[:, 6].
 
 
 # ## Part 2. matmul_kernel: the simple kernel, two changes
@@ -207,9 +207,11 @@ def check(fn, a, b, what):
 # tiles wait between their load and tl.dot), so one program
 # runs per SM, and a wave is 132 programs:
 #
-#     order        a wave's 132 tiles         strips it reads
-#     row-major    4 rows of 32, and 4 more   5 of A, 32 of B
-#     GROUP_M = 8  16 columns of 8, and 4     8 of A, 17 of B
+#     order        a wave's 132 tiles       strips it reads
+#     row-major    4 * 32 + 4: 4 rows of    5 of A, 32 of B
+#                  32 and 4 of the next
+#     GROUP_M = 8  16 * 8 + 4: 16 columns   8 of A, 17 of B
+#                  of 8 and 4 of the next
 #
 # 37 strips against 25.
 #
@@ -306,7 +308,7 @@ def tile_grid(M, N):
     grid depends on the tile, which the autotuner picks at the
     launch: so Triton calls the returned function then, with
     meta, a dict of the picked config's values (meta["BLOCK_M"],
-    ...). Tutorial 01 writes the same lambda inline."""
+    ...). Triton's tutorial 01 writes such a lambda inline."""
     return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
 
@@ -326,9 +328,9 @@ def matmul_tuned(a, b):
 
 # ### What the changes bought
 # GPU time on an H200, float16, from `main.py --m N --n N
-# --k N`, run twice at each size. (main.py records the launches
-# once as a CUDA graph and times its replays, which launch the
-# kernels without Python: so this is the kernels' time alone.)
+# --k N`, run twice at each size. (main.py records a call's
+# launches once as a CUDA graph, which the GPU then replays
+# without Python: so this is the kernels' time alone.)
 #                               4096^3            8192^3
 #     simple                    0.504, 0.502 ms   4.34, 4.44 ms
 #     tuned, row-major order    0.206, 0.216 ms   1.84, 1.83 ms
@@ -339,8 +341,9 @@ def matmul_tuned(a, b):
 # orders are within run-to-run noise. A likely reason, which
 # we estimated but did not measure: at 4096^3 a strip is 128 x
 # 4096 x 2 bytes = 1 MiB, so row-major's 37 strips (37 MiB)
-# fit in the H200's 50 MB of L2 anyway; at 8192^3 a strip is 2
-# MiB, and row-major's 67 strips (134 MiB) do not.
+# fit in the H200's 50 MB of L2 anyway. At 8192^3 a strip is 2
+# MiB, and a row-major wave, 2 * 64 + 4 tiles, reads 3 + 64 =
+# 67 strips (134 MiB): they do not.
 
 
 # ## The Function: autograd launches the kernels

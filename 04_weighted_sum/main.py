@@ -11,10 +11,10 @@ and to give kernels to autograd. x (..., D) is flattened to rows r:
 Words from lessons 01 and 03:
 - a program is a running copy of a kernel; kernel[grid](args)
   starts grid[0] of them, and tl.program_id(0) numbers them;
-- a program runs on num_warps warps, each of 32 threads;
 - a block is a small tensor of fixed shape in one program. Its
-  values are spread over the program's threads: += on blocks
-  stays in each thread; tl.sum makes threads exchange and wait;
+  values are spread over the program's threads (num_warps warps
+  of 32 threads each): += on blocks stays in each thread, while
+  tl.sum makes threads exchange values and wait for each other;
 - a stride is the step, in elements, along a dim;
 - tl.load(pointers, mask, other): where mask is False, it
   reads nothing, and gives other;

@@ -4,17 +4,21 @@ What you learn (after lesson 01): how one program computes a
 whole tile of C with tl.dot, on the tensor cores (the GPU's
 matrix units), and then how to make that kernel fast.
 
-Words from lesson 01. A kernel runs as many programs, each a
-copy of it: kernel[grid](args) starts grid[0] of them, and
-tl.program_id(0) gives each its number. A tensor argument
-arrives as a pointer to its first element. A block is a small
-tensor inside one program; tl.arange(0, n) is the block [0, 1,
-..., n - 1], with n a power of 2. A pointer plus a block of
-offsets is a block of pointers, which tl.load reads at once. A
-stride is the step, in elements, from one index to the next
-along a dim. A mask turns off the loads or stores where it is
-False; a load turned off gives its `other` value. cdiv(a, b) is
-a / b rounded up. The host is the Python that launches kernels.
+Words from lesson 01:
+- a kernel runs as many programs, each a copy of it:
+  kernel[grid](args) starts grid[0] of them, and
+  tl.program_id(0) gives each its number;
+- a tensor argument arrives as a pointer to its first element;
+- a block is a small tensor inside one program;
+  tl.arange(0, n) is the block [0, 1, ..., n - 1], n a power
+  of 2. A pointer plus a block of offsets is a block of
+  pointers, which tl.load reads at once;
+- a stride is the step, in elements, from one index to the
+  next along a dim;
+- a mask turns off the loads or stores where it is False; a
+  load turned off gives its `other` value;
+- cdiv(a, b) is a / b rounded up;
+- the host is the Python that launches kernels.
 
 For A (M, K) and B (K, N), cut C into tiles of BLOCK_M x BLOCK_N
 (BM x BN): one program computes each tile, and all the programs
@@ -28,11 +32,10 @@ columns n:n+BN of C does this, BK = BLOCK_K values of k per step:
 
 Why tiles? In lesson 01 a program computed one element of C, so
 a row of A was read once for each of C's N columns. Here a
-program reads BM rows of A once and uses them for BN columns of
-C, so each row of A is read N / BN times. For M = N = K = 4096
-in 64 x 64 tiles, that is 64 times, not 4096. Likewise each
-column of B is read M / BM times. "Part 1 by hand", after
-check(), follows one program's loads with numbers.
+program reads BM rows of A once for BN columns of C, so each row
+of A is read N / BN times (and each column of B M / BM times):
+for M = N = K = 4096 in 64 x 64 tiles, 64 times, not 4096.
+"Part 1 by hand", after check(), works one program through.
 """
 
 import sys
@@ -113,8 +116,7 @@ reference = torch.matmul  # what every kernel here computes
 # GPU: to TF32, a float32 with 10 mantissa bits.
 def check(fn, a, b, what):
     """Asserts that fn(a, b) is a @ b, up to rounding."""
-    tf32 = a.dtype == torch.float32
-    got = fn(a, b)
+    got, tf32 = fn(a, b), a.dtype == torch.float32
     common.assert_close_to_float64(got, reference, (a, b), terms=a.shape[1], what=what, tf32=tf32)
 
 

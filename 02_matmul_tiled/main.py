@@ -52,7 +52,8 @@ import triton.language as tl  # noqa: E402
 
 # ## Part 1. The simplest tiled kernel: one program per C tile
 # tl.dot(a, b, acc) returns acc + a @ b for 2-D blocks a and b,
-# computed on the tensor cores and added up in float32.
+# computed on the tensor cores (which take float32 inputs as
+# TF32: float32 with 10 mantissa bits) and added in float32.
 @triton.jit
 def simple_matmul_kernel(
     a_ptr, b_ptr, c_ptr,  # pointers to A[0, 0], B[0, 0], C[0, 0]
@@ -111,9 +112,8 @@ reference = torch.matmul  # what every kernel here computes
 
 # ## Is it right?
 # check() compares C with reference() computed in float64. It
-# allows the rounding of float32 sums of K terms each, and, for
-# float32 inputs, the rounding that tl.dot applies to them on a
-# GPU: to TF32, a float32 with 10 mantissa bits.
+# allows the rounding of float32 sums of K terms each and, for
+# float32 inputs, of tl.dot's TF32 on a GPU.
 def check(fn, a, b, what):
     """Asserts that fn(a, b) is a @ b, up to rounding."""
     got, tf32 = fn(a, b), a.dtype == torch.float32
@@ -338,9 +338,10 @@ def matmul_tuned(a, b):
 #     tuned, row-major order    0.206, 0.216 ms   1.84, 1.83 ms
 #     tuned (grouped)           0.212, 0.216 ms   1.71, 1.71 ms
 #     torch.matmul (cuBLAS)     0.199, 0.203 ms   1.67, 1.68 ms
-# (tune) buys the most: 2.4 to 2.6 times. (group) buys 7% at
-# 8192^3, and nothing we can measure at 4096^3, where the two
-# orders are within run-to-run noise. A likely reason, which
+# (tune) buys the most: 2.3 to 2.5 times (simple against tuned
+# in row-major order, which leaves (group) out). (group) buys
+# 7% at 8192^3, and nothing we can measure at 4096^3, where the
+# two orders are within run-to-run noise. A likely reason, which
 # we estimated but did not measure: at 4096^3 a strip is 128 x
 # 4096 x 2 bytes = 1 MiB, so row-major's 37 strips (37 MiB)
 # fit in the H200's 50 MB of L2 anyway. At 8192^3 a strip is 2

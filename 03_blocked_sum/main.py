@@ -120,8 +120,7 @@ def check(fn, x, name):
 
 
 # ## Try it: the docstring's example, which main() runs first
-# Part 1's kernel, launched by hand on the docstring's x, with
-# x[i, j] = 6i + j: out = [60.0, 65.0, ..., 85.0].
+# Part 1's kernel by hand, on x[i, j] = 6i + j: out = [60.0, ..., 85.0].
 def run_docstring_example():
     x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
     out = torch.empty(6, device=x.device)
@@ -140,7 +139,8 @@ def run_docstring_example():
 # - a 16 x 64 tile is 1024 values, so each thread holds 8;
 # - acc gets the tile's layout, so acc += tile is 8 adds that
 #   each thread makes alone;
-# - tl.sum(acc, axis=0) adds up columns spread over threads.
+# - tl.sum(acc, axis=0) adds up columns, and each column's 16
+#   values lie in several threads, of different warps.
 #   Threads of one warp swap values directly (shfl, shuffle
 #   instructions); warps pass them through shared memory (a
 #   small fast memory the warps share) and wait for one another
@@ -197,8 +197,7 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # (2) Load tiles ahead. A load from memory takes hundreds of
 # cycles. The loop tl.range(..., num_stages=STAGES) asks for the
 # next STAGES - 1 tiles before it adds the current one, so that
-# loads and adds overlap: STAGES = 1 loads nothing ahead, 2 one
-# tile. (Triton loads ahead by itself only in loops with tl.dot.)
+# loads and adds overlap: STAGES = 1 loads nothing ahead, 2 one tile.
 @triton.jit
 def split_column_sum_kernel(
     x_ptr, dest_ptr,  # (1) dest: partial, or out if not split
@@ -282,9 +281,10 @@ def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
     kernel[grid](partial, out, P, N, *partial.stride(), BLOCK_M=block_m, BLOCK_N=block_n, **more)
 
 
-# The "split" variant runs Part 2's kernel at one tile. What
-# (1), (2) and Part 3 buy, in us on an H200 (two runs agree):
-#   x of            simple  STAGES 1  STAGES 2  tuned  torch
+# The "split" variant runs Part 2's kernel at one tile, with
+# STAGES = 2; split(1) below is it at STAGES = 1. What (1), (2)
+# and Part 3 buy, in us on an H200 (two runs agree):
+#   x of            simple  split(1)  split     tuned  torch
 #   1048576x64 f32   27830       131        76     77    164
 #   1048576x64 bf16  26160        77        50     50    138
 #   16384x8192 f32     502       159       145    133    139

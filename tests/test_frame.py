@@ -258,6 +258,31 @@ def test_assert_close_rejects_nan_and_wrong_values_and_accepts_rounding():
         common.assert_close(torch.ones(2), expected, magnitude, 1, "shape")
 
 
+def test_assert_close_to_float64_checks_each_output_its_dtype_and_the_tf32_allowance():
+    torch.manual_seed(0)
+    x, w = torch.randn(300, 64), torch.randn(64)
+    three = lambda x, w: (x @ w, x * w, w.expand(3, -1))  # noqa: E731
+    got = three(x, w)
+    what = ("y", "xw", "w")
+    common.assert_close_to_float64(got, three, (x, w), (64, 1, 1), what)
+    with pytest.raises(AssertionError, match="xw: 1 of 19200 elements off"):
+        wrong = (
+            got[0],
+            got[1].clone().index_put_((torch.tensor(7), torch.tensor(3)), torch.tensor(9.0)),
+            got[2],
+        )
+        common.assert_close_to_float64(wrong, three, (x, w), (64, 1, 1), what)
+    with pytest.raises(AssertionError, match="w: is torch.float64, not torch.float32"):
+        common.assert_close_to_float64((*got[:2], got[2].double()), three, (x, w), (64, 1, 1), what)
+    # A product off by 2^-10 of itself, as TF32's rounding of two inputs may leave it: allowed
+    # with tf32, an error without.
+    a, b = torch.randn(4, 1), torch.randn(1, 4)
+    off = (a.double() @ b.double() * (1 + 2.0**-10)).float()
+    common.assert_close_to_float64(off, torch.matmul, (a, b), 1, "tf32", tf32=True)
+    with pytest.raises(AssertionError, match="ieee: .* elements off"):
+        common.assert_close_to_float64(off, torch.matmul, (a, b), 1, "ieee")
+
+
 def test_descriptor_rules():
     assert common.descriptor_problem(torch.randn(8, 8)) is None
     assert "not a positive multiple of 16" in common.descriptor_problem(torch.randn(8, 10))

@@ -157,13 +157,16 @@ def check(fn, a, b, what):
 #     B, k = 2:   20 B[2,6]      21 off (col)
 #                 27 off (k)     28 off (k)
 #
-# A holds 15 elements, so A's offsets 15 to 18 lie past its
-# end.
-# B's offsets 7 and 14, though, are inside B. Unmasked, they
-# would load B[1, 0] and B[2, 0], the wrong elements, and give
-# a wrong C with no error at all. Loads turned off give
-# other=0.0, which adds nothing. The store's mask writes only
-# C[4, 6] = A[4, :] @ B[:, 6].
+# Two kinds of mask. The row and column masks turn off loads
+# whose values would only reach C[5, :] and C[:, 7]: outside C,
+# where the store's mask writes nothing. They keep those loads
+# inside memory: A holds 15 elements, so A's offsets 15 to 18
+# lie past its end (B's 7 and 14 happen to lie inside B). The
+# k mask keeps C right: at k = 2, the second k, 3, is past K =
+# 3, and A's offset 15 and B's 27 lie past both ends; unmasked,
+# whatever lies there would be multiplied into C[4, 6]. Loads
+# turned off give other=0.0, so those products are 0. The
+# store's mask writes only C[4, 6] = A[4, :] @ B[:, 6].
 
 
 # ## Part 2. matmul_kernel: the simple kernel, two changes
@@ -330,9 +333,9 @@ def matmul_tuned(a, b):
 
 # ### What the changes bought
 # GPU time on an H200, float16, from `main.py --m N --n N
-# --k N`, run twice at each size. (main.py records a call's
-# launches once as a CUDA graph, which the GPU then replays
-# without Python: so this is the kernels' time alone.)
+# --k N`, run twice at each size. (Its timing, in common,
+# records a call's launches once as a CUDA graph, which the GPU
+# then replays without Python: the kernels' time alone.)
 #                               4096^3            8192^3
 #     simple                    0.504, 0.502 ms   4.34, 4.44 ms
 #     tuned, row-major order    0.206, 0.216 ms   1.84, 1.83 ms

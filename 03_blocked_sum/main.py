@@ -37,11 +37,12 @@ loads x at these offsets:
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] = [[ 4,  5,  6,  7],
                                              [10, 11, 12, 13]]
 
-Columns 6 and 7 are past x's edge (N = 6), yet offsets 6 and 7
-lie in memory: they hold x[1, 0] and x[1, 1]. An unmasked load
-would not crash; it would quietly add the next row's values.
-The mask cols < N turns those loads off. rows < M acts in the
-last step, on rows 4 and 5: it turns off row 5, past x's end.
+Columns 6 and 7 are past x's edge (N = 6). Their sums would go
+to out[6] and out[7], which the store's mask cols < N skips: so
+the load's cols < N only keeps reads inside memory (row 4's
+columns 6 and 7 lie past x's end). rows < M keeps the sums
+right: the last step loads rows 4 and 5, and row 5 lies past
+x's end; unmasked, whatever is there would join every sum.
 A load turned off reads nothing and gives `other`, 0 here.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
@@ -270,8 +271,7 @@ def column_sums(x, kernel, **tile):
 
 
 def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
-    """out[j] = partial[:, j].sum(), in a fixed order, by Part 1's
-    kernel. (any_x.py passes its own kernel, and its arguments.)"""
+    """out[j] = partial[:, j].sum(), in order, by Part 1's kernel."""
     P, N = partial.shape
     # block_m: P rounded up to a power of 2 (at most 256), so
     # that few steps cover P; block_n: about 4096 values a tile.

@@ -157,16 +157,17 @@ def check(fn, a, b, what):
 #     B, k = 2:   20 B[2,6]      21 off (col)
 #                 27 off (k)     28 off (k)
 #
-# Two kinds of mask. The row and column masks turn off loads
-# whose values would only reach C[5, :] and C[:, 7]: outside C,
-# where the store's mask writes nothing. They keep those loads
-# inside memory: A holds 15 elements, so A's offsets 15 to 18
-# lie past its end (B's 7 and 14 happen to lie inside B). The
-# k mask keeps C right: at k = 2, the second k, 3, is past K =
-# 3, and A's offset 15 and B's 27 lie past both ends; unmasked,
-# whatever lies there would be multiplied into C[4, 6]. Loads
-# turned off give other=0.0, so those products are 0. The
-# store's mask writes only C[4, 6] = A[4, :] @ B[:, 6].
+# The masks do two different jobs:
+# - row and column masks keep loads inside memory. A row-5 or
+#   column-7 load only feeds C[5, :] or C[:, 7], outside C,
+#   where the store's mask writes nothing; but A holds 15
+#   elements, so its offsets 15 to 18 lie past its end.
+# - the k mask keeps C right. At k = 2 the second k, 3, is past
+#   K = 3: A[4, 3] and B[3, 6] do not exist (offsets 15 and 27
+#   lie past the ends of A and B), yet an unmasked load would
+#   multiply whatever lies there into C[4, 6]. Loads turned
+#   off give other=0.0, so those products are 0.
+# The store's mask writes only C[4, 6] = A[4, :] @ B[:, 6].
 
 
 # ## Part 2. matmul_kernel: the simple kernel, two changes

@@ -37,12 +37,12 @@ loads x at these offsets:
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] = [[ 4,  5,  6,  7],
                                              [10, 11, 12, 13]]
 
-Columns 6 and 7 are past x's edge (N = 6). Their sums would go
-to out[6] and out[7], which the store's mask cols < N skips: so
-the load's cols < N only keeps reads inside memory (row 4's
-columns 6 and 7 lie past x's end). rows < M keeps the sums
-right: the last step loads rows 4 and 5, and row 5 lies past
-x's end; unmasked, whatever is there would join every sum.
+Columns 6 and 7 lie past x's edge (N = 6), row 5 past its end
+(M = 5). Unmasked, program 1's loads there would read:
+- in rows 0 to 3, the next row's values (x[1, 0], x[1, 1], ...)
+  into sums that the store's mask, cols < N, drops: harmless;
+- in rows 4 and 5, memory past x's end: a fault, or garbage,
+  and row 5's would join the sums of columns 4 and 5: wrong.
 A load turned off reads nothing and gives `other`, 0 here.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """

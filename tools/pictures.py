@@ -230,9 +230,9 @@ def draw_03(lesson, figure):
     cells(
         axes[0], colour, labels,
         f"simple_column_sum_kernel on the docstring's x ({M} x {N}): program p owns BLOCK_N = "
-        f"{block_n} columns;\nstep i adds rows 2i, 2i + 1 into acc's rows 0, 1. Masked cells "
-        f"are never read: the memory after x is filled with NaN, and "
-        f"{'no sum' if out.isfinite().all() else 'a sum'} came out NaN",
+        f"{block_n} columns;\nstep i adds rows 2i, 2i + 1 into acc's rows 0, 1. A masked cell "
+        f"names what an unmasked load would read; none is read:\nthe memory after x is filled "
+        f"with NaN, and {'no sum' if out.isfinite().all() else 'a sum'} came out NaN",
     )  # fmt: skip
     M, rows_per_split, splits, column_blocks = 12, 4, 3, 2
     x = powers_of_two(M, N)
@@ -270,9 +270,9 @@ def draw_04(lesson, figure):
     cells(
         axes[0], colour, labels,
         f"simple_forward_kernel on the docstring's x ({rows} x {D}): program p computes y for "
-        f"ROWS_TILE = {rows_tile} rows;\nstep s loads columns 4s to 4s + 3. Masked cells are "
-        f"never read: the memory after x is filled with NaN, and "
-        f"{'no y' if y.isfinite().all() else 'a y'} came out NaN",
+        f"ROWS_TILE = {rows_tile} rows;\nstep s loads columns 4s to 4s + 3. A masked cell names "
+        f"what an unmasked load would read; none is read:\nthe memory after x is filled with "
+        f"NaN, and {'no y' if y.isfinite().all() else 'a y'} came out NaN",
     )  # fmt: skip
     rows, D, programs = 10, 8, 2
     x, ones = powers_of_two(rows, D), torch.ones(max(rows, D), dtype=torch.float64)

@@ -135,20 +135,21 @@ def run_docstring_example():
 # tile inside the loop. On an H200, for x of 16384 x 8192
 # float32, it takes 0.79 ms where the simple kernel takes 0.50.
 # Why: a program runs on num_warps warps of 32 threads (4 x 32
-# = 128 here), and Triton spreads each block's values over them
-# (which thread holds which value is the block's layout):
+# = 128 here), and Triton spreads each block's values over them:
 # - a 16 x 64 tile is 1024 values, so each thread holds 8;
-# - acc gets the tile's layout, so acc += tile is 8 adds that
+# - acc is spread like the tile, so acc += tile is 8 adds that
 #   each thread makes alone;
 # - tl.sum(acc, axis=0) adds up columns, and each column's 16
 #   values lie in several threads, of different warps.
 #   Threads of one warp swap values directly (shfl, shuffle
 #   instructions); warps pass them through shared memory (a
 #   small fast memory the warps share) and wait for one another
-#   at a barrier. Between barriers each warp runs at its own
-#   pace, some loading while others add; a barrier stops all.
-# So one_d waits at M / BLOCK_M barriers, the simple kernel at
-# one. `main.py --asm` shows them (on a CPU too: for an H100).
+#   at a barrier (bar.sync). Between barriers each warp runs at
+#   its own pace, some loading while others add.
+# So one_d waits at barriers M / BLOCK_M times, the simple
+# kernel once. `main.py --asm` (a CPU compiles for an H100)
+# counts them, and those in a loop: the simple kernel's loop
+# holds adds only; one_d's holds its shfl and bar.sync too.
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -337,8 +338,7 @@ class BlockedSum(torch.autograd.Function):
 
 VARIANTS = {"simple": column_sums_simple, "one_d": column_sums_one_d}
 VARIANTS |= {"split": column_sums_split, "tuned": column_sums_tuned}
-# Next, optional: any_x.py (Part 4), the kernel op.py runs, for
-# any dtype, size and M; block_ptr.py, the older tutorials' way.
+# Next, optional: any_x.py (Part 4: op.py's kernel) and block_ptr.py.
 
 
 # ## The harness: checks, timing (skip it on a first read)

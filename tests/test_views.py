@@ -13,7 +13,7 @@ EXAMPLES = [path.parent.name for path in example_paths()]
 INSTRUCTIONS = {
     "01_matmul_elementwise": ["fma.rn.f32", "ld.global.b32", "ld.global.v2", "shfl.sync.bfly"],
     "02_matmul_tiled": ["wgmma.mma_async", "cp.async.cg", "cp.async.bulk.tensor"],
-    "03_blocked_sum": ["shfl.sync.bfly", "st.shared"],
+    "03_blocked_sum": ["shfl.sync.bfly", "bar.sync"],
     "04_weighted_sum": ["ld.global.v4.b32", "ld.global.b32"],
 }
 
@@ -39,6 +39,30 @@ def test_asm_prints_the_instructions_it_names(folder, capfd):
     opcodes = [opcode(line) for line in out.splitlines() if line.startswith(" " * 6)]
     for instruction in INSTRUCTIONS[folder]:
         assert any(op.startswith(instruction) for op in opcodes), f"{instruction} not in {out}"
+
+
+def test_asm_counts_the_lines_inside_a_loop():
+    from tools import asm
+
+    ptx = """
+    mov.u32 %r1, 0;
+    $L__BB0_3:                              // =>This Inner Loop Header: Depth=1
+    add.f32 %r2, %r2, %r3;
+    bar.sync 0;
+    @%p10 bra 	$L__BB0_3;
+    $L__BB0_4:
+    bar.sync 0;
+    @%p2 bra $L__BB0_4;
+    bar.sync 0;
+    bra.uni $L__BB0_9;
+    $L__BB0_9:
+    ret;"""
+    lines = [line.strip() for line in ptx.strip().splitlines()]
+    looped = asm.in_loops(lines)
+    inside = [line.split()[0] for line, flag in zip(lines, looped) if flag]
+    # The first loop's add and barrier, the second loop's barrier; not the one after both,
+    # nor the lines a forward branch jumps over.
+    assert inside == ["$L__BB0_3:", "add.f32", "bar.sync", "$L__BB0_4:", "bar.sync"]
 
 
 def test_asm_shows_wide_loads_only_where_the_alignment_is_visible(capfd):

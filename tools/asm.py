@@ -135,16 +135,17 @@ def probes_02(lesson, device):  # lesson: any of 02's files; main.py's and persi
 def probes_03(lesson, device):
     x, out = torch.randn(1000, 96, device=device), torch.empty(96, device=device)
     looks = [
-        (r"add\.f32", "adds: the loop's (each thread its own elements), then tl.sum's after it"),
-        (
-            r"shfl\.sync\.bfly",
-            "after the loop, tl.sum(acc, axis=0): threads swap sums in registers",
-        ),
-        (r"st\.shared|bar\.sync|ld\.shared", "after the loop, across warps: through shared memory"),
+        (r"add\.f32", "adds: the loop's (each thread its own elements), and tl.sum's"),
+        (r"shfl\.sync\.bfly", "tl.sum(acc, axis=0): threads of a warp swap sums in registers"),
+        (r"bar\.sync", "tl.sum across warps: a barrier, where every warp waits for the others"),
     ]
     args, tile = (x, out, 1000, 96, *x.stride()), dict(BLOCK_M=16, BLOCK_N=64)
-    return [Probe("simple_column_sum_kernel, float32", lesson.simple_column_sum_kernel, (2,),
-                  args, tile, looks)]  # fmt: skip
+    return [
+        Probe("simple_column_sum_kernel, float32: tl.sum after the loop",
+              lesson.simple_column_sum_kernel, (2,), args, tile, looks),
+        Probe("one_d_column_sum_kernel, float32: tl.sum in the loop",
+              lesson.one_d_column_sum_kernel, (2,), args, tile, looks),
+    ]  # fmt: skip
 
 
 def probes_04(lesson, device):  # lesson: main.py or wide.py; wide.py's kernel
@@ -162,6 +163,19 @@ def probes_04(lesson, device):  # lesson: main.py or wide.py; wide.py's kernel
               looks)
         for align in (1, 4)
     ]  # fmt: skip
+
+
+def in_loops(lines):
+    """For each PTX line, whether it lies in a loop: between a label and a later branch back to
+    it (`$L__BB0_2:` ... `bra.uni $L__BB0_2;`), which is how a compiled loop ends each turn."""
+    labels = {m[1]: i for i, line in enumerate(lines) if (m := re.match(r"(\$\w+):", line))}
+    looped = [False] * len(lines)
+    for end, line in enumerate(lines):
+        target = re.search(r"\bbra(?:\.uni)?\s+(\$\w+);", line)
+        start = labels.get(target.group(1)) if target else None
+        if start is not None and start < end:
+            looped[start:end] = [True] * (end - start)
+    return looped
 
 
 PROBES = {"01": probes_01, "02": probes_02, "03": probes_03, "04": probes_04}
@@ -192,11 +206,13 @@ def show(lesson):
         settings = (config.kwargs | {"num_warps": config.num_warps}) if config else settings
         tile = {k: v for k, v in settings.items() if k.startswith(("BLOCK", "ROWS", "D_T", "num_"))}
         lines = [line.strip() for line in compiled.asm["ptx"].splitlines()]
+        looped = in_loops(lines)
         print(f"\n{probe.title}\n  ({', '.join(f'{k} {v}' for k, v in tile.items())}):")
         for pattern, meaning in probe.looks:
             found = [line for line in lines if re.search(pattern, line)]
+            inside = sum(looped[i] for i, line in enumerate(lines) if re.search(pattern, line))
             matches = "line matches" if len(found) == 1 else "lines match"
-            print(f"  {len(found)} {matches} {pattern}: {meaning}")
+            print(f"  {len(found)} {matches} {pattern} ({inside} in a loop): {meaning}")
             for line in found[:2]:  # the first two; a long list of registers shown as {...}
                 line = re.sub(r"\{[^}]{30,}\}", "{...}", line)
                 print(f"      {line if len(line) <= 96 else line[:93] + '...'}")

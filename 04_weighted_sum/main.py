@@ -19,7 +19,7 @@ Words from lessons 01 and 03:
 - tl.load(pointers, mask, other): where mask is False, it
   reads nothing, and gives other;
 - a tile is a 2-D block of x. A loop adds tiles into a 2-D acc,
-  and one tl.sum ends it: 1.6 times faster than one per step (03).
+  and one tl.sum ends it: 1.6x faster than a tl.sum per step (03).
 
 One program's work in PyTorch, for its ROWS_TILE rows, row_ids,
 with x padded with zeros to whole tiles:
@@ -120,8 +120,9 @@ def check(got, x, w, grad_y, name):
 
 
 # ## Try it: the docstring's example
-# main() runs this first: x[r, d] = 6r + d, and w all ones, so
-# y holds x's row sums, [15.0, 51.0, 87.0, 123.0, 159.0].
+# main() runs this first: x[r, d] = 6r + d and w all ones, so y
+# holds x's row sums, [15.0, 51.0, ..., 159.0]. The launch's
+# ints are rows 5, D 6, and x's strides 6 and 1.
 def run_docstring_example():
     x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
     y, ones = torch.empty(5, device=x.device), torch.ones(6, device=x.device)
@@ -194,9 +195,8 @@ def backward_simple(x2d, weight, grad_y):
 # (tune) The best tile depends on D. Wide rows want wide
 # tiles (memory is read fastest in long runs); narrow rows want
 # many rows in a tile. A triton.Config is one candidate
-# launch: the tile's constexprs, and num_warps. An entry of
-# TILES is (ROWS_TILE, D_TILE, num_warps). We kept these nine after
-# timing many.
+# launch: the tile's constexprs, and num_warps. A TILES entry
+# is (ROWS_TILE, D_TILE, num_warps); we kept nine of many timed.
 TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4)]
 TILES += [(128, 128, 8), (16, 256, 4), (8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
 if common.INTERPRETED:
@@ -226,17 +226,20 @@ def forward_tuned(x2d, weight):
 
 
 # ## Part 3. backward_kernel: the simple backward, changed
-# Part 1b's backward has two costs: tl.sum at every step, and a
-# partial with a row per 16 rows of x (for x of 1048576 x 128
-# float32, a partial of 65536 rows, 32 MiB, written and read
-# again). (split) removes both; each change is tagged in code.
-# (split) The grid has two axes: program (t, p) owns D tile t
+# Part 1b's backward has two costs. It runs tl.sum at every
+# step, and its partial has a row for every 16 rows of x: for x
+# of 1048576 x 128 float32, 65536 rows (32 MiB), written and
+# read again. Three changes, each tagged where the code has it:
+# - (split) removes both costs (below);
+# - (tune) picks the tile from CONFIGS, as forward_kernel does;
+# - (sum) adds partial's rows up in a kernel of our own.
+# (split): the grid has two axes. Program (t, p) owns D tile t
 # (D_TILE columns) and walks down many row tiles, keeping a 2-D
 # acc of x * grad_y, as the forward does: one tl.sum, at the
-# end. The P programs of a D tile share its row tiles: program
-# p takes row tiles p, p + P, p + 2P, and so on (so each gets
-# as many as the next, give or take one). In PyTorch,
-# with cols D tile t's columns and rows(i) row tile i's rows:
+# end. P, which the host picks ("Picking P", below), is how
+# many programs share a D tile's row tiles: program p takes row
+# tiles p, p + P, p + 2P, and so on. In PyTorch, with cols D
+# tile t's columns and rows(i) row tile i's rows:
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
 #     partial[p, cols] = acc.sum(0)
@@ -246,9 +249,7 @@ def forward_tuned(x2d, weight):
 #     programs (1, 0) and (1, 1): the same for columns 4-7
 # The right half of picture.png (beside this file) draws it.
 # So partial has P rows, however many rows x has: 1056 for
-# D = 128 on an H200 ("Picking P", below), not 65536.
-# (tune) As forward_kernel: its own tile, picked from CONFIGS.
-# (sum) The second pass, adding partial's rows, as a kernel.
+# D = 128 on an H200, not 65536.
 
 
 @triton.autotune(configs=CONFIGS, key=["D"])  # (tune)
@@ -271,24 +272,23 @@ def backward_kernel(
         mask = row_mask[:, None] & col_mask[None, :]
         grad_y = tl.load(grad_y_ptr + row_ids, mask=row_mask, other=0.0).to(tl.float32)
         offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
-        # Load x before storing grad_x, as Part 1b does. The
-        # compiler cannot prove that x and grad_x do not overlap,
-        # so a load after the store would wait for the store
-        # (18% slower, measured).
+        # Load x before storing grad_x, as Part 1b does too: the
+        # compiler cannot tell that x and grad_x are different
+        # memory, so a load written after the store would wait
+        # for the store to finish (18% slower, measured).
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         grad_x = grad_y[:, None] * w[None, :]
         # grad_x is contiguous: its rows lie D apart.
         out = row_ids[:, None] * D + cols[None, :]
         tl.store(grad_x_ptr + out, grad_x.to(grad_x_ptr.dtype.element_ty), mask=mask)
         acc += x.to(tl.float32) * grad_y[:, None]
-    # (split) Every program stores its row of partial, even one
-    # whose loop ran no row tile (P may exceed the row tiles): it
-    # stores zeros. A row left unwritten would hold garbage.
+    # (split) Every program stores its row of partial, zeros if
+    # its loop ran no row tile: an unwritten row holds garbage.
     sums = tl.sum(acc, axis=0)
     tl.store(partial_ptr + p * D + cols, sums, mask=col_mask)
 
 
-# ### Picking P, on the host
+# ### Picking P, on the host (tuning: skim it on a first read)
 # The host makes partial, P rows, before the launch, and the
 # autotuner picks D_TILE only during it. So the host counts D
 # tiles as if D_TILE were D_TILE_GUESS = 128: cdiv(D, 128). A

@@ -238,16 +238,16 @@ def forward_tuned(x2d, weight):
 # acc of x * grad_y, as the forward does: one tl.sum, at the
 # end. P, which the host picks ("Picking P", below), is how
 # many programs share a D tile's row tiles: program p takes row
-# tiles p, p + P, p + 2P, and so on. In PyTorch, with cols D
-# tile t's columns and rows(i) row tile i's rows:
+# tiles p, p + P, p + 2P, and so on. In PyTorch, where cols
+# are D tile t's columns and rows(i) are row tile i's rows:
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
 #     partial[p, cols] = acc.sum(0)
-# For D = 8 in two D tiles of 4 columns, 5 row tiles, P = 2:
+# For x of 10 x 8 (as in picture.png's right half): two D tiles
+# of 4 columns, 5 row tiles of 2 rows, P = 2:
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
 #     programs (1, 0) and (1, 1): the same for columns 4-7
-# The right half of picture.png (beside this file) draws it.
 # So partial has P rows, however many rows x has: 1056 for
 # D = 128 on an H200, not 65536.
 

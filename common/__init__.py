@@ -198,33 +198,30 @@ def allowed_error(dtype, expected, magnitude, reduction_length, product_roundoff
     return u_out * expected.abs().clamp_min(floor) + summed
 
 
-def assert_function_close(fn, inputs, grad_out, reference, terms, names, what, roundoff=0.0):
+def assert_function_close(fn, inputs, grad_out, reference, terms, names, what):
     """fn(*inputs), and its gradients for grad_out taken by autograd, as assert_outputs_close
     checks them. fn's outputs start as NaN (uninitialized_memory_is_nan)."""
     leaves = [t.detach().requires_grad_() for t in inputs]
     with uninitialized_memory_is_nan():
         out = fn(*leaves)
         got = [out, *torch.autograd.grad(out, leaves, grad_out)]
-    assert_outputs_close(got, inputs, grad_out, reference, terms, names, what, roundoff)
+    assert_outputs_close(got, inputs, grad_out, reference, terms, names, what)
 
 
-def assert_outputs_close(got, inputs, grad_out, reference, terms, names, what, roundoff=0.0):
-    """got, [output, *gradients for grad_out], against reference()'s, taken by autograd in
-    float64. Each must have the inputs' dtype and be within assert_close's rounding, with
-    terms[i] additions, `roundoff` per product (assert_close's product_roundoff) and the same
-    maths on |inputs| for magnitude; names[i] names it in the AssertionError."""
+def assert_outputs_close(got, inputs, grad_out, reference, terms, names, what):
+    """got, [output, *gradients for grad_out], as assert_close_to_float64 checks outputs: against
+    reference()'s output and gradients, taken by autograd in float64, with the same maths on
+    |inputs| and |grad_out| for magnitude; terms[i] additions; names[i] names got[i] after what."""
 
-    def float64_maths(tensors, grad):  # reference()'s output and gradients, in float64
-        leaves = [t.detach().double().requires_grad_() for t in tensors]
+    def output_and_gradients(*tensors):  # reference(*tensors[:-1]) and its grads for tensors[-1]
+        *tensors, grad = tensors
+        leaves = [t.detach().requires_grad_() for t in tensors]
         out = reference(*leaves)
-        return [out.detach(), *torch.autograd.grad(out, leaves, grad.double())]
+        return (out.detach(), *torch.autograd.grad(out, leaves, grad))
 
-    expected = float64_maths(inputs, grad_out)
-    magnitude = float64_maths([t.abs() for t in inputs], grad_out.abs())
-    for name, *values, length in zip(names, got, expected, magnitude, terms):
-        if values[0].dtype != inputs[0].dtype:
-            raise AssertionError(f"{what}: {name} is {values[0].dtype}, not {inputs[0].dtype}")
-        assert_close(*values, length, f"{what}: {name}", roundoff)
+    whats = tuple(f"{what}: {name}" for name in names)
+    everything = (*inputs, grad_out)
+    assert_close_to_float64(tuple(got), output_and_gradients, everything, tuple(terms), whats)
 
 
 @contextlib.contextmanager

@@ -209,8 +209,8 @@ def show(lesson):
         looped = in_loops(lines)
         print(f"\n{probe.title}\n  ({', '.join(f'{k} {v}' for k, v in tile.items())}):")
         for pattern, meaning in probe.looks:
-            found = [line for line in lines if re.search(pattern, line)]
-            inside = sum(looped[i] for i, line in enumerate(lines) if re.search(pattern, line))
+            hits = [i for i, line in enumerate(lines) if re.search(pattern, line)]
+            found, inside = [lines[i] for i in hits], sum(looped[i] for i in hits)
             matches = "line matches" if len(found) == 1 else "lines match"
             print(f"  {len(found)} {matches} {pattern} ({inside} in a loop): {meaning}")
             for line in found[:2]:  # the first two; a long list of registers shown as {...}

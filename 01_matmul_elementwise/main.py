@@ -113,10 +113,7 @@ reference = torch.matmul  # what every kernel here computes
 # K and with the size of what is summed, |A| @ |B|.
 def check(fn, a, b, name):
     """Asserts that fn(a, b) is a @ b, up to rounding."""
-    exact = reference(a.double(), b.double())
-    size = reference(a.double().abs(), b.double().abs())
-    c = fn(a, b)
-    common.assert_close(c, exact, size, reduction_length=a.shape[1], what=name)
+    common.assert_close_to_float64(fn(a, b), reference, (a, b), terms=a.shape[1], what=name)
 
 
 # ## Faster: BLOCK_K values of k per step

@@ -167,7 +167,7 @@ def check_epilogue(a, b):
     p = a64 @ b64 + bias64
     expected = torch.nn.functional.gelu(p, approximate="tanh")
     magnitude = 1.2 * (a64.abs() @ b64.abs() + bias64.abs())
-    tf32 = 2.0**-9 if input_precision(a.dtype) == "tf32" else 0.0
+    tf32 = common.TF32_ROUNDOFF if input_precision(a.dtype) == "tf32" else 0.0
     with common.uninitialized_memory_is_nan():
         c = matmul_fused(a, b, bias, "gelu_tanh")
     what = "fused + bias + GELU"

@@ -152,7 +152,8 @@ def assert_close(actual, expected, magnitude, reduction_length, what, product_ro
     """AssertionError unless actual is within rounding of float64 expected; NaN always fails.
     Allowed per element: u_out * |expected| + (4 sqrt(n) u_acc + product_roundoff) * magnitude:
     magnitude is the maths on |inputs|, n = reduction_length additions (sqrt: random roundings
-    mostly cancel), product_roundoff 2**-9 for a TF32 dot. Tight enough to catch a dropped row."""
+    mostly cancel), product_roundoff TF32_ROUNDOFF for a TF32 dot. Tight enough to catch a
+    dropped row."""
     if actual.shape != expected.shape:
         shapes = tuple(actual.shape), tuple(expected.shape)
         raise AssertionError("{}: shape {}, expected {}".format(what, *shapes))
@@ -168,13 +169,17 @@ def assert_close(actual, expected, magnitude, reduction_length, what, product_ro
         )
 
 
+# product_roundoff for a tl.dot that rounds float32 inputs to TF32: 10 mantissa bits err by up
+# to 2**-11 each, so a product by about 2**-10; 2**-9 leaves a margin of 2.
+TF32_ROUNDOFF = 2.0**-9
+
+
 def assert_close_to_float64(got, reference, inputs, terms, what, tf32=False):
     """AssertionError unless got (a tensor, or a tuple of them) has the inputs' dtype and is
     reference(*inputs) computed in float64, up to rounding: assert_close, with reference on
     |inputs| as each sum's magnitude. terms: the additions in each sum; what: names it in the
     error (each a value, or one per output). tf32: also allow tl.dot's rounding of float32
-    inputs to TF32, whose 10 mantissa bits err by up to 2**-11 each, so a product by about
-    2**-10: product_roundoff 2**-9 leaves a margin of 2."""
+    inputs to TF32 (TF32_ROUNDOFF)."""
     outputs = got if isinstance(got, tuple) else (got,)
     exact = reference(*(t.double() for t in inputs))
     magnitude = reference(*(t.double().abs() for t in inputs))
@@ -184,7 +189,7 @@ def assert_close_to_float64(got, reference, inputs, terms, what, tf32=False):
     for out, *expected, length, name in zip(outputs, exact, magnitude, terms, whats, strict=True):
         if out.dtype != inputs[0].dtype:
             raise AssertionError(f"{name}: is {out.dtype}, not {inputs[0].dtype}")
-        assert_close(out, *expected, length, name, 2.0**-9 if tf32 else 0.0)
+        assert_close(out, *expected, length, name, TF32_ROUNDOFF if tf32 else 0.0)
 
 
 def allowed_error(dtype, expected, magnitude, reduction_length, product_roundoff=0.0):

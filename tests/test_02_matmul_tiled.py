@@ -44,7 +44,7 @@ def descriptor_aligned(n, k, dtype):
 
 
 def roundoff(dtype):  # one product's error: TF32's 10-bit mantissas, or none
-    return 2.0**-9 if fu.input_precision(dtype) == "tf32" else 0.0
+    return common.TF32_ROUNDOFF if fu.input_precision(dtype) == "tf32" else 0.0
 
 
 def expected_variants(n, k, dtype):
@@ -300,7 +300,7 @@ def test_persistent_tf32_copies_what_is_not_k_major(transpose_a, transpose_b, k)
     with support.float32_matmul_precision("high"), common.uninitialized_memory_is_nan():
         c = pe.matmul_persistent(a, b)
     what = f"persistent TF32, K = {k}, layout {transpose_a, transpose_b}"
-    common.assert_close(c, *reference64(a, b), k, what, 2.0**-9)
+    common.assert_close(c, *reference64(a, b), k, what, common.TF32_ROUNDOFF)
 
 
 def test_the_lessons_function_refuses_a_second_derivative():

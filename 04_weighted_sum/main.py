@@ -9,17 +9,18 @@ and to give kernels to autograd. x (..., D) is flattened to rows r:
     grad_w[d]    = sum over r of x[r, d] * grad_y[r]
 
 Words from lessons 01 and 03:
-- a program is a running copy of a kernel; kernel[grid](args)
-  starts grid[0] of them, and tl.program_id(0) numbers them;
-- a block is a small tensor of fixed shape in one program. Its
-  values are spread over the program's threads (num_warps warps
-  of 32 threads each): += on blocks stays in each thread, while
-  tl.sum makes threads exchange values and wait for each other;
-- a stride is the step, in elements, along a dim;
-- tl.load(pointers, mask, other): where mask is False, it
-  reads nothing, and gives other;
-- a tile is a 2-D block of x. A loop adds tiles into a 2-D acc,
-  and one tl.sum ends it: 1.6x faster than a tl.sum per step (03).
+- A program is one running copy of a kernel. kernel[grid](args)
+  starts grid[0] programs; tl.program_id(0) is each one's number.
+- A block is a tensor of fixed shape inside one program; a tile
+  is a 2-D block of x. A program runs as num_warps warps of 32
+  threads, and each thread holds a few of a block's values.
+- So acc += tile is work each thread does alone. tl.sum needs
+  values from other threads: they swap them, and wait. Adding
+  tiles into a 2-D acc and calling tl.sum once, at the end, is
+  1.6x faster than a tl.sum every step (03).
+- A stride is the step, in elements, along a dim.
+- tl.load(pointers, mask, other) reads where mask is True and
+  gives other, reading nothing, where it is False.
 
 One program's work in PyTorch, for its ROWS_TILE rows, row_ids,
 with x padded with zeros to whole tiles:
@@ -94,8 +95,7 @@ def simple_forward_kernel(
 def forward_simple(x2d, weight):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
-    # Triton's offsets are int32: no x past 2**31 elements.
-    within_limits(x2d)  # (in the harness, below)
+    within_limits(x2d)  # int32 offsets: see the harness, below
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)  # per 16 rows
     args = (x2d, weight, y, rows, D, *x2d.stride())
@@ -226,20 +226,23 @@ def forward_tuned(x2d, weight):
 
 
 # ## Part 3. backward_kernel: the simple backward, changed
-# Part 1b's backward has two costs. It runs tl.sum at every
-# step, and its partial has a row for every 16 rows of x: for x
-# of 1048576 x 128 float32, 65536 rows (32 MiB), written and
-# read again. Three changes, each tagged where the code has it:
-# - (split) removes both costs (below);
-# - (tune) picks the tile from CONFIGS, as forward_kernel does;
-# - (sum) adds partial's rows up in a kernel of our own.
-# (split): the grid has two axes. Program (t, p) owns D tile t
-# (D_TILE columns) and walks down many row tiles, keeping a 2-D
-# acc of x * grad_y, as the forward does: one tl.sum, at the
-# end. P, which the host picks ("Picking P", below), is how
-# many programs share a D tile's row tiles: program p takes row
-# tiles p, p + P, p + 2P, and so on. In PyTorch, where cols
-# are D tile t's columns and rows(i) are row tile i's rows:
+# Part 1b's partial has a row for every 16 rows of x. For x of
+# 1048576 x 128 float32, that is 65536 rows (32 MiB), written
+# by the kernel and read again by partial.sum(0). And the
+# kernel runs tl.sum at every step. Part 3 makes two changes,
+# each tagged where the code has it:
+# - (split) gives partial P rows, however many rows x has, and
+#   runs tl.sum once a program;
+# - (tune) picks the tile from CONFIGS, as forward_kernel does.
+#
+# (split): the grid gets a second axis, of size P. Program
+# (t, p) owns D tile t: the D_TILE columns from t * D_TILE.
+# It walks down row tiles p, p + P, p + 2P, and so on, adding
+# x * grad_y into a 2-D acc, as the forward does, and runs
+# tl.sum once, at the end. As in Part 1b, p is the row of
+# partial that the program writes. In PyTorch, where cols are
+# D tile t's columns and rows(i) are row tile i's rows:
+#     acc = torch.zeros(ROWS_TILE, D_TILE)
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
 #     partial[p, cols] = acc.sum(0)
@@ -248,8 +251,8 @@ def forward_tuned(x2d, weight):
 #     program (0, 0): columns 0-3, row tiles 0, 2, 4 -> partial[0]
 #     program (0, 1): columns 0-3, row tiles 1, 3    -> partial[1]
 #     programs (1, 0) and (1, 1): the same for columns 4-7
-# So partial has P rows, however many rows x has: 1056 for
-# D = 128 on an H200, not 65536.
+# The host picks P (below): 1056 for D = 128 on an H200. So
+# partial has 1056 rows there, not 65536.
 
 
 @triton.autotune(configs=CONFIGS, key=["D"])  # (tune)
@@ -289,21 +292,22 @@ def backward_kernel(
 
 
 # ### Picking P, on the host (tuning: skim it on a first read)
-# The host makes partial, P rows, before the launch, and the
-# autotuner picks D_TILE only during it. So the host counts D
-# tiles as if D_TILE were D_TILE_GUESS = 128: cdiv(D, 128). A
-# wrong guess costs speed, never correctness.
-# An H200 has 132 SMs (streaming multiprocessors, the GPU's
-# cores), and about 8 programs per SM keep every SM busy: while
-# some wait for memory, others run. So the host aims at 8 * 132
-# programs, shared out among the D tiles:
-#     D      D tiles (guess)   8 * 132 / D tiles   P
-#     128    1                 1056                1056
-#     4096   32                33                  132
-# P is at least 132, one per SM, as at D = 4096: if the
-# autotuner picks D_TILE = 1024 there, there are 4 D tiles, not
-# 32, so P = 33 would start only 4 * 33 = 132 programs; P = 132
-# starts 528. And P is at most rows, for a tiny x. In all:
+# A GPU runs its programs on SMs (streaming multiprocessors, its
+# cores); an H200 has 132. About 8 programs per SM keep an SM
+# busy: while some wait for memory, others compute. So the host
+# aims at 8 * 132 = 1056 programs in all: D tiles times P.
+# The host must make partial, P rows, before the launch, but
+# the autotuner picks D_TILE only during the launch. So the
+# host counts D tiles as if D_TILE were D_TILE_GUESS = 128. A
+# wrong guess costs speed, never correctness:
+#     D      D tiles, cdiv(D, 128)   1056 / D tiles   P
+#     128    1                       1056             1056
+#     4096   32                      33               132
+# At D = 4096, P is 132, not 33: P is at least one per SM. The
+# autotuner may pick D_TILE = 1024 there, which makes 4 D
+# tiles, not 32; P = 33 would then start 4 * 33 = 132 programs,
+# and P = 132 starts 528. P is also at most rows, for a tiny x.
+# In all:
 #     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
@@ -316,45 +320,8 @@ def programs_down(rows, D, device):
     return min(P, rows)  # at most a program per row
 
 
-# (sum) The second pass as a kernel. PyTorch's partial.sum(0)
-# and the cast to w's dtype are two launches; this is one. It
-# too adds partial's rows in a fixed order.
-@triton.jit
-def sum_partials_kernel(
-    partial_ptr, grad_w_ptr, P, D,  # partial: a contiguous (P, D)
-    P_TILE: tl.constexpr,  # rows of partial a step
-    D_TILE: tl.constexpr,
-):  # fmt: skip
-    cols = tl.program_id(0) * D_TILE + tl.arange(0, D_TILE)
-    acc = tl.zeros((P_TILE, D_TILE), dtype=tl.float32)
-    for i0 in range(0, P, P_TILE):  # rows of partial, in order
-        part_rows = i0 + tl.arange(0, P_TILE)
-        mask = (part_rows < P)[:, None] & (cols < D)[None, :]
-        offsets = part_rows[:, None] * D + cols[None, :]
-        acc += tl.load(partial_ptr + offsets, mask=mask, other=0.0)
-    sums = tl.sum(acc, axis=0).to(grad_w_ptr.dtype.element_ty)
-    tl.store(grad_w_ptr + cols, sums, mask=cols < D)
-
-
-def sum_partials(partial, weight, kernel=sum_partials_kernel):
-    """grad_w: partial's rows added up, by `kernel` (wide.py
-    passes its own)."""
-    P, D = partial.shape
-    grad_w = torch.empty_like(weight)
-    # (sum) A tile: p_tile rows of partial, d_tile columns.
-    # p_tile is P rounded up to a power of 2, at most 1024: few
-    # steps cover P. d_tile aims at 4096 values a tile, but is at
-    # least 16 columns (so 16384 values at p_tile = 1024): each
-    # row of a tile then loads 64 bytes in a run.
-    p_tile = min(triton.next_power_of_2(P), 1024)
-    d_tile = max(16, 4096 // p_tile)
-    grid = (triton.cdiv(D, d_tile),)
-    kernel[grid](partial, grad_w, P, D, P_TILE=p_tile, D_TILE=d_tile)
-    return grad_w
-
-
 def backward_tuned(x2d, weight, grad_y):
-    """(grad_x, grad_w) by backward_kernel, then sum_partials."""
+    """(grad_x, grad_w) by backward_kernel, then partial.sum(0)."""
     rows, D = x2d.shape
     within_limits(x2d)  # int32 offsets, as in Part 1b
     P = programs_down(rows, D, x2d.device)
@@ -363,17 +330,22 @@ def backward_tuned(x2d, weight, grad_y):
     grid = lambda meta: (triton.cdiv(D, meta["D_TILE"]), P)  # noqa: E731
     args = (x2d, weight, grad_y, grad_x, partial, rows, D, *x2d.stride())
     backward_kernel[grid](*args)
-    return grad_x, sum_partials(partial, weight)
+    grad_w = partial.sum(0).to(weight.dtype)  # as in Part 1b
+    return grad_x, grad_w
 
 
-# ### What each change bought, each added to those above it
+# ### What the changes bought
 #     H200, x of 1048576 x 128        float32    bfloat16
-#     backward_simple                 0.354 ms   0.452 ms
-#     (split), Part 1's 16 x 64 tile  0.296 ms   0.156 ms
-#     (tune) a tuned tile             0.279 ms   0.159 ms
-#     (sum) a kernel for the sum      0.274 ms   0.151 ms
-# (split) buys the most. In bfloat16, the autotuner's tile is
-# no faster than Part 1's: the two are within 2%.
+#     backward_simple (Part 1b)       0.354 ms   0.453 ms
+#     backward_tuned (Part 3)         0.279 ms   0.159 ms
+#     torch: autograd of x @ w        0.470 ms   0.340 ms
+# (GPU time of a CUDA graph's replay; a plain loop of calls
+# took the same, within 1%.) Where the time goes, by PyTorch's
+# profiler: backward_simple's partial.sum(0) takes 68 us of it,
+# and backward_tuned's 7, since partial has 1056 rows, not
+# 65536. backward_simple's kernel takes 280 us in float32 and
+# 377 in bfloat16 (slower, on half the bytes: we have not
+# measured why); backward_kernel takes 266 and 142 us.
 
 
 # ## The Function: autograd launches the kernels
@@ -409,7 +381,8 @@ class WeightedSum(torch.autograd.Function):
 
 
 # Next: wide.py, Part 4 (optional), the kernels op.py runs:
-# 16-byte loads, float64, a huge x, one compile for any rows.
+# 16-byte loads, float64, a huge x, one compile for any rows,
+# and the backward's second pass as a kernel of our own.
 
 
 # What main() checks and times: pairs of wrappers.

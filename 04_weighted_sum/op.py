@@ -143,9 +143,9 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_
         common.traceable(backward_wide_kernel, in_op)[grid](
             x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **wide.alignment(x2d)
         )
-        # the lesson's second pass (its tile rule), by wide.py's kernel
+        # wide.py's second pass: its tile rule and its kernel
         second_pass = common.traceable(wide.sum_partials_wide_kernel, in_op)
-        grad_w = lesson.sum_partials(partial, weight, second_pass)
+        grad_w = wide.sum_partials(partial, weight, second_pass)
     return grad_x if need_grad_x else None, grad_w if need_grad_w else None
 
 

@@ -132,11 +132,13 @@ def test_strided_weight(name):
 
 @pytest.mark.parametrize("programs_per_sm", [1, 17, 1500])
 def test_tuned_backward_with_few_and_many_programs(programs_per_sm, monkeypatch):
-    # P = 1500 programs (on a CPU's one "SM"): partial has 1500 rows, and sum_partials_kernel
-    # adds them in two steps of 1024; P = 1 walks every row tile in one program.
+    # P = 1500 programs (on a CPU's one "SM"): partial has 1500 rows, and wide.py's
+    # sum_partials_wide_kernel adds them in two steps of 1024; P = 1 walks every row tile in
+    # one program.
     monkeypatch.setattr(ws, "PROGRAMS_PER_SM", programs_per_sm)
     x = layout(2000, 40, torch.bfloat16)
-    assert ws.check_variants(x, {"tuned": wide.VARIANTS["tuned"]}) == ["tuned"]
+    both = {name: wide.VARIANTS[name] for name in ("tuned", "wide")}
+    assert ws.check_variants(x, both) == ["tuned", "wide"]
 
 
 def assert_y(y, x, w, what):  # y = x @ w against float64

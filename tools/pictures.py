@@ -287,7 +287,7 @@ def draw_04(lesson, figure):
         axes[1], colour, labels,
         f"backward_kernel, x ({rows} x {D}): program (t, p) takes D tile t of row tiles p, "
         f"p + {programs}, ... (their grad_x too)\nand adds x * grad_y into partial row p; "
-        f"sum_partials_kernel then adds partial's rows into grad_w",
+        f"partial.sum(0) then adds partial's rows into grad_w",
         [f"row {r} (tile {r // rows_tile})" for r in range(rows)] + [""]
         + [f"partial {p}" for p in range(programs)],
     )  # fmt: skip

@@ -65,9 +65,9 @@ def simple_matmul_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # C's tile
     BLOCK_K: tl.constexpr,  # how many k each loop step takes
 ):  # fmt: skip
-    # The grid has one axis, so the kernel finds its tile's row
-    # and column from its id itself, row by row here. With one
-    # id, Part 2 can number the tiles in another order.
+    # One grid axis: ids 0, 1, 2, ... The kernel turns its id
+    # into its tile's row and column, row by row. (Part 2 numbers
+    # the tiles in another order; one id leaves that to it.)
     tiles_n = tl.cdiv(N, BLOCK_N)  # tiles in a row of C
     pid_m = tl.program_id(0) // tiles_n  # this tile's row
     pid_n = tl.program_id(0) % tiles_n  # and its column
@@ -334,26 +334,28 @@ def matmul_tuned(a, b):
 
 # ### What the changes bought
 # GPU time on an H200, float16, from `main.py --m N --n N
-# --k N`, run twice at each size. (Its timing, in common,
-# records a call's launches once as a CUDA graph, which the GPU
-# then replays without Python: the kernels' time alone.)
+# --k N`, run twice at each size. These are the kernels' times
+# alone: the timing replays a recording of a call's launches (a
+# CUDA graph), without Python.
 #                               4096^3            8192^3
 #     simple                    0.504, 0.502 ms   4.34, 4.44 ms
 #     tuned, row-major order    0.206, 0.216 ms   1.84, 1.83 ms
 #     tuned (grouped)           0.212, 0.216 ms   1.71, 1.71 ms
 #     torch.matmul (cuBLAS)     0.199, 0.203 ms   1.67, 1.68 ms
-# In a plain loop of calls, Python included, each time differs
-# from these by at most 0.06 ms at 4096^3 and 0.09 at 8192^3:
-# these products keep the GPU busy longer than the host takes.
+# Called from a plain Python loop, each time is within 0.06 ms
+# of these at 4096^3, and 0.09 ms at 8192^3: at these sizes
+# Python's cost of a launch hides behind the GPU's work.
 # (tune) buys the most: 2.3 to 2.5 times (simple against tuned
 # in row-major order, which leaves (group) out). (group) buys
 # 7% at 8192^3, and nothing we can measure at 4096^3, where the
 # two orders are within run-to-run noise. A likely reason, which
 # we estimated but did not measure: at 4096^3 a strip is 128 x
 # 4096 x 2 bytes = 1 MiB, so row-major's 37 strips (37 MiB)
-# fit in the H200's 50 MB of L2 anyway. At 8192^3 a strip is 2
-# MiB, and a row-major wave, 2 * 64 + 4 tiles, reads 3 + 64 =
-# 67 strips (134 MiB): they do not.
+# fit in the H200's L2 (50 MB, about 48 MiB) anyway. At 8192^3
+# a strip is 2 MiB. A row-major wave there, 2 * 64 + 4 tiles,
+# covers two whole rows of C's tiles and 4 tiles of a third:
+# 3 strips of A and all 64 of B, 67 strips (134 MiB). They do
+# not fit.
 
 
 # ## The Function: autograd launches the kernels

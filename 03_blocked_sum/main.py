@@ -37,11 +37,11 @@ loads x at these offsets:
                                              [10, 11, 12, 13]]
 
 Columns 6 and 7 lie past x's edge (N = 6), row 5 past its end
-(M = 5). Unmasked, program 1's loads there would read:
-- in rows 0 to 3, the next row's values (x[1, 0], x[1, 1], ...)
-  into sums that the store's mask, cols < N, drops: harmless;
-- in rows 4 and 5, memory past x's end: a fault, or garbage,
-  and row 5's would join the sums of columns 4 and 5: wrong.
+(M = 5). Unmasked, program 1's loads would read:
+- columns 6, 7 of rows 0 to 3: the next row's first values, into
+  sums that the store's mask, cols < N, drops: harmless;
+- columns 6, 7 of row 4, and all of row 5: memory past x's end,
+  a fault, or garbage that row 5 adds into out[4], out[5]: wrong.
 A load turned off reads nothing and gives `other`, 0 here.
 `main.py --draw picture.png` draws this, from the kernel itself.
 """
@@ -53,7 +53,7 @@ from pathlib import Path
 import torch
 
 # common, the lessons' helper, comes before triton: with no GPU,
-# it switches on Triton's interpreter (read at triton's import).
+# it sets TRITON_INTERPRET=1, which triton reads as it loads.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import common  # noqa: E402
 import triton  # noqa: E402
@@ -146,8 +146,8 @@ def run_docstring_example():
 #   at a barrier (bar.sync). Between barriers each warp runs at
 #   its own pace, some loading while others add.
 # So one_d waits at barriers M / BLOCK_M times, the simple
-# kernel once. `main.py --asm` (a CPU compiles for an H100)
-# counts them, and those in a loop: the simple kernel's loop
+# kernel once. `main.py --asm` (it compiles for an H100, even
+# on a CPU) counts them, and those in a loop: the simple kernel's loop
 # holds adds only; one_d's holds its shfl and bar.sync too.
 @triton.jit
 def one_d_column_sum_kernel(
@@ -203,7 +203,7 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 def split_column_sum_kernel(
     x_ptr, dest_ptr,  # (1) dest: partial, or out if not split
     M, N, stride_m, stride_n,
-    rows_per_split,  # (1) a chunk's rows; >= M if not split
+    rows_per_split,  # (1) a chunk's rows; M or more if not split
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     STAGES: tl.constexpr,  # (2) tiles in flight
 ):  # fmt: skip
@@ -216,16 +216,14 @@ def split_column_sum_kernel(
     for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):  # (2)
         rows = i0 + tl.arange(0, BLOCK_M)
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
-        # (1) row_stop, not M: only this chunk's rows, so that no
-        # row is added by two chunks.
+        # (1) row_stop, not M: no row is added by two chunks.
         mask = (rows < row_stop)[:, None] & col_mask[None, :]
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)
     sums = tl.sum(acc, axis=0)
-    # (1) Where the sums go. If x is split, dest_ptr points to
-    # partial, a contiguous float32 (splits, N) buffer: chunk s
-    # stores row s, which starts s * N elements in. If x is not
-    # split, the one chunk, 0, stores into out itself.
+    # (1) If x is split, dest_ptr points to partial, a contiguous
+    # float32 (splits, N) buffer: chunk s stores row s, s * N
+    # elements in. Else the one chunk, 0, stores into out itself.
     tl.store(dest_ptr + chunk * N + cols, sums.to(dest_ptr.dtype.element_ty), mask=col_mask)
 
 
@@ -282,15 +280,17 @@ def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
 
 
 # The "split" variant runs Part 2's kernel at one tile, with
-# STAGES = 2; split(1) below is it at STAGES = 1. What (1), (2)
-# and Part 3 buy, in us on an H200 (two runs agree):
-#   x of            simple  split(1)  split     tuned  torch
+# STAGES = 2. What (1), (2) and Part 3 buy, in us on an H200
+# (two runs agree); "(1) only" is split at STAGES = 1:
+#   x of            simple  (1) only  split     tuned  torch
 #   1048576x64 f32   27830       131        76     77    164
 #   1048576x64 bf16  26160        77        50     50    138
 #   16384x8192 f32     502       159       145    133    139
 #   16384x8192 bf16    485        94        76     76     82
-# These are kernel times (graph replays). In a plain loop, one
-# "tuned" call took up to 134 us: the autotuner's host time.
+# These are the kernels' times alone: the timing replays a
+# recording of the launches (a CUDA graph), without Python.
+# From a plain Python loop the times are the same, but for
+# "tuned": its autotuner's Python made a call up to 134 us.
 SPLIT_TILE = dict(BLOCK_M=64, BLOCK_N=64, STAGES=2, num_warps=4)
 column_sums_split = functools.partial(column_sums, kernel=split_column_sum_kernel, **SPLIT_TILE)
 

@@ -12,18 +12,13 @@ Words from lessons 01 and 03:
 - A program is one running copy of a kernel. kernel[grid](args)
   starts grid[0] programs; tl.program_id(0) is each one's number.
 - A block is a tensor of fixed shape inside one program; a tile
-  is a 2-D block of x. A program runs as num_warps warps of 32
-  threads, and each thread holds a few of a block's values.
-- So acc += tile is work each thread does alone. tl.sum needs
-  values from other threads: they swap them, and wait. Adding
-  tiles into a 2-D acc and calling tl.sum once, at the end, is
-  1.6x faster than a tl.sum every step (03).
+  is a 2-D block of x.
 - A stride is the step, in elements, along a dim.
 - tl.load(pointers, mask, other) reads where mask is True and
   gives other, reading nothing, where it is False.
 
-One program's work in PyTorch, for its ROWS_TILE rows, row_ids,
-with x padded with zeros to whole tiles:
+One program's work, in PyTorch: it owns ROWS_TILE rows, whose
+indices are row_ids (x padded with zeros to whole tiles):
 
     acc = torch.zeros(ROWS_TILE, D_TILE)
     for d0 in range(0, D, D_TILE):
@@ -43,7 +38,8 @@ Its second step takes columns 4 to 7, but x's columns end at
 index 5: row 2's column 6 would be offset 2 * 6 + 6 = 18, which
 holds x[3, 0], the next row's first value. The mask cols < 6
 (other=0) zeros those loads; row_ids < 5 drops program 2's row 5.
-`main.py --draw picture.png` draws this, from the kernel itself.
+`main.py --draw picture.png` draws this, from the kernel itself
+(its left half; the right half is Part 3's backward).
 """
 
 import functools
@@ -87,6 +83,10 @@ def simple_forward_kernel(
         # w must be contiguous: w[d] at w_ptr + d (see the Function).
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
         acc += x.to(tl.float32) * w.to(tl.float32)[None, :]
+    # Why a 2-D acc: a program runs on num_warps warps (groups of
+    # 32 threads), and each thread holds a few of acc's values.
+    # acc += ... is work each thread does alone; tl.sum makes
+    # threads swap values and wait, so it runs once, here.
     y = tl.sum(acc, axis=1)  # each row's sum, once
     # .dtype.element_ty: the dtype of what y_ptr points to.
     tl.store(y_ptr + row_ids, y.to(y_ptr.dtype.element_ty), mask=row_mask)
@@ -95,7 +95,7 @@ def simple_forward_kernel(
 def forward_simple(x2d, weight):
     """x2d @ weight for x2d (rows, D), by simple_forward_kernel."""
     rows, D = x2d.shape
-    within_limits(x2d)  # int32 offsets: see the harness, below
+    within_limits(x2d)  # int32 offsets would wrap past 2**31
     y = torch.empty(rows, dtype=x2d.dtype, device=x2d.device)
     grid = (triton.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)  # per 16 rows
     args = (x2d, weight, y, rows, D, *x2d.stride())
@@ -145,7 +145,7 @@ def run_docstring_example():
 # round differently: grad_w's bits would change run to run.
 @triton.jit
 def simple_backward_kernel(
-    x_ptr, w_ptr, grad_y_ptr,  # as x, w, y in the forward
+    x_ptr, w_ptr, grad_y_ptr,  # grad_y[r] at grad_y_ptr + r
     grad_x_ptr,  # grad_x[0, 0]; grad_x is a contiguous (rows, D)
     partial_ptr,  # a contiguous (programs, D) buffer
     rows, D, stride_row, stride_col,  # x's, as before
@@ -191,7 +191,7 @@ def backward_simple(x2d, weight, grad_y):
 
 
 # ## Part 2. forward_kernel: the simple forward, tuned
-# One change, tagged (tune) here and in Part 3's code.
+# Part 2 makes one change, (tune); Part 3 reuses it, tagged.
 # (tune) The best tile depends on D. Wide rows want wide
 # tiles (memory is read fastest in long runs); narrow rows want
 # many rows in a tile. A triton.Config is one candidate
@@ -235,13 +235,16 @@ def forward_tuned(x2d, weight):
 #   runs tl.sum once a program;
 # - (tune) picks the tile from CONFIGS, as forward_kernel does.
 #
-# (split): the grid gets a second axis, of size P. Program
-# (t, p) owns D tile t: the D_TILE columns from t * D_TILE.
-# It walks down row tiles p, p + P, p + 2P, and so on, adding
-# x * grad_y into a 2-D acc, as the forward does, and runs
-# tl.sum once, at the end. As in Part 1b, p is the row of
-# partial that the program writes. In PyTorch, where cols are
-# D tile t's columns and rows(i) are row tile i's rows:
+# (split): in Part 1b, program p owns row tile p and walks
+# across D. Here the grid gets a second axis, of size P, and
+# program (t, p) owns D tile t, the D_TILE columns from
+# t * D_TILE. It walks down row tiles p, p + P, p + 2P, and so
+# on (a range with step P: no chunk sizes to work out), adding
+# x * grad_y into a 2-D acc. Its columns stay the same at every
+# step, so, as in the forward, tl.sum runs once, at the end.
+# As in Part 1b, p is the row of partial that the program
+# writes. In PyTorch, where cols are D tile t's columns and
+# rows(i) are row tile i's rows:
 #     acc = torch.zeros(ROWS_TILE, D_TILE)
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]
@@ -306,7 +309,8 @@ def backward_kernel(
 # At D = 4096, P is 132, not 33: P is at least one per SM. The
 # autotuner may pick D_TILE = 1024 there, which makes 4 D
 # tiles, not 32; P = 33 would then start 4 * 33 = 132 programs,
-# and P = 132 starts 528. P is also at most rows, for a tiny x.
+# one per SM, and P = 132 starts 528, 4 per SM. P is also at
+# most rows, for a tiny x.
 # In all:
 #     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
@@ -339,13 +343,17 @@ def backward_tuned(x2d, weight, grad_y):
 #     backward_simple (Part 1b)       0.354 ms   0.453 ms
 #     backward_tuned (Part 3)         0.279 ms   0.159 ms
 #     torch: autograd of x @ w        0.470 ms   0.340 ms
-# (GPU time of a CUDA graph's replay; a plain loop of calls
-# took the same, within 1%.) Where the time goes, by PyTorch's
-# profiler: backward_simple's partial.sum(0) takes 68 us of it,
-# and backward_tuned's 7, since partial has 1056 rows, not
-# 65536. backward_simple's kernel takes 280 us in float32 and
-# 377 in bfloat16 (slower, on half the bytes: we have not
-# measured why); backward_kernel takes 266 and 142 us.
+# These are the kernels' times alone: the timing replays a
+# recording of the launches (a CUDA graph), without Python. A
+# plain Python loop of calls took the same, within 1%.
+# Where the time goes, by PyTorch's profiler:
+# - partial.sum(0) takes 68 us in backward_simple, and 7 in
+#   backward_tuned, since partial has 1056 rows, not 65536;
+# - simple_backward_kernel takes 280 us in float32, moving
+#   about 1.1 GB: 94% of a plain copy's speed. In bfloat16 it
+#   moves half that, yet takes 377 us: memory is not what holds
+#   it back, but the work of each step (most likely its tl.sum).
+#   backward_kernel, with one tl.sum a program, takes 142 us.
 
 
 # ## The Function: autograd launches the kernels
@@ -381,8 +389,8 @@ class WeightedSum(torch.autograd.Function):
 
 
 # Next: wide.py, Part 4 (optional), the kernels op.py runs:
-# 16-byte loads, float64, a huge x, one compile for any rows,
-# and the backward's second pass as a kernel of our own.
+# 16-byte loads, float64, a huge x, no new compile for a new
+# number of rows, and the backward's second pass as a kernel.
 
 
 # What main() checks and times: pairs of wrappers.
@@ -392,7 +400,8 @@ VARIANTS = {"simple": (forward_simple, backward_simple), "tuned": (forward_tuned
 # ## The harness: checks, timing (skip it on a first read)
 def within_limits(x2d):
     """Refuses an x whose offsets, or those of grad_x (x's shape,
-    contiguous), reach 2^31 (wide.py, Part 4, lifts this)."""
+    contiguous), reach 2^31: the kernels compute offsets in int32,
+    which would wrap to wrong addresses (wide.py lifts this)."""
     assert max(common.elements_spanned(x2d), x2d.numel()) < 2**31, "int32 offsets: see wide.py"
 
 

@@ -187,6 +187,8 @@ def assert_close_to_float64(got, reference, inputs, terms, what, tf32=False):
     terms = terms if isinstance(terms, tuple) else (terms,) * len(outputs)
     whats = what if isinstance(what, tuple) else (what,) * len(outputs)
     for out, *expected, length, name in zip(outputs, exact, magnitude, terms, whats, strict=True):
+        if not isinstance(out, torch.Tensor):  # a wrapper that forgot its return, say
+            raise AssertionError(f"{name}: is {type(out).__name__}, not a tensor")
         if out.dtype != inputs[0].dtype:
             raise AssertionError(f"{name}: is {out.dtype}, not {inputs[0].dtype}")
         assert_close(out, *expected, length, name, TF32_ROUNDOFF if tf32 else 0.0)

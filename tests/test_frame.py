@@ -274,6 +274,8 @@ def test_assert_close_to_float64_checks_each_output_its_dtype_and_the_tf32_allow
         common.assert_close_to_float64(wrong, three, (x, w), (64, 1, 1), what)
     with pytest.raises(AssertionError, match="w: is torch.float64, not torch.float32"):
         common.assert_close_to_float64((*got[:2], got[2].double()), three, (x, w), (64, 1, 1), what)
+    with pytest.raises(AssertionError, match="xw: is NoneType, not a tensor"):
+        common.assert_close_to_float64((got[0], None, got[2]), three, (x, w), (64, 1, 1), what)
     # A product off by 2^-10 of itself, as TF32's rounding of two inputs may leave it: allowed
     # with tf32, an error without.
     a, b = torch.randn(4, 1), torch.randn(1, 4)

@@ -21,9 +21,10 @@ Words from lesson 01:
 - the host is the Python that launches kernels.
 
 For A (M, K) and B (K, N), cut C into tiles of BLOCK_M x BLOCK_N
-(BM x BN): one program computes each tile, and all the programs
-run in parallel. In PyTorch, the program for rows m:m+BM and
-columns n:n+BN of C does this, BK = BLOCK_K values of k per step:
+(BM x BN for short): one program computes each tile, and all the
+programs run in parallel. In PyTorch, the program for rows m:m+BM
+and columns n:n+BN of C does this, taking BK (BLOCK_K) values of
+k at each step:
 
     acc = torch.zeros(BM, BN)
     for k in range(0, K, BK):
@@ -65,9 +66,9 @@ def simple_matmul_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # C's tile
     BLOCK_K: tl.constexpr,  # how many k each loop step takes
 ):  # fmt: skip
-    # One grid axis: ids 0, 1, 2, ... The kernel turns its id
-    # into its tile's row and column, row by row. (Part 2 numbers
-    # the tiles in another order; one id leaves that to it.)
+    # One grid axis, so one id per program: the kernel turns it
+    # into its tile's row and column, row by row. (Part 2 keeps
+    # one id, so that it can choose which tile each id gets.)
     tiles_n = tl.cdiv(N, BLOCK_N)  # tiles in a row of C
     pid_m = tl.program_id(0) // tiles_n  # this tile's row
     pid_n = tl.program_id(0) % tiles_n  # and its column
@@ -96,10 +97,9 @@ def matmul_simple(a, b):
     (M, K), N = a.shape, b.shape[1]
     assert K == b.shape[0], "a's columns must match b's rows"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    # Two lines to skip on a first read: this file's limits, and
-    # a fix for the CPU interpreter's bfloat16 tl.dot.
-    within_limits(a, b, c)  # (in the harness)
-    a, b = common.dot_inputs(a, b)  # on a GPU: a, b unchanged
+    within_limits(a, b, c)  # no float64; int32 offsets < 2**31
+    # The CPU interpreter's tl.dot gets bfloat16 wrong, so there
+    a, b = common.dot_inputs(a, b)  # passes float32 copies
     BM = BN = 64  # C's tiles: BM x BN
     grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)  # one per tile
     strides = (*a.stride(), *b.stride(), *c.stride())
@@ -158,15 +158,15 @@ def check(fn, a, b, what):
 #                 27 off (k)     28 off (k)
 #
 # The masks do two different jobs:
-# - row and column masks keep loads inside memory. A row-5 or
-#   column-7 load only feeds C[5, :] or C[:, 7], outside C,
-#   where the store's mask writes nothing; but A holds 15
-#   elements, so its offsets 15 to 18 lie past its end.
-# - the k mask keeps C right. At k = 2 the second k, 3, is past
-#   K = 3: A[4, 3] and B[3, 6] do not exist (offsets 15 and 27
-#   lie past the ends of A and B), yet an unmasked load would
-#   multiply whatever lies there into C[4, 6]. Loads turned
-#   off give other=0.0, so those products are 0.
+# - The row and column masks keep loads inside memory. A load
+#   for row 5 or column 7 feeds only C[5, :] or C[:, 7], which
+#   the store's mask never writes, so its value cannot matter.
+#   Its address can: A holds 15 elements, so A's offsets 15 to
+#   18 lie past its end.
+# - The k mask keeps C right. At step k = 2 the second k is 3,
+#   past K = 3: A[4, 3] and B[3, 6] do not exist, yet unmasked
+#   loads would multiply whatever lies at offsets 15 and 27
+#   into C[4, 6]. Masked loads give other=0.0: a product of 0.
 # The store's mask writes only C[4, 6] = A[4, :] @ B[:, 6].
 
 
@@ -208,18 +208,15 @@ def check(fn, a, b, what):
 # 10 strips in row-major order, and 6 with GROUP_M = 3.
 #
 # On an H200, with 132 SMs, take C of 4096 x 4096 in 128 x 128
-# tiles: 32 x 32 tiles. Such a program needs most of an SM's
-# shared memory (a small fast memory in each SM, where its
-# tiles wait between their load and tl.dot), so one program
-# runs per SM, and a wave is 132 programs:
+# tiles: 32 x 32 tiles. Suppose each SM runs one program at a
+# time (a program this size fills much of an SM's shared
+# memory, a small fast memory where tiles wait for tl.dot). A
+# wave is then 132 programs:
 #
-#     order        a wave's 132 tiles       strips it reads
-#     row-major    4 * 32 + 4: 4 rows of    5 of A, 32 of B
-#                  32 and 4 of the next
-#     GROUP_M = 8  16 * 8 + 4: 16 columns   8 of A, 17 of B
-#                  of 8 and 4 of the next
-#
-# 37 strips against 25.
+#     row-major:    4 rows of 32 tiles, and 4 of the next row
+#                   -> 5 strips of A, 32 of B: 37 strips
+#     GROUP_M = 8:  16 columns of 8 tiles, and 4 of the next
+#                   -> 8 strips of A, 17 of B: 25 strips
 #
 # With GROUP_M = 1, grouped order is row-major order. So the
 # timing table that main() prints has a row "tuned, row-major
@@ -376,8 +373,8 @@ class Matmul(torch.autograd.Function):
 
     # Autograd does not record what a kernel does, so there is no
     # second derivative: the decorator below makes asking for
-    # one raise. (op.py's version has second derivatives: its
-    # backward is made of ops that autograd records.)
+    # one raise. (op.py's backward calls op.py's own matmul, a
+    # Function too, so autograd records it: second derivatives.)
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_c):

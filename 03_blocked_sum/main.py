@@ -36,14 +36,15 @@ loads x at these offsets:
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] = [[ 4,  5,  6,  7],
                                              [10, 11, 12, 13]]
 
-Columns 6 and 7 lie past x's edge (N = 6), row 5 past its end
-(M = 5). Unmasked, program 1's loads would read:
-- columns 6, 7 of rows 0 to 3: the next row's first values, into
-  sums that the store's mask, cols < N, drops: harmless;
-- columns 6, 7 of row 4, and all of row 5: memory past x's end,
-  a fault, or garbage that row 5 adds into out[4], out[5]: wrong.
-A load turned off reads nothing and gives `other`, 0 here.
-`main.py --draw picture.png` draws this, from the kernel itself.
+Program 1's steps take rows [0, 1], [2, 3] and [4, 5].
+Columns 6, 7 lie past x's edge (N = 6), row 5 past its end.
+Without masks, program 1 would load:
+- at columns 6, 7 of rows 0 to 3, the next row's first values.
+  They would only reach sums that the store drops (cols < N).
+- at columns 6, 7 of row 4 and all of row 5, memory past x's
+  end. Row 5's garbage would be added into out[4] and out[5].
+The masks turn those loads off: each reads nothing, gives 0.
+`main.py --draw picture.png` draws this from the kernel itself.
 """
 
 import functools
@@ -115,7 +116,6 @@ def reference(x):  # what every kernel here computes
 # check() compares fn(x) with reference() computed in float64,
 # allowing the rounding of float32 sums of M terms.
 def check(fn, x, name):
-    """Asserts that fn(x) is x.sum(0), up to rounding."""
     common.assert_close_to_float64(fn(x), reference, (x,), terms=x.shape[0], what=name)
 
 
@@ -134,21 +134,20 @@ def run_docstring_example():
 # tile inside the loop. On an H200, for x of 16384 x 8192
 # float32, it takes 0.79 ms where the simple kernel takes 0.50.
 # Why: a program runs on num_warps warps of 32 threads (4 x 32
-# = 128 here), and Triton spreads each block's values over them:
-# - a 16 x 64 tile is 1024 values, so each thread holds 8;
-# - acc is spread like the tile, so acc += tile is 8 adds that
-#   each thread makes alone;
-# - tl.sum(acc, axis=0) adds up columns, and each column's 16
-#   values lie in several threads, of different warps.
-#   Threads of one warp swap values directly (shfl, shuffle
-#   instructions); warps pass them through shared memory (a
-#   small fast memory the warps share) and wait for one another
-#   at a barrier (bar.sync). Between barriers each warp runs at
-#   its own pace, some loading while others add.
-# So one_d waits at barriers M / BLOCK_M times, the simple
-# kernel once. `main.py --asm` (it compiles for an H100, even
-# on a CPU) counts them, and those in a loop: the simple kernel's loop
-# holds adds only; one_d's holds its shfl and bar.sync too.
+# = 128 here), and Triton spreads each block's values over them.
+# A 16 x 64 tile is 1024 values, so each thread holds 8, and
+# acc is spread the same way: acc += tile is 8 adds that each
+# thread makes alone, with no waiting. tl.sum is different: a
+# column's 16 values lie in threads of different warps, and
+# warps pass values only through shared memory (a small fast
+# memory they share), each waiting at a barrier (bar.sync)
+# until all have written. In one_d that barrier is in the
+# loop: at every step the warps wait for the slowest, and none
+# loads its next tile early. The simple kernel's loop holds
+# only loads and adds: fast warps run ahead, loads in flight.
+# `main.py --asm` compiles both (for an H100, even on a CPU) and
+# counts bar.sync and shfl (a swap inside one warp), and how
+# many sit in each kernel's loop: none in the simple kernel's.
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -192,8 +191,7 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # x. It adds partial's rows in a fixed order, so every call gives
 # the same bits. (Atomic adds into out, from every program at
 # once, would land in a different order on each call, and round
-# differently.) The second pass sums in float32 too, and rounds
-# to x's dtype only as it stores out.
+# differently.)
 #
 # (2) Load tiles ahead. A load from memory takes hundreds of
 # cycles. The loop tl.range(..., num_stages=STAGES) asks for the
@@ -232,11 +230,10 @@ def split_column_sum_kernel(
 # of 1048576 x 64 that makes 512 chunks: with BLOCK_N = 64, 512
 # programs, about 4 for each of an H200's 132 SMs.
 # An x of at most 2048 rows is one chunk. That chunk's length,
-# rows_per_split, is M rounded up to a power of 2, so that it
-# takes few values: M = 1000 and M = 1001 both give 1024. (Part
-# 3's autotuner keys on it.) 2048 is a multiple of every tile
-# height used here, so no tile runs past the end of a full
-# chunk. That is for speed; the masks keep the sums right.
+# rows_per_split, is M rounded up to a power of 2: M = 1000 and
+# M = 1001 both give 1024. This is for Part 3, whose autotuner
+# times its configs once for each value of rows_per_split: few
+# values, few timings.
 CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # CPU: 256, to split small x
 
 
@@ -256,9 +253,9 @@ def column_sums(x, kernel, **tile):
     splits, rows_per_split = chunks(M)
     # CUDA allows at most 65535 programs along the grid's axis 1.
     assert splits <= 65535, "too many chunks: see any_x.py"
-    # BLOCK_N sets the grid's size, and Part 3's autotuner picks
-    # it only at the launch: so the grid is a function of meta,
-    # the launch's constexpr values.
+    # The grid is a function of meta, a dict of the launch's
+    # constexpr values (from **tile, or those Part 3's autotuner
+    # picks): the number of programs depends on BLOCK_N.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
     # The kernel stores into out if x is one chunk, else partial.
     dest = out if splits == 1 else x.new_empty((splits, N), dtype=torch.float32)
@@ -287,10 +284,13 @@ def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
 #   1048576x64 bf16  26160        77        50     50    138
 #   16384x8192 f32     502       159       145    133    139
 #   16384x8192 bf16    485        94        76     76     82
+# (1) helps the wide x too: the simple kernel starts 8192 / 64
+# = 128 programs there, one per SM or none; 8 chunks make 1024.
 # These are the kernels' times alone: the timing replays a
 # recording of the launches (a CUDA graph), without Python.
-# From a plain Python loop the times are the same, but for
-# "tuned": its autotuner's Python made a call up to 134 us.
+# Called from a plain Python loop, the times were the same,
+# except for "tuned": there a call took up to 134 us, because
+# its autotuner runs Python code at every call.
 SPLIT_TILE = dict(BLOCK_M=64, BLOCK_N=64, STAGES=2, num_warps=4)
 column_sums_split = functools.partial(column_sums, kernel=split_column_sum_kernel, **SPLIT_TILE)
 
@@ -300,9 +300,8 @@ column_sums_split = functools.partial(column_sums, kernel=split_column_sum_kerne
 # values are masked off; a chunk of few rows wants a tile of few
 # rows. A triton.Config is one candidate: values for the
 # kernel's constexprs, and num_warps. A TILES row is (BLOCK_M,
-# BLOCK_N, STAGES, num_warps), as in SPLIT_TILE. We timed 32
-# tiles on 12 shapes on an H100 (tools/tile_sweep.py) and kept
-# these 7, each the fastest on at least one shape.
+# BLOCK_N, STAGES, num_warps), as in SPLIT_TILE: 7 of 32 timed
+# (tools/tile_sweep.py), each the fastest on some shape.
 TILES = [(256, 32, 1, 4), (128, 32, 2, 4), (64, 64, 2, 4), (256, 64, 2, 8)]
 TILES += [(32, 128, 2, 4), (128, 128, 1, 8), (1, 1024, 1, 8)]  # last: x of few rows
 if common.INTERPRETED:
@@ -323,8 +322,9 @@ column_sums_tuned = functools.partial(column_sums, kernel=column_sum_kernel)
 
 
 # ## Gradients: a torch.autograd.Function
-# grad_x[i, j] = grad_out[j] needs no kernel: grad_out.expand(M, N),
-# a view; autograd differentiates expand again: second derivatives.
+# grad_x[i, j] = grad_out[j] needs no kernel: it is
+# grad_out.expand(M, N), a view repeating grad_out down M rows.
+# autograd can differentiate expand again: second derivatives.
 class BlockedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

@@ -108,9 +108,10 @@ def reference(x, w, grad_y):  # y, grad_x, grad_w, as above
 
 
 # ## Is it right?
-# check() compares got with reference() computed in float64,
-# allowing the rounding of float32 sums: y's sums have D terms,
-# grad_x's one, and grad_w's one per row of x.
+# check() computes reference() in float64, and allows for the
+# rounding of our float32 sums, which grows with the number of
+# terms each adds up: D for y, 1 for grad_x (a product alone),
+# and rows for grad_w.
 def check(got, x, w, grad_y, name):
     """Asserts got = (y, grad_x, grad_w) is reference()'s."""
     terms = (x.shape[1], 1, x.shape[0])
@@ -191,7 +192,8 @@ def backward_simple(x2d, weight, grad_y):
 
 
 # ## Part 2. forward_kernel: the simple forward, tuned
-# Part 2 makes one change, (tune); Part 3 reuses it, tagged.
+# Part 2 makes one change, (tune), tagged on its line below;
+# Part 3's code reuses it, tagged the same way.
 # (tune) The best tile depends on D. Wide rows want wide
 # tiles (memory is read fastest in long runs); narrow rows want
 # many rows in a tile. A triton.Config is one candidate
@@ -209,7 +211,7 @@ CONFIGS = [triton.Config({"ROWS_TILE": r, "D_TILE": d}, num_warps=w) for r, d, w
 # Written as a decorator, it goes above @triton.jit:
 #     @triton.autotune(configs=CONFIGS, key=["D"])
 # The kernel is Part 1's, unchanged: only its tile is tuned.
-forward_kernel = triton.autotune(configs=CONFIGS, key=["D"])(simple_forward_kernel)
+forward_kernel = triton.autotune(configs=CONFIGS, key=["D"])(simple_forward_kernel)  # (tune)
 
 
 def forward_tuned(x2d, weight):
@@ -299,19 +301,19 @@ def backward_kernel(
 # cores); an H200 has 132. About 8 programs per SM keep an SM
 # busy: while some wait for memory, others compute. So the host
 # aims at 8 * 132 = 1056 programs in all: D tiles times P.
-# The host must make partial, P rows, before the launch, but
-# the autotuner picks D_TILE only during the launch. So the
-# host counts D tiles as if D_TILE were D_TILE_GUESS = 128. A
-# wrong guess costs speed, never correctness:
-#     D      D tiles, cdiv(D, 128)   1056 / D tiles   P
-#     128    1                       1056             1056
-#     4096   32                      33               132
-# At D = 4096, P is 132, not 33: P is at least one per SM. The
-# autotuner may pick D_TILE = 1024 there, which makes 4 D
-# tiles, not 32; P = 33 would then start 4 * 33 = 132 programs,
-# one per SM, and P = 132 starts 528, 4 per SM. P is also at
-# most rows, for a tiny x.
-# In all:
+# It must make partial, P rows, before the launch, but the
+# autotuner picks D_TILE only during the launch. So the host
+# counts D tiles as if D_TILE were D_TILE_GUESS = 128. A wrong
+# guess costs speed, never correctness:
+#     D = 128:   1 D tile,    P = 1056 / 1  = 1056
+#     D = 4096:  32 D tiles,  P = 1056 / 32 = 33, raised to 132
+# Why P is at least 132, one per SM: the autotuner may pick a
+# wider D_TILE, and so fewer D tiles. At D = 4096 it may pick
+# D_TILE = 1024: 4 D tiles. P = 33 would then start only 132
+# programs, one per SM; P = 132 starts 528. If the guess holds,
+# P = 132 starts 32 * 132 = 4224, more than the aim: the floor
+# trades that for never starting too few. P is also at most
+# rows, for a tiny x. In all:
 #     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 

@@ -17,8 +17,8 @@ Words from lessons 01 and 03:
 - tl.load(pointers, mask, other) reads where mask is True and
   gives other, reading nothing, where it is False.
 
-One program's work, in PyTorch: it owns ROWS_TILE rows, whose
-indices are row_ids (x padded with zeros to whole tiles):
+A program owns ROWS_TILE rows of x, row_ids. Its work, in
+PyTorch, as if x were padded with zeros to whole tiles:
 
     acc = torch.zeros(ROWS_TILE, D_TILE)
     for d0 in range(0, D, D_TILE):
@@ -29,7 +29,8 @@ Worked example: x of shape (5, 6), stored row after row, so
 x[r, d] lies r * 6 + d elements after x[0, 0]. A program owns
 ROWS_TILE = 2 rows and walks them D_TILE = 4 columns a step:
 cdiv(5, 2) = 3 programs (cdiv: division rounded up). Program 1
-owns rows 2 and 3; its first step loads x at these offsets:
+owns rows 2 and 3; its first step loads x at these offsets,
+row_ids[:, None] * 6 + cols[None, :], broadcast as in torch:
 
     [[2], [3]] * 6 + [[0, 1, 2, 3]] = [[12, 13, 14, 15],
                                        [18, 19, 20, 21]]
@@ -108,10 +109,9 @@ def reference(x, w, grad_y):  # y, grad_x, grad_w, as above
 
 
 # ## Is it right?
-# check() computes reference() in float64, and allows for the
-# rounding of our float32 sums, which grows with the number of
-# terms each adds up: D for y, 1 for grad_x (a product alone),
-# and rows for grad_w.
+# check() computes reference() in float64 and allows for our
+# float32 sums' rounding, which grows with the terms each adds:
+# D for y, 1 for grad_x (a product alone), rows for grad_w.
 def check(got, x, w, grad_y, name):
     """Asserts got = (y, grad_x, grad_w) is reference()'s."""
     terms = (x.shape[1], 1, x.shape[0])
@@ -192,8 +192,7 @@ def backward_simple(x2d, weight, grad_y):
 
 
 # ## Part 2. forward_kernel: the simple forward, tuned
-# Part 2 makes one change, (tune), tagged on its line below;
-# Part 3's code reuses it, tagged the same way.
+# Part 2 makes one change, marked (tune) where the code has it.
 # (tune) The best tile depends on D. Wide rows want wide
 # tiles (memory is read fastest in long runs); narrow rows want
 # many rows in a tile. A triton.Config is one candidate
@@ -237,14 +236,15 @@ def forward_tuned(x2d, weight):
 #   runs tl.sum once a program;
 # - (tune) picks the tile from CONFIGS, as forward_kernel does.
 #
-# (split): in Part 1b, program p owns row tile p and walks
-# across D. Here the grid gets a second axis, of size P, and
-# program (t, p) owns D tile t, the D_TILE columns from
-# t * D_TILE. It walks down row tiles p, p + P, p + 2P, and so
-# on (a range with step P: no chunk sizes to work out), adding
-# x * grad_y into a 2-D acc. Its columns stay the same at every
-# step, so, as in the forward, tl.sum runs once, at the end.
-# As in Part 1b, p is the row of partial that the program
+# (split) changes what a program owns, and the grid:
+#              grid axis 0   grid axis 1   a program walks
+#   Part 1b    row tile p    (none)        across D
+#   Part 3     D tile t      p, 0 to P-1   down row tiles
+#                                          p, p + P, p + 2P, ...
+# D tile t is the D_TILE columns from t * D_TILE. Walking down,
+# a program adds x * grad_y into a 2-D acc for the same columns
+# at every step, so, as in the forward, tl.sum runs once, at the
+# end. In both parts, p is the row of partial that a program
 # writes. In PyTorch, where cols are D tile t's columns and
 # rows(i) are row tile i's rows:
 #     acc = torch.zeros(ROWS_TILE, D_TILE)
@@ -291,29 +291,22 @@ def backward_kernel(
         tl.store(grad_x_ptr + out, grad_x.to(grad_x_ptr.dtype.element_ty), mask=mask)
         acc += x.to(tl.float32) * grad_y[:, None]
     # (split) Every program stores its row of partial, zeros if
-    # its loop ran no row tile: an unwritten row holds garbage.
+    # its loop ran no row tile (P can exceed the row tiles of a
+    # small x): an unwritten row would hold garbage.
     sums = tl.sum(acc, axis=0)
     tl.store(partial_ptr + p * D + cols, sums, mask=col_mask)
 
 
 # ### Picking P, on the host (tuning: skim it on a first read)
-# A GPU runs its programs on SMs (streaming multiprocessors, its
-# cores); an H200 has 132. About 8 programs per SM keep an SM
-# busy: while some wait for memory, others compute. So the host
-# aims at 8 * 132 = 1056 programs in all: D tiles times P.
-# It must make partial, P rows, before the launch, but the
-# autotuner picks D_TILE only during the launch. So the host
-# counts D tiles as if D_TILE were D_TILE_GUESS = 128. A wrong
-# guess costs speed, never correctness:
-#     D = 128:   1 D tile,    P = 1056 / 1  = 1056
-#     D = 4096:  32 D tiles,  P = 1056 / 32 = 33, raised to 132
-# Why P is at least 132, one per SM: the autotuner may pick a
-# wider D_TILE, and so fewer D tiles. At D = 4096 it may pick
-# D_TILE = 1024: 4 D tiles. P = 33 would then start only 132
-# programs, one per SM; P = 132 starts 528. If the guess holds,
-# P = 132 starts 32 * 132 = 4224, more than the aim: the floor
-# trades that for never starting too few. P is also at most
-# rows, for a tiny x. In all:
+# About 8 programs per SM keep a GPU's SMs (streaming
+# multiprocessors, its cores; an H200 has 132) busy: while some
+# wait for memory, others compute. So P shares 8 * SMs programs
+# among the D tiles: 1056 at D = 128, one D tile. The host makes
+# partial (P rows) before the launch, but the autotuner picks
+# D_TILE only during it, so the host counts D tiles as if
+# D_TILE were 128. P is at least SMs, since the autotuner may
+# pick a wider tile and so fewer D tiles; and at most rows.
+# A wrong count costs speed, never correctness. In all:
 #     P = min(rows, max(SMs, cdiv(8 * SMs, cdiv(D, 128))))
 PROGRAMS_PER_SM, D_TILE_GUESS = 8, 128
 
@@ -355,7 +348,8 @@ def backward_tuned(x2d, weight, grad_y):
 #   about 1.1 GB: 94% of a plain copy's speed. In bfloat16 it
 #   moves half that, yet takes 377 us: memory is not what holds
 #   it back, but the work of each step (most likely its tl.sum).
-#   backward_kernel, with one tl.sum a program, takes 142 us.
+#   backward_kernel, with one tl.sum a program, takes 266 us in
+#   float32 and 142 us in bfloat16.
 
 
 # ## The Function: autograd launches the kernels
@@ -390,9 +384,9 @@ class WeightedSum(torch.autograd.Function):
         return grad_x.reshape(x.shape), grad_w
 
 
-# Next: wide.py, Part 4 (optional), the kernels op.py runs:
-# 16-byte loads, float64, a huge x, no new compile for a new
-# number of rows, and the backward's second pass as a kernel.
+# Next: exercises.py, to practise; then wide.py, Part 4
+# (optional), the kernels op.py runs: 16-byte loads, float64, a
+# huge x, fewer compiles, the second pass as a kernel.
 
 
 # What main() checks and times: pairs of wrappers.

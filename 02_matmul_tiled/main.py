@@ -164,9 +164,12 @@ def check(fn, a, b, what):
 #   Its address can: A holds 15 elements, so A's offsets 15 to
 #   18 lie past its end.
 # - The k mask keeps C right. At step k = 2 the second k is 3,
-#   past K = 3: A[4, 3] and B[3, 6] do not exist, yet unmasked
-#   loads would multiply whatever lies at offsets 15 and 27
-#   into C[4, 6]. Masked loads give other=0.0: a product of 0.
+#   past K = 3. Here A[4, 3] and B[3, 6] lie past A's and B's
+#   ends. Inside A it is worse: program 0 (C[0:2, 0:2]) would
+#   load A[0, 3] at offset 3, which holds A[1, 0], a real value
+#   but the wrong one, and add its product with "B[3, 0]" (past
+#   B's end) into C[0, 0], which the store writes. Masked loads
+#   give other=0.0: a product of 0.
 # The store's mask writes only C[4, 6] = A[4, :] @ B[:, 6].
 
 

@@ -1,13 +1,14 @@
 """Column sums, out = x.sum(0): a blocked reduction in Triton.
 
-What you learn: the pattern behind Triton's reductions. A program
-adds whole tiles of x into a 2-D accumulator, acc, and reduces acc
-to one row only once, after its loop. Then you make it fast on
-every shape of x: split a tall x over more programs, load tiles
-ahead, and tune the tile. ("Why reduce once" says why acc is 2-D.)
+What you learn: the pattern behind Triton's reductions.
+Each program adds whole tiles of x into a 2-D accumulator,
+acc, and reduces acc to one row only once, after its loop.
+Then you make it fast on every shape of x: split a tall x
+over more programs, load tiles ahead, and tune the tile.
+("Why reduce once", after Part 1, explains why acc is 2-D.)
 
 Words from lesson 01: a program is a running copy of a kernel,
-numbered by tl.program_id, and programs run in parallel; each
+numbered by tl.program_id. Programs run in parallel, and each
 runs on num_warps warps, groups of 32 threads. A block is a
 small tensor of fixed shape inside one program. A stride is the
 step, in elements, from one index to the next along a dim.
@@ -19,31 +20,31 @@ program's loop loads. Each program owns BLOCK_N columns of x.
 
 In PyTorch, with x padded with zeros to whole tiles:
 
-    for cols in groups of BLOCK_N columns:  # a program each
+    for cols in groups of BLOCK_N columns:  # one program per group
         acc = torch.zeros(BLOCK_M, BLOCK_N)
-        for i0 in range(0, M, BLOCK_M):     # a step each
+        for i0 in range(0, M, BLOCK_M):     # one step per tile
             acc += x[i0 : i0 + BLOCK_M, cols]
         out[cols] = acc.sum(0)
 
-Worked example: x of shape (5, 6), stored row after row, so
-x[i, j] lies i * 6 + j elements after x[0, 0]: stride_m = 6,
-stride_n = 1. With BLOCK_N = 4 there are cdiv(6, 4) = 2 programs
-(cdiv: division rounded up). Program 1 owns cols = [4, 5, 6, 7]
-and adds BLOCK_M = 2 rows a step. Its first step, rows = [0, 1],
-loads x at these offsets:
+Worked example: x has shape (5, 6) and is stored row after
+row, so x[i, j] lies i * 6 + j elements after x[0, 0]. Its
+strides are stride_m = 6 and stride_n = 1. With BLOCK_N = 4 there
+are cdiv(6, 4) = 2 programs (cdiv: division rounded up). Program 1
+owns cols = [4, 5, 6, 7]. With BLOCK_M = 2, its steps take
+rows [0, 1], [2, 3] and [4, 5]. Its first step loads x at offsets:
 
     rows[:, None] * 6 + cols[None, :]
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] = [[ 4,  5,  6,  7],
                                              [10, 11, 12, 13]]
 
-Program 1's steps take rows [0, 1], [2, 3] and [4, 5].
-Columns 6, 7 lie past x's edge (N = 6), row 5 past its end.
-Without masks, program 1 would load:
-- at columns 6, 7 of rows 0 to 3, the next row's first values.
-  They would only reach sums that the store drops (cols < N).
-- at columns 6, 7 of row 4 and all of row 5, memory past x's
+Columns 6 and 7 lie past x's edge (N = 6), and row 5 lies past
+its end. Without masks, program 1 would load:
+- at columns 6 and 7 of rows 0 to 3, the next row's first values.
+  They would be added into out[6] and out[7], which the store
+  never writes (its mask is cols < N).
+- at columns 6 and 7 of row 4 and all of row 5, memory past x's
   end. Row 5's garbage would be added into out[4] and out[5].
-The masks turn those loads off: each reads nothing, gives 0.
+With the masks, those loads read nothing and give 0.
 `main.py --draw picture.png` draws this from the kernel itself.
 """
 
@@ -53,57 +54,57 @@ from pathlib import Path
 
 import torch
 
-# common, the lessons' helper, comes before triton: with no GPU,
-# it sets TRITON_INTERPRET=1, which triton reads as it loads.
+# Import common, the lessons' helper, before triton. With no
+# GPU, it sets TRITON_INTERPRET=1, which triton reads on import.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import common  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 
-# ## Part 1. The simplest kernel: a program per BLOCK_N columns
+# ## Part 1. The simplest kernel: one program per BLOCK_N columns
 # @triton.jit makes a Python function a kernel, compiled for the
 # GPU at its first launch. A tensor argument arrives as a pointer
-# to its first element; tl.load reads there, tl.store writes.
+# to its first element. tl.load and tl.store read and write there.
 @triton.jit
 def simple_column_sum_kernel(
     x_ptr, out_ptr,  # pointers to x[0, 0] and out[0]
     M, N, stride_m, stride_n,  # x's sizes and strides
-    # tl.constexpr: a compile-time constant. Block shapes must
-    # be constants; each new value compiles the kernel anew.
+    # tl.constexpr marks a compile-time constant. Block shapes
+    # must be constants. Each new value triggers a recompile.
     BLOCK_M: tl.constexpr,  # rows per step, a power of 2
     BLOCK_N: tl.constexpr,  # columns per program, a power of 2
 ):  # fmt: skip
-    # tl.arange(0, n): the block 0, 1, ..., n - 1 (n a power of 2).
+    # tl.arange(0, n) is the block 0, 1, ..., n - 1 (n a power of 2).
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
-    # acc: a tile of float32 sums (16-bit sums drop small terms).
+    # acc holds float32 sums, because 16-bit sums drop small terms.
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    # A loop in a kernel: each program runs its steps in turn.
-    for i0 in range(0, M, BLOCK_M):
+    for i0 in range(0, M, BLOCK_M):  # each program runs the steps in turn
         rows = i0 + tl.arange(0, BLOCK_M)
-        # A (BLOCK_M, BLOCK_N) block, broadcast as in torch:
+        # This broadcasts, as in torch, to (BLOCK_M, BLOCK_N).
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
         mask = (rows < M)[:, None] & col_mask[None, :]
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-        acc += tile.to(tl.float32)  # elementwise: no sum yet
-    sums = tl.sum(acc, axis=0)  # acc's rows added up, once, here
-    # .dtype.element_ty: the dtype of what out_ptr points to.
+        acc += tile.to(tl.float32)  # elementwise, not a sum
+    sums = tl.sum(acc, axis=0)  # acc's rows are added up here, once
+    # out_ptr.dtype.element_ty is the dtype that out_ptr points to.
     tl.store(out_ptr + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
-    """x.sum(0) by simple_column_sum_kernel, or kernel."""
+    """x.sum(0) by `kernel`, Part 1's kernel by default."""
     M, N = x.shape
-    # Two limits (any_x.py lifts both): acc is float32, too
-    # coarse for a float64 x; and Triton's offsets are int32,
-    # which wrap past 2**31 elements.
+    # Two limits apply, and any_x.py lifts both. acc's float32
+    # sums are too coarse for a float64 x. Triton's offsets are
+    # int32, which wrap past 2**31 elements. elements_spanned(x)
+    # is 1 + the largest offset that x's strides reach.
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     BLOCK_M, BLOCK_N = 16, 64  # a tile of 16 x 64
-    grid = (triton.cdiv(N, BLOCK_N),)  # a program per 64 columns
-    # kernel[grid]: grid[0] programs, each on 4 warps.
+    grid = (triton.cdiv(N, BLOCK_N),)  # one program per 64 columns
+    # kernel[grid] starts grid[0] programs, each on 4 warps.
     kernel[grid](x, out, M, N, *x.stride(), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, num_warps=4)
     return out
 
@@ -113,14 +114,14 @@ def reference(x):  # what every kernel here computes
 
 
 # ## Is it right?
-# check() compares fn(x) with reference() computed in float64,
-# allowing the rounding of float32 sums of M terms.
+# check() compares fn(x) with reference() computed in float64.
+# It allows for the rounding of float32 sums of M terms.
 def check(fn, x, name):
     common.assert_close_to_float64(fn(x), reference, (x,), terms=x.shape[0], what=name)
 
 
 # ## Try it: the docstring's example, which main() runs first
-# Part 1's kernel by hand, on x[i, j] = 6i + j: out = [60.0, ..., 85.0].
+# Part 1's kernel, launched by hand on x[i, j] = 6i + j, gives out = [60.0, ..., 85.0].
 def run_docstring_example():
     x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
     out = torch.empty(6, device=x.device)
@@ -129,25 +130,24 @@ def run_docstring_example():
 
 
 # ## Why reduce once: the 1-D way, for comparison
-# one_d_column_sum_kernel, below, is the kernel a PyTorch
-# programmer might write first: a 1-D acc, and a tl.sum of each
-# tile inside the loop. On an H200, for x of 16384 x 8192
-# float32, it takes 0.79 ms where the simple kernel takes 0.50.
-# Why: a program runs on num_warps warps of 32 threads (4 x 32
-# = 128 here), and Triton spreads each block's values over them.
-# A 16 x 64 tile is 1024 values, so each thread holds 8, and
-# acc is spread the same way: acc += tile is 8 adds that each
-# thread makes alone, with no waiting. tl.sum is different: a
-# column's 16 values lie in threads of different warps, and
-# warps pass values only through shared memory (a small fast
-# memory they share), each waiting at a barrier (bar.sync)
-# until all have written. In one_d that barrier is in the
-# loop: at every step the warps wait for the slowest, and none
-# loads its next tile early. The simple kernel's loop holds
-# only loads and adds: fast warps run ahead, loads in flight.
-# `main.py --asm` compiles both (for an H100, even on a CPU) and
-# counts bar.sync and shfl (a swap inside one warp), and how
-# many sit in each kernel's loop: none in the simple kernel's.
+# one_d_column_sum_kernel, below, is what a PyTorch programmer
+# might write first. It calls tl.sum on each tile inside the
+# loop, into a 1-D acc. On an H200, for x of 16384 x 8192 float32,
+# it takes 0.79 ms; the simple kernel takes 0.50 ms. The reason is
+# that tl.sum makes a program's warps wait for each other. one_d
+# waits at every step, so no warp loads its next tile early. The
+# simple kernel's loop holds only loads and adds, so fast warps
+# run ahead, with loads in flight (asked for, not yet arrived).
+# Why tl.sum waits: Triton spreads each block's values over
+# a program's threads, here 4 warps x 32 = 128. A 16 x 64 tile is
+# 1024 values, so each thread holds 8. acc is spread the same way,
+# so acc += tile is 8 adds each thread makes alone, with no
+# waiting. But a column's 16 values lie in different warps. Warps
+# pass values only through shared memory (a small fast memory they
+# share), and each waits at a barrier (bar.sync) until all
+# have written. `main.py --asm` compiles both (for an H100, even
+# on a CPU). It counts bar.sync and shfl (a swap inside one warp),
+# and how many sit in each loop: none in the simple kernel's.
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -171,41 +171,41 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # Parts 2 and 3 make Part 1 fast. The kernel below changes
 # Part 1's in two ways, each marked (1) or (2) at its lines.
 #
-# (1) Split a tall x over more programs. A program runs on one
-# SM (streaming multiprocessor, one of the GPU's cores; an H200
-# has 132). For x of 1048576 x 64, the simple kernel starts
-# cdiv(64, 64) = 1 program, and one SM alone cannot keep enough
-# loads in flight to keep memory busy. So the grid gets a second
-# axis. The host cuts x's rows into chunks of rows_per_split
-# rows. Program (c, s) owns the same BLOCK_N columns as Part 1's
-# program c, but adds up only chunk s's rows, into row s of a
-# float32 buffer, partial. A second pass adds partial's rows.
-# For M = 12 in 3 chunks of 4 rows (picture.png, right half):
+# (1) Split a tall x over more programs. A program runs on
+# one SM (streaming multiprocessor), one of an H200's 132 cores.
+# For x of 1048576 x 64, the simple kernel starts cdiv(64, 64) = 1
+# program, and one SM alone cannot keep enough loads in flight to
+# keep memory busy. So the grid gets a second axis. The host
+# cuts x's rows into chunks of rows_per_split rows. Program
+# (c, s) owns the same BLOCK_N columns as Part 1's program c, but
+# adds only chunk s's rows, into row s of a float32 buffer,
+# partial. A second pass adds up partial's rows. For M = 12
+# in 3 chunks of 4 rows (picture.png, right half):
 #
 #     partial[0] = x[0:4].sum(0)
 #     partial[1] = x[4:8].sum(0)
 #     partial[2] = x[8:12].sum(0)
 #     out = partial[0] + partial[1] + partial[2]
 #
-# The second pass is Part 1's simple kernel, with partial as its
-# x. It adds partial's rows in a fixed order, so every call gives
-# the same bits. (Atomic adds into out, from every program at
-# once, would land in a different order on each call, and round
-# differently.)
+# The second pass is Part 1's simple kernel, with partial
+# as its x. It adds the rows in a fixed order, so every call gives
+# the same bits. (Atomic adds into out from all programs at once
+# would land in a new order on each call, and round differently.)
 #
 # (2) Load tiles ahead. A load from memory takes hundreds of
 # cycles. The loop tl.range(..., num_stages=STAGES) asks for the
-# next STAGES - 1 tiles before it adds the current one, so that
-# loads and adds overlap: STAGES = 1 loads nothing ahead, 2 one tile.
+# next STAGES - 1 tiles before it adds the current one, so loads
+# and adds overlap. STAGES = 1 loads none ahead, and 2 loads one.
+# This is within each warp's loop, not across warps as in Part 1.
 @triton.jit
 def split_column_sum_kernel(
-    x_ptr, dest_ptr,  # (1) dest: partial, or out if not split
+    x_ptr, dest_ptr,  # (1) dest is partial, or out if x is one chunk
     M, N, stride_m, stride_n,
-    rows_per_split,  # (1) a chunk's rows; M or more if not split
+    rows_per_split,  # (1) rows per chunk (at least M if x is one chunk)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     STAGES: tl.constexpr,  # (2) tiles in flight
 ):  # fmt: skip
-    chunk = tl.program_id(1)  # (1) which chunk: 0 if x is not split
+    chunk = tl.program_id(1)  # (1) this program's chunk, 0 if x is one chunk
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     row_start = chunk * rows_per_split  # (1) the chunk's rows
@@ -214,27 +214,26 @@ def split_column_sum_kernel(
     for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):  # (2)
         rows = i0 + tl.arange(0, BLOCK_M)
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
-        # (1) row_stop, not M: no row is added by two chunks.
+        # (1) The mask uses row_stop, not M, so no two chunks add a row.
         mask = (rows < row_stop)[:, None] & col_mask[None, :]
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)
     sums = tl.sum(acc, axis=0)
     # (1) If x is split, dest_ptr points to partial, a contiguous
-    # float32 (splits, N) buffer: chunk s stores row s, s * N
-    # elements in. Else the one chunk, 0, stores into out itself.
+    # float32 (splits, N) buffer, and chunk s stores row s, which
+    # starts s * N elements in. If not, chunk 0 stores into out.
     tl.store(dest_ptr + chunk * N + cols, sums.to(dest_ptr.dtype.element_ty), mask=col_mask)
 
 
 # ### Part 2 on the host: chunks, the launch, the second pass
-# The host cuts x into chunks of CHUNK_ROWS = 2048 rows. For x
-# of 1048576 x 64 that makes 512 chunks: with BLOCK_N = 64, 512
-# programs, about 4 for each of an H200's 132 SMs.
-# An x of at most 2048 rows is one chunk. That chunk's length,
-# rows_per_split, is M rounded up to a power of 2: M = 1000 and
-# M = 1001 both give 1024. This is for Part 3, whose autotuner
-# times its configs once for each value of rows_per_split: few
-# values, few timings.
-CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # CPU: 256, to split small x
+# The host cuts x into chunks of CHUNK_ROWS = 2048 rows.
+# An x of 1048576 x 64 makes 512 chunks. With BLOCK_N = 64, that
+# is 512 programs, about 4 for each of an H200's 132 SMs. An x of
+# at most 2048 rows is one chunk. Its length, rows_per_split, is
+# M rounded up to a power of 2, so M = 1000 and M = 1001 both give
+# 1024. This is for Part 3, whose autotuner times its configs once
+# per value of rows_per_split. Rounding up keeps those values few.
+CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # 256 on a CPU, to split a small x
 
 
 def chunks(M):
@@ -244,9 +243,9 @@ def chunks(M):
 
 
 def column_sums(x, kernel, **tile):
-    """x.sum(0) by `kernel` at `tile` (or as tuned), split or not."""
+    """x.sum(0) by `kernel`, launched with `tile` or as tuned."""
     M, N = x.shape
-    # Part 1's two limits, and a third: the grid's axis 1.
+    # Part 1's two limits apply here, and so does a third.
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
     out = torch.empty(N, dtype=x.dtype, device=x.device)
@@ -254,10 +253,9 @@ def column_sums(x, kernel, **tile):
     # CUDA allows at most 65535 programs along the grid's axis 1.
     assert splits <= 65535, "too many chunks: see any_x.py"
     # The grid is a function of meta, a dict of the launch's
-    # constexpr values (from **tile, or those Part 3's autotuner
-    # picks): the number of programs depends on BLOCK_N.
+    # constexpr values (from **tile, or picked by Part 3's
+    # autotuner), since the number of programs depends on BLOCK_N.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
-    # The kernel stores into out if x is one chunk, else partial.
     dest = out if splits == 1 else x.new_empty((splits, N), dtype=torch.float32)
     kernel[grid](x, dest, M, N, *x.stride(), rows_per_split, **tile)
     if splits > 1:  # the second pass adds up partial's rows
@@ -268,63 +266,65 @@ def column_sums(x, kernel, **tile):
 def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
     """out[j] = partial[:, j].sum(), in order, by Part 1's kernel."""
     P, N = partial.shape
-    # block_m: P rounded up to a power of 2 (at most 256), so
-    # that few steps cover P; block_n: about 4096 values a tile.
+    # block_m is P rounded up to a power of 2 (at most 256), so
+    # few steps cover P. block_n gives tiles of about 4096 values.
+    # any_x.py passes extra launch arguments through **more.
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)
     kernel[grid](partial, out, P, N, *partial.stride(), BLOCK_M=block_m, BLOCK_N=block_n, **more)
 
 
-# The "split" variant runs Part 2's kernel at one tile, with
-# STAGES = 2. What (1), (2) and Part 3 buy, in us on an H200
-# (two runs agree); "(1) only" is split at STAGES = 1:
+# The "split" variant runs Part 2's kernel with one fixed launch
+# setting, SPLIT_TILE (below), which has STAGES = 2. "(1) only" is
+# the same with STAGES = 1. Here is what (1), (2) and Part 3
+# buy, in microseconds (us) on an H200 (two runs agree):
 #   x of            simple  (1) only  split     tuned  torch
 #   1048576x64 f32   27830       131        76     77    164
 #   1048576x64 bf16  26160        77        50     50    138
 #   16384x8192 f32     502       159       145    133    139
 #   16384x8192 bf16    485        94        76     76     82
-# (1) helps the wide x too: the simple kernel starts 8192 / 64
-# = 128 programs there, one per SM or none; 8 chunks make 1024.
-# These are the kernels' times alone: the timing replays a
-# recording of the launches (a CUDA graph), without Python.
-# Called from a plain Python loop, the times were the same,
-# except for "tuned": there a call took up to 134 us, because
-# its autotuner runs Python code at every call.
+# (1) helps the wide x too. There the simple kernel starts
+# 8192 / 64 = 128 programs, at most one per SM, and the
+# split kernel's 8 chunks make 1024. These are the kernels'
+# own times, because the timing replays a recording of the
+# launches (a CUDA graph), without Python. Timed in a plain
+# Python loop, only "tuned" was slower. A call to it took up
+# to 134 us, because its autotuner runs Python code at every call.
 SPLIT_TILE = dict(BLOCK_M=64, BLOCK_N=64, STAGES=2, num_warps=4)
 column_sums_split = functools.partial(column_sums, kernel=split_column_sum_kernel, **SPLIT_TILE)
 
 
 # ## Part 3. column_sum_kernel: the split kernel, tuned
-# The best tile depends on x. In a tile wider than x, most
-# values are masked off; a chunk of few rows wants a tile of few
-# rows. A triton.Config is one candidate: values for the
-# kernel's constexprs, and num_warps. A TILES row is (BLOCK_M,
-# BLOCK_N, STAGES, num_warps), as in SPLIT_TILE: 7 of 32 timed
-# (tools/tile_sweep.py), each the fastest on some shape.
+# The best tile depends on x. In a tile wider than x, most values
+# are masked off, and a chunk of few rows wants a tile of few
+# rows. A triton.Config is one candidate: values for the kernel's
+# constexprs, and num_warps. A TILES row is (BLOCK_M, BLOCK_N,
+# STAGES, num_warps), as in SPLIT_TILE. tools/tile_sweep.py timed
+# 32 candidates, and each of these 7 is the fastest on some shape.
 TILES = [(256, 32, 1, 4), (128, 32, 2, 4), (64, 64, 2, 4), (256, 64, 2, 8)]
-TILES += [(32, 128, 2, 4), (128, 128, 1, 8), (1, 1024, 1, 8)]  # last: x of few rows
+TILES += [(32, 128, 2, 4), (128, 128, 1, 8), (1, 1024, 1, 8)]  # the last for an x of few rows
 if common.INTERPRETED:
-    TILES = [(32, 32, 1, 4)]  # the CPU can't time a GPU: one config
+    TILES = [(32, 32, 1, 4)]  # one config: a CPU cannot time a GPU
 CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, s, w in TILES]
 
-# triton.autotune(configs, key) wraps a kernel. Its first launch
-# with new values of the key's arguments times every config, and
-# keeps the fastest for those values. Our key is N and
-# rows_per_split, not M: a model calls with many numbers of rows,
-# and each new M would time all 7 configs again, while
-# rows_per_split (set on the host, above) takes few values.
-# Usually @triton.autotune(...) sits above @triton.jit; here it
-# is called as a function, so Part 2's kernel stays untuned.
+# triton.autotune(configs, key) wraps a kernel. Its first
+# launch with new values of the key's arguments times every
+# config, and keeps the fastest for those values. Our key
+# is N and rows_per_split, not M. A model calls with many
+# numbers of rows, and each new M would time all 7 configs
+# again. rows_per_split, set on the host in Part 2, takes few
+# values. @triton.autotune usually sits above @triton.jit. Here it
+# is called as a function, so that Part 2's kernel stays untuned.
 tune = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
 column_sum_kernel = tune(split_column_sum_kernel)
 column_sums_tuned = functools.partial(column_sums, kernel=column_sum_kernel)
 
 
 # ## Gradients: a torch.autograd.Function
-# grad_x[i, j] = grad_out[j] needs no kernel: it is
-# grad_out.expand(M, N), a view repeating grad_out down M rows.
-# autograd can differentiate expand again: second derivatives.
+# grad_x[i, j] = grad_out[j] needs no kernel. It is the view
+# grad_out.expand(M, N), which repeats grad_out down M rows.
+# autograd can differentiate expand, so second derivatives work.
 class BlockedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -338,12 +338,12 @@ class BlockedSum(torch.autograd.Function):
 
 VARIANTS = {"simple": column_sums_simple, "one_d": column_sums_one_d}
 VARIANTS |= {"split": column_sums_split, "tuned": column_sums_tuned}
-# Next, optional: any_x.py (Part 4: op.py's kernel) and block_ptr.py.
+# Optional next: any_x.py (Part 4, the kernel op.py runs) and block_ptr.py.
 
 
 # ## The harness: checks, timing (skip it on a first read)
 def check_variants(x, variants):
-    """check() on each variant; its outputs start as NaN."""
+    """Runs check() on each variant. Outputs start as NaN."""
     for name, fn in variants.items():
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
         with common.uninitialized_memory_is_nan():
@@ -357,7 +357,7 @@ SWEEP = [dict(rows=m, cols=n, dtype=t) for t in ("float32", "bfloat16") for m, n
 
 
 def benchmark(rows, cols, dtype="float32", module=sys.modules[__name__]):
-    """Times torch, module.VARIANTS, and column_sum_kernel bare."""
+    """Times torch, module.VARIANTS and a bare column_sum_kernel."""
     x = torch.randn(rows, cols, dtype=DTYPES.get(dtype, dtype), device=common.DEVICE)
     calls = {"torch": functools.partial(x.sum, 0)}
     calls |= {name: functools.partial(fn, x) for name, fn in module.VARIANTS.items()}

@@ -267,8 +267,8 @@ def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
     """out[j] = partial[:, j].sum(), in order, by Part 1's kernel."""
     P, N = partial.shape
     # block_m is P rounded up to a power of 2 (at most 256), so
-    # few steps cover P. block_n gives tiles of about 4096 values.
-    # any_x.py passes extra launch arguments through **more.
+    # few steps cover P. block_n aims at 4096 values, in 16 to 256.
+    # **more: any_x.py's extra launch arguments.
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)

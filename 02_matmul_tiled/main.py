@@ -65,9 +65,9 @@ def simple_matmul_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # C's tile
     BLOCK_K: tl.constexpr,  # how many values of k each loop step takes
 ):  # fmt: skip
-    # The grid has one axis, so each program has one id. The
-    # kernel assigns C's tiles to the ids row by row, in order.
-    # Part 2 keeps one axis so that it can choose each id's tile.
+    # The grid has one axis, so each program has one id, and the
+    # kernel gives C's tiles to the ids row by row. (A 2-D grid
+    # would do here; Part 2 needs one axis to reorder the tiles.)
     tiles_n = tl.cdiv(N, BLOCK_N)  # the number of tiles in a row of C
     pid_m = tl.program_id(0) // tiles_n  # this program's tile row
     pid_n = tl.program_id(0) % tiles_n  # this program's tile column
@@ -97,8 +97,8 @@ def matmul_simple(a, b):
     assert K == b.shape[0], "a's columns must match b's rows"
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     within_limits(a, b, c)  # refuses float64, and offsets too big for int32 (2**31 or more)
-    # Under the CPU interpreter, tl.dot gets bfloat16 wrong, so
-    # dot_inputs then turns bfloat16 inputs into float32 copies.
+    # The CPU interpreter's tl.dot multiplies bfloat16 wrongly, so
+    # there dot_inputs passes float32 copies. A GPU gets a, b as is.
     a, b = common.dot_inputs(a, b)
     BM = BN = 64  # C's tiles are BM x BN
     grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)  # one program per tile
@@ -150,7 +150,9 @@ def check(fn, a, b, what):
 # The table below lists each offset with the element it loads.
 # "off" marks a load that the mask turns off, and the word in
 # parentheses says why. Row 5 is past M = 5, column 7 is past
-# N = 7, and k = 3 is past K = 3.
+# N = 7, and k = 3 is past K = 3. Offset 15 appears twice: at
+# k = 0 it stands for A[5, 0], at k = 2 for A[4, 3]. Where two
+# masks are off, the word names the first of the mask's terms.
 #
 #     A, k = 0:   12 A[4,0]      13 A[4,1]
 #                 15 off (row)   16 off (row)
@@ -227,7 +229,7 @@ def check(fn, a, b, what):
 # order with GROUP_M = 3.
 #
 # Now take a large case. An H200 has 132 SMs. Let C be
-# 4096 x 4096, cut into 128 x 128 tiles, or 32 x 32 tiles.
+# 4096 x 4096, cut into a 32 x 32 grid of 128 x 128 tiles.
 # Suppose that each SM runs one program at a time, because a
 # program of this size fills much of an SM's shared memory.
 # (Shared memory is a small, fast memory in which tiles wait

@@ -136,8 +136,10 @@ def run_docstring_example():
 # it takes 0.79 ms; the simple kernel takes 0.50 ms. The reason is
 # that tl.sum makes a program's warps wait for each other. one_d
 # waits at every step, so no warp loads its next tile early. The
-# simple kernel's loop holds only loads and adds, so fast warps
-# run ahead, with loads in flight (asked for, not yet arrived).
+# simple kernel's loop holds only loads and adds, and nothing
+# makes its warps wait for each other. A warp done with its adds
+# asks for its next tile while others still add, so loads stay
+# in flight (asked for, not yet arrived).
 # Why tl.sum waits: Triton spreads each block's values over
 # a program's threads, here 4 warps x 32 = 128. A 16 x 64 tile is
 # 1024 values, so each thread holds 8. acc is spread the same way,
@@ -196,7 +198,7 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # cycles. The loop tl.range(..., num_stages=STAGES) asks for the
 # next STAGES - 1 tiles before it adds the current one, so loads
 # and adds overlap. STAGES = 1 loads none ahead, and 2 loads one.
-# This is within each warp's loop, not across warps as in Part 1.
+# Part 1 overlaps them across warps; STAGES, within each warp.
 @triton.jit
 def split_column_sum_kernel(
     x_ptr, dest_ptr,  # (1) dest is partial, or out if x is one chunk
@@ -231,8 +233,7 @@ def split_column_sum_kernel(
 # is 512 programs, about 4 for each of an H200's 132 SMs. An x of
 # at most 2048 rows is one chunk. Its length, rows_per_split, is
 # M rounded up to a power of 2, so M = 1000 and M = 1001 both give
-# 1024. This is for Part 3, whose autotuner times its configs once
-# per value of rows_per_split. Rounding up keeps those values few.
+# 1024. Part 3 explains why this rounding matters.
 CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # 256 on a CPU, to split a small x
 
 
@@ -268,29 +269,12 @@ def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
     P, N = partial.shape
     # block_m is P rounded up to a power of 2 (at most 256), so
     # few steps cover P. block_n aims at 4096 values, in 16 to 256.
-    # **more: any_x.py's extra launch arguments.
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)
     kernel[grid](partial, out, P, N, *partial.stride(), BLOCK_M=block_m, BLOCK_N=block_n, **more)
 
 
-# The "split" variant runs Part 2's kernel with one fixed launch
-# setting, SPLIT_TILE (below), which has STAGES = 2. "(1) only" is
-# the same with STAGES = 1. Here is what (1), (2) and Part 3
-# buy, in microseconds (us) on an H200 (two runs agree):
-#   x of            simple  (1) only  split     tuned  torch
-#   1048576x64 f32   27830       131        76     77    164
-#   1048576x64 bf16  26160        77        50     50    138
-#   16384x8192 f32     502       159       145    133    139
-#   16384x8192 bf16    485        94        76     76     82
-# (1) helps the wide x too. There the simple kernel starts
-# 8192 / 64 = 128 programs, at most one per SM, and the
-# split kernel's 8 chunks make 1024. These are the kernels'
-# own times, because the timing replays a recording of the
-# launches (a CUDA graph), without Python. Timed in a plain
-# Python loop, only "tuned" was slower. A call to it took up
-# to 134 us, because its autotuner runs Python code at every call.
 SPLIT_TILE = dict(BLOCK_M=64, BLOCK_N=64, STAGES=2, num_warps=4)
 column_sums_split = functools.partial(column_sums, kernel=split_column_sum_kernel, **SPLIT_TILE)
 
@@ -314,11 +298,27 @@ CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for 
 # is N and rows_per_split, not M. A model calls with many
 # numbers of rows, and each new M would time all 7 configs
 # again. rows_per_split, set on the host in Part 2, takes few
-# values. @triton.autotune usually sits above @triton.jit. Here it
-# is called as a function, so that Part 2's kernel stays untuned.
+# values, because the host rounds it up to a power of 2.
+# @triton.autotune usually sits above @triton.jit. Here it is
+# called as a function, so that Part 2's kernel stays untuned.
 tune = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
 column_sum_kernel = tune(split_column_sum_kernel)
 column_sums_tuned = functools.partial(column_sums, kernel=column_sum_kernel)
+
+# ### What (1), (2) and Part 3 bought, in us on an H200
+# "split" is Part 2's kernel at SPLIT_TILE (STAGES = 2), and
+# "(1) only" is the same at STAGES = 1. Two runs agree.
+#   x of            simple  (1) only  split     tuned  torch
+#   1048576x64 f32   27830       131        76     77    164
+#   1048576x64 bf16  26160        77        50     50    138
+#   16384x8192 f32     502       159       145    133    139
+#   16384x8192 bf16    485        94        76     76     82
+# (1) helps the wide x too. There the simple kernel starts
+# 8192 / 64 = 128 programs, at most one per SM, and split's 8
+# chunks make 1024. These are kernel times, without Python:
+# the timing replays a recording of the launches (a CUDA graph).
+# In a plain Python loop, only "tuned" took longer: up to 134 us
+# a call, because its autotuner runs Python code at every call.
 
 
 # ## Gradients: a torch.autograd.Function

@@ -251,13 +251,14 @@ def forward_tuned(x2d, weight):
 #   Part 3     D tile t      p, 0 to P-1   down row tiles
 #                                          p, p + P, p + 2P, ...
 # So the P programs of a D tile take turns over its row tiles.
-# A loop with step P hands each program its row tiles with no
-# arithmetic to cut the rows into chunks. As a program walks
-# down, it adds x * grad_y into a 2-D acc for the same columns
-# at every step. So, as in the forward, tl.sum runs once, at
-# the end. In both parts, p is the row of partial that a
-# program writes. In PyTorch, with cols the columns of D tile
-# t and rows(i) the rows of row tile i:
+# A loop with step P hands each program its row tiles. (Giving
+# each program one run of rows instead would need the start and
+# end of each run worked out, as lesson 03's chunks do.)
+# As a program walks down, it adds x * grad_y into a 2-D acc
+# for the same columns at every step. So, as in the forward,
+# tl.sum runs once, at the end. In both parts, p is the row of
+# partial that a program writes. In PyTorch, with cols the
+# columns of D tile t and rows(i) the rows of row tile i:
 #     acc = torch.zeros(ROWS_TILE, D_TILE)
 #     for i in range(p, row_tiles, P):
 #         acc += x[rows(i), cols] * grad_y[rows(i), None]

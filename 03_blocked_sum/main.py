@@ -43,7 +43,7 @@ its end. Without masks, program 1 would load:
   They would be added into out[6] and out[7], which the store
   never writes (its mask is cols < N).
 - at columns 6 and 7 of row 4 and all of row 5, memory past x's
-  end. Row 5's garbage would be added into out[4] and out[5].
+  end, which may fault; row 5's would be added to out[4], out[5].
 With the masks, those loads read nothing and give 0.
 `main.py --draw picture.png` draws this from the kernel itself.
 """
@@ -138,9 +138,9 @@ def run_docstring_example():
 # waits at every step, so no warp loads its next tile early. The
 # simple kernel's loop holds only loads and adds, and nothing
 # makes its warps wait for each other. A warp done with its adds
-# asks for its next tile while others still add, so loads stay
-# in flight (asked for, not yet arrived).
-# Why tl.sum waits: Triton spreads each block's values over
+# asks for its part of the next tile while others still add, so
+# loads stay in flight (asked for, not yet arrived).
+# Why tl.sum waits (a detail to skim): Triton spreads each block's values over
 # a program's threads, here 4 warps x 32 = 128. A 16 x 64 tile is
 # 1024 values, so each thread holds 8. acc is spread the same way,
 # so acc += tile is 8 adds each thread makes alone, with no
@@ -195,10 +195,10 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # would land in a new order on each call, and round differently.)
 #
 # (2) Load tiles ahead. A load from memory takes hundreds of
-# cycles. The loop tl.range(..., num_stages=STAGES) asks for the
-# next STAGES - 1 tiles before it adds the current one, so loads
-# and adds overlap. STAGES = 1 loads none ahead, and 2 loads one.
-# Part 1 overlaps them across warps; STAGES, within each warp.
+# cycles. In Part 1, one warp adds while another waits for its
+# load. tl.range(..., num_stages=STAGES) also lets each warp ask
+# for the next STAGES - 1 tiles before it adds the current one.
+# STAGES = 1 loads none ahead, and 2 loads one.
 @triton.jit
 def split_column_sum_kernel(
     x_ptr, dest_ptr,  # (1) dest is partial, or out if x is one chunk
@@ -317,8 +317,8 @@ column_sums_tuned = functools.partial(column_sums, kernel=column_sum_kernel)
 # 8192 / 64 = 128 programs, at most one per SM, and split's 8
 # chunks make 1024. These are kernel times, without Python:
 # the timing replays a recording of the launches (a CUDA graph).
-# In a plain Python loop, only "tuned" took longer: up to 134 us
-# a call, because its autotuner runs Python code at every call.
+# In a plain Python loop each time matched, but for "tuned": up
+# to 134 us a call, as its autotuner runs Python at every call.
 
 
 # ## Gradients: a torch.autograd.Function

@@ -243,17 +243,16 @@ def forward_tuned(x2d, weight):
 #   P picked by the host. It also runs tl.sum once per program.
 # - (tune) picks the tile from CONFIGS, as forward_kernel does.
 #
-# (split) changes what a program owns, and so the grid. A row
+# (split) changes what a program owns, and so the grid (the
+# right half of picture.png draws it, for an x of 10 x 8). A row
 # tile is ROWS_TILE rows of x. D tile t is the D_TILE columns
 # from t * D_TILE. The grid gains a second axis, of size P:
 #              grid axis 0   grid axis 1   a program walks
 #   Part 1b    row tile p    (none)        across D
 #   Part 3     D tile t      p, 0 to P-1   down row tiles
 #                                          p, p + P, p + 2P, ...
-# So the P programs of a D tile take turns over its row tiles.
-# A loop with step P hands each program its row tiles. (Giving
-# each program one run of rows instead would need the start and
-# end of each run worked out, as lesson 03's chunks do.)
+# So the P programs of a D tile share its row tiles, interleaved,
+# and all run at once. A loop with step P hands each its share.
 # As a program walks down, it adds x * grad_y into a 2-D acc
 # for the same columns at every step. So, as in the forward,
 # tl.sum runs once, at the end. In both parts, p is the row of
@@ -294,9 +293,8 @@ def backward_kernel(
         offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
         # Load x before storing grad_x, as Part 1b does too. The
         # compiler cannot tell that x and grad_x are different
-        # memory. As far as it knows, the store may change x. So a
-        # load written after the store would wait for the store to
-        # finish, which we measured as 18% slower.
+        # memory, so it keeps their loads and stores in the order
+        # written. With the store first, we measured 18% slower.
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         grad_x = grad_y[:, None] * w[None, :]
         # As grad_x is contiguous, its rows lie D apart.
@@ -315,7 +313,7 @@ def backward_kernel(
 # A GPU's cores are its SMs (streaming multiprocessors), and
 # an H200 has 132. About 8 programs per SM keep the SMs busy,
 # because while some programs wait for memory, others compute.
-# So P shares 8 * SMs programs among the D tiles. At D = 128
+# So the host aims at 8 * SMs programs, P per D tile. At D = 128
 # there is one D tile, and P is 1056. The host makes partial,
 # with its P rows, before the launch. But the autotuner picks
 # D_TILE only during the launch, so the host counts D tiles as

@@ -3,15 +3,16 @@
 What you learn: the pattern behind Triton's reductions.
 Each program adds whole tiles of x into a 2-D accumulator,
 acc, and reduces acc to one row only once, after its loop.
-Then you make it fast on every shape of x: split a tall x
-over more programs, load tiles ahead, and tune the tile.
-("Why reduce once", after Part 1, explains why acc is 2-D.)
+Then you make it fast on every shape of x: split a tall x over
+more programs, load tiles ahead, and tune the tile. ("Why
+reduce once", after Part 1, explains why acc is 2-D.)
 
 Words from lesson 01: a program is a running copy of a kernel,
 numbered by tl.program_id. Programs run in parallel, and each
 runs on num_warps warps, groups of 32 threads. A block is a
-small tensor of fixed shape inside one program. A stride is the
-step, in elements, from one index to the next along a dim.
+small tensor of fixed shape inside one program, its values
+spread over the program's threads. A stride is the step, in
+elements, from one index to the next along a dim.
 New here: a tile is the 2-D block of x that one step of a
 program's loop loads. Each program owns BLOCK_N columns of x.
 
@@ -39,9 +40,8 @@ rows [0, 1], [2, 3] and [4, 5]. Its first step loads x at offsets:
 
 Columns 6 and 7 lie past x's edge (N = 6), and row 5 lies past
 its end. Without masks, program 1 would load:
-- at columns 6 and 7 of rows 0 to 3, the next row's first values.
-  They would be added into out[6] and out[7], which the store
-  never writes (its mask is cols < N).
+- at columns 6 and 7 of rows 0 to 3, the next row's first
+  values, into sums that the store drops (cols < N): harmless.
 - at columns 6 and 7 of row 4 and all of row 5, memory past x's
   end, which may fault; row 5's would be added to out[4], out[5].
 With the masks, those loads read nothing and give 0.
@@ -95,12 +95,7 @@ def simple_column_sum_kernel(
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by `kernel`, Part 1's kernel by default."""
     M, N = x.shape
-    # Two limits apply, and any_x.py lifts both. acc's float32
-    # sums are too coarse for a float64 x. Triton's offsets are
-    # int32, which wrap past 2**31 elements. elements_spanned(x)
-    # is 1 + the largest offset that x's strides reach.
-    assert x.dtype != torch.float64, "float32 sums: see any_x.py"
-    assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
+    within_limits(x)  # no float64, no int32 overflow (the harness)
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     BLOCK_M, BLOCK_N = 16, 64  # a tile of 16 x 64
     grid = (triton.cdiv(N, BLOCK_N),)  # one program per 64 columns
@@ -131,25 +126,25 @@ def run_docstring_example():
 
 # ## Why reduce once: the 1-D way, for comparison
 # one_d_column_sum_kernel, below, is what a PyTorch programmer
-# might write first. It calls tl.sum on each tile inside the
-# loop, into a 1-D acc. On an H200, for x of 16384 x 8192 float32,
-# it takes 0.79 ms; the simple kernel takes 0.50 ms. The reason is
-# that tl.sum makes a program's warps wait for each other. one_d
-# waits at every step, so no warp loads its next tile early. The
-# simple kernel's loop holds only loads and adds, and nothing
-# makes its warps wait for each other. A warp done with its adds
-# asks for its part of the next tile while others still add, so
-# loads stay in flight (asked for, not yet arrived).
-# Why tl.sum waits (a detail to skim): Triton spreads each block's values over
-# a program's threads, here 4 warps x 32 = 128. A 16 x 64 tile is
-# 1024 values, so each thread holds 8. acc is spread the same way,
-# so acc += tile is 8 adds each thread makes alone, with no
-# waiting. But a column's 16 values lie in different warps. Warps
-# pass values only through shared memory (a small fast memory they
-# share), and each waits at a barrier (bar.sync) until all
-# have written. `main.py --asm` compiles both (for an H100, even
-# on a CPU). It counts bar.sync and shfl (a swap inside one warp),
-# and how many sit in each loop: none in the simple kernel's.
+# might write first: a 1-D acc, and a tl.sum of each tile inside
+# the loop. On an H200, for x of 16384 x 8192 float32, it takes
+# 0.79 ms; the simple kernel takes 0.50 ms.
+# The rule: keep a reduction such as tl.sum out of the loop.
+# tl.sum makes a program's warps wait for each other, so one_d
+# waits at every step, and no warp asks for its part of the next
+# tile early. The simple kernel's loop holds only loads and adds.
+# Nothing makes its warps wait, so a warp done with its adds asks
+# for its next loads while the others still add.
+# Why tl.sum waits (a detail to skim): a 16 x 64 tile is 1024
+# values over 128 threads (4 warps x 32), 8 a thread, and acc is
+# spread the same way, so acc += tile needs no other thread. But
+# a column's 16 values lie in different warps, which pass values
+# only through shared memory (a small fast memory they share),
+# and wait at a barrier (bar.sync) until all have written.
+# `main.py --asm` compiles both (for an H100, even on a CPU) and
+# counts the bar.sync and shfl (a swap inside one warp) in each
+# loop: none in the simple kernel's; 3 to 4 bar.sync and 8 to 12
+# shfl in one_d's (Triton 3.6 to 3.9).
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -228,12 +223,11 @@ def split_column_sum_kernel(
 
 
 # ### Part 2 on the host: chunks, the launch, the second pass
-# The host cuts x into chunks of CHUNK_ROWS = 2048 rows.
-# An x of 1048576 x 64 makes 512 chunks. With BLOCK_N = 64, that
-# is 512 programs, about 4 for each of an H200's 132 SMs. An x of
-# at most 2048 rows is one chunk. Its length, rows_per_split, is
-# M rounded up to a power of 2, so M = 1000 and M = 1001 both give
-# 1024. Part 3 explains why this rounding matters.
+# The host cuts x into chunks of CHUNK_ROWS = 2048 rows: for
+# x of 1048576 x 64, 512 chunks, so with BLOCK_N = 64 there are
+# 512 programs, about 4 for each of an H200's 132 SMs. An x of at
+# most 2048 rows is one chunk, of M rounded up to a power of 2
+# rows (rows_per_split; Part 3 explains why it is rounded).
 CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # 256 on a CPU, to split a small x
 
 
@@ -246,9 +240,7 @@ def chunks(M):
 def column_sums(x, kernel, **tile):
     """x.sum(0) by `kernel`, launched with `tile` or as tuned."""
     M, N = x.shape
-    # Part 1's two limits apply here, and so does a third.
-    assert x.dtype != torch.float64, "float32 sums: see any_x.py"
-    assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
+    within_limits(x)  # Part 1's two limits; a third comes below
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     splits, rows_per_split = chunks(M)
     # CUDA allows at most 65535 programs along the grid's axis 1.
@@ -342,6 +334,14 @@ VARIANTS |= {"split": column_sums_split, "tuned": column_sums_tuned}
 
 
 # ## The harness: checks, timing (skip it on a first read)
+def within_limits(x):
+    """The wrappers' two limits (any_x.py lifts both): float32 sums
+    are too coarse for float64, and int32 offsets wrap past 2**31;
+    elements_spanned(x) is 1 + the largest offset x's strides reach."""
+    assert x.dtype != torch.float64, "float32 sums: see any_x.py"
+    assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
+
+
 def check_variants(x, variants):
     """Runs check() on each variant. Outputs start as NaN."""
     for name, fn in variants.items():

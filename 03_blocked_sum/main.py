@@ -135,16 +135,16 @@ def run_docstring_example():
 # tile early. The simple kernel's loop holds only loads and adds.
 # Nothing makes its warps wait, so a warp done with its adds asks
 # for its next loads while the others still add.
-# Why tl.sum waits (a detail to skim): a 16 x 64 tile is 1024
-# values over 128 threads (4 warps x 32), 8 a thread, and acc is
-# spread the same way, so acc += tile needs no other thread. But
-# a column's 16 values lie in different warps, which pass values
-# only through shared memory (a small fast memory they share),
-# and wait at a barrier (bar.sync) until all have written.
-# `main.py --asm` compiles both (for an H100, even on a CPU) and
-# counts the bar.sync and shfl (a swap inside one warp) in each
-# loop: none in the simple kernel's; 3 to 4 bar.sync and 8 to 12
-# shfl in one_d's (Triton 3.6 to 3.9).
+# Why tl.sum waits (a detail to skim): `main.py --asm` prints
+# Triton's layout of the 16 x 64 tile over 4 warps. A thread
+# holds 4 columns of a row, a warp 2 rows, the 4 warps 8, twice
+# over: warp w holds rows 2w, 2w + 1, 2w + 8 and 2w + 9. So
+# acc += tile needs no other thread, but a column's 16 values
+# lie in all 4 warps, which pass values only through shared
+# memory (a small fast memory they share) and a barrier,
+# bar.sync. --asm counts bar.sync and shfl (a swap inside a
+# warp) in each loop: none in the simple kernel's; 3 to 4
+# bar.sync and 8 to 12 shfl in one_d's (Triton 3.6 to 3.9).
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,

@@ -39,6 +39,19 @@ def test_asm_prints_the_instructions_it_names(folder, capfd):
     opcodes = [opcode(line) for line in out.splitlines() if line.startswith(" " * 6)]
     for instruction in INSTRUCTIONS[folder]:
         assert any(op.startswith(instruction) for op in opcodes), f"{instruction} not in {out}"
+    if folder == "03_blocked_sum":  # "Why reduce once" cites the layout of its 16 x 64 tile
+        assert "a thread holds 1 x 4 values of a 2-D block, a warp spans 2 x 64" in out
+
+
+def test_block_layout_reads_the_first_2d_blocked_layout():
+    from tools import asm
+
+    ttgir = """
+    #blocked = #ttg.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+    #blocked1 = #ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]}>
+    """  # noqa: E501
+    assert asm.block_layout(ttgir) == ((1, 4), (2, 16), (4, 1))
+    assert asm.block_layout("module {}") is None
 
 
 def test_asm_counts_the_lines_inside_a_loop():

@@ -79,6 +79,7 @@ class Probe(NamedTuple):  # a kernel to compile, its launch, and what to look fo
     args: tuple
     kwargs: dict  # constexprs and launch options not set by the autotuner
     looks: list  # (regex, what its lines do)
+    layout: bool = False  # also print how Triton spreads its 2-D blocks over threads
 
 
 def probes_01(lesson, device):
@@ -142,7 +143,7 @@ def probes_03(lesson, device):
     args, tile = (x, out, 1000, 96, *x.stride()), dict(BLOCK_M=16, BLOCK_N=64)
     return [
         Probe("simple_column_sum_kernel, float32: tl.sum after the loop",
-              lesson.simple_column_sum_kernel, (2,), args, tile, looks),
+              lesson.simple_column_sum_kernel, (2,), args, tile, looks, layout=True),
         Probe("one_d_column_sum_kernel, float32: tl.sum in the loop",
               lesson.one_d_column_sum_kernel, (2,), args, tile, looks),
     ]  # fmt: skip
@@ -163,6 +164,19 @@ def probes_04(lesson, device):  # lesson: main.py or wide.py; wide.py's kernel
               looks)
         for align in (1, 4)
     ]  # fmt: skip
+
+
+def block_layout(ttgir):
+    """The first 2-D blocked layout in a kernel's TTGIR (Triton's IR after it has placed each
+    block's values on threads), as ((rows, columns) a thread holds, (rows, columns) a warp's
+    threads span, (rows, columns) of warps); None if it has none."""
+    pairs = r"\[(\d+), (\d+)\]"
+    layout = rf"sizePerThread = {pairs}, threadsPerWarp = {pairs}, warpsPerCTA = {pairs}"
+    found = re.search(r"#\w+\.blocked<\{" + layout, ttgir)
+    if found is None:
+        return None
+    numbers = [int(n) for n in found.groups()]
+    return tuple(tuple(numbers[i : i + 2]) for i in (0, 2, 4))
 
 
 def in_loops(lines):
@@ -208,6 +222,14 @@ def show(lesson):
         lines = [line.strip() for line in compiled.asm["ptx"].splitlines()]
         looped = in_loops(lines)
         print(f"\n{probe.title}\n  ({', '.join(f'{k} {v}' for k, v in tile.items())}):")
+        layout = block_layout(compiled.asm["ttgir"]) if probe.layout else None
+        if layout:  # (rows, columns): a thread's share, a warp's span, the warps
+            (tr, tc), (wr, wc), (nr, nc) = layout
+            print(
+                f"  layout (Triton's): a thread holds {tr} x {tc} values of a 2-D block, a warp "
+                f"spans {tr * wr} x {tc * wc}, its {nr} x {nc} warps {tr * wr * nr} x "
+                f"{tc * wc * nc}, repeated to cover the block"
+            )
         for pattern, meaning in probe.looks:
             hits = [i for i, line in enumerate(lines) if re.search(pattern, line)]
             found, inside = [lines[i] for i in hits], sum(looped[i] for i in hits)

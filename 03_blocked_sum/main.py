@@ -130,11 +130,12 @@ def run_docstring_example():
 # the loop. On an H200, for x of 16384 x 8192 float32, it takes
 # 0.79 ms; the simple kernel takes 0.50 ms.
 # The rule: keep a reduction such as tl.sum out of the loop.
-# tl.sum makes a program's warps wait for each other, so one_d
-# waits at every step, and no warp asks for its part of the next
-# tile early. The simple kernel's loop holds only loads and adds.
-# Nothing makes its warps wait, so a warp done with its adds asks
-# for its next loads while the others still add.
+# A warp sends off its loads and goes on until it needs their
+# values. But tl.sum makes a program's warps wait for each other,
+# so one_d waits at every step, and no warp asks for its part of
+# the next tile early. The simple kernel's loop holds only loads
+# and adds: a warp done with its adds asks for its next loads
+# while the others still add.
 # Why tl.sum waits (a detail to skim): `main.py --asm` prints
 # Triton's layout of the 16 x 64 tile over 4 warps. A thread
 # holds 4 columns of a row, a warp 2 rows, the 4 warps 8, twice
@@ -272,35 +273,35 @@ column_sums_split = functools.partial(column_sums, kernel=split_column_sum_kerne
 
 
 # ## Part 3. column_sum_kernel: the split kernel, tuned
-# The best tile depends on x. In a tile wider than x, most values
-# are masked off, and a chunk of few rows wants a tile of few
-# rows. A triton.Config is one candidate: values for the kernel's
-# constexprs, and num_warps. A TILES row is (BLOCK_M, BLOCK_N,
-# STAGES, num_warps), as in SPLIT_TILE. tools/tile_sweep.py timed
-# 32 candidates, and each of these 7 is the fastest on some shape.
+# The best tile depends on x: a chunk of few rows wants a tile
+# of few rows. A triton.Config is one candidate: values for the
+# kernel's constexprs, and num_warps. A TILES row is (BLOCK_M,
+# BLOCK_N, STAGES, num_warps). Each of these 7 was the fastest
+# on some shape (tools/tile_sweep.py timed 32 candidates).
 TILES = [(256, 32, 1, 4), (128, 32, 2, 4), (64, 64, 2, 4), (256, 64, 2, 8)]
 TILES += [(32, 128, 2, 4), (128, 128, 1, 8), (1, 1024, 1, 8)]  # the last for an x of few rows
 if common.INTERPRETED:
     TILES = [(32, 32, 1, 4)]  # one config: a CPU cannot time a GPU
 CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, s, w in TILES]
 
-# triton.autotune(configs, key) wraps a kernel. Its first
-# launch with new values of the key's arguments times every
-# config, and keeps the fastest for those values. Our key
-# is N and rows_per_split, not M. A model calls with many
-# numbers of rows, and each new M would time all 7 configs
-# again. rows_per_split, set on the host in Part 2, takes few
-# values, because the host rounds it up to a power of 2.
+# triton.autotune(configs, key) wraps a kernel. Its first launch
+# with new values of the key's arguments times every config, and
+# keeps the fastest for those values. Our key is N and
+# rows_per_split, not M: a model calls with many numbers of rows,
+# and each new M would time all 7 configs again. rows_per_split
+# takes few values, as the host rounds it up to a power of 2.
 # @triton.autotune usually sits above @triton.jit. Here it is
 # called as a function, so that Part 2's kernel stays untuned.
 tune = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
 column_sum_kernel = tune(split_column_sum_kernel)
 column_sums_tuned = functools.partial(column_sums, kernel=column_sum_kernel)
 
-# ### What (1), (2) and Part 3 bought: us on an H200, 2 runs
+# ### What (1), (2) and Part 3 bought
+# Times in microseconds (us) on an H200; two runs agreed.
 # "split" is Part 2's kernel at SPLIT_TILE (64 x 64, STAGES = 2),
-# and "(1) only" the same at STAGES = 1. That tile is 4 times
-# Part 1's, so not all of that column's gain is (1)'s.
+# "(1) only" the same at STAGES = 1. A 64 x 64 tile is 4 times
+# Part 1's, so some of the gain from "simple" to "(1) only" is
+# the bigger tile, not the split.
 #   x of            simple  (1) only  split     tuned  torch
 #   1048576x64 f32   27830       131        76     77    164
 #   1048576x64 bf16  26160        77        50     50    138
@@ -309,8 +310,8 @@ column_sums_tuned = functools.partial(column_sums, kernel=column_sum_kernel)
 # At 16384 x 8192 the simple kernel starts 8192 / 64 = 128
 # programs, one per SM at most; split's 8 chunks make 1024.
 # The times replay recorded launches (a CUDA graph), no Python.
-# In a plain Python loop all matched except "tuned", up to 134
-# us a call: its autotuner runs Python code at every call.
+# From a plain Python loop every column took the same, except
+# "tuned": up to 134 us a call, as its autotuner runs Python.
 
 
 # ## Gradients: a torch.autograd.Function
@@ -335,9 +336,8 @@ VARIANTS |= {"split": column_sums_split, "tuned": column_sums_tuned}
 
 # ## The harness: checks, timing (skip it on a first read)
 def within_limits(x):
-    """The wrappers' two limits (any_x.py lifts both): float32 sums
-    are too coarse for float64, and int32 offsets wrap past 2**31;
-    elements_spanned(x) is 1 + the largest offset x's strides reach."""
+    """The wrappers' limits, which any_x.py lifts: float32 sums are
+    too coarse for float64, and int32 offsets wrap past 2**31."""
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
 

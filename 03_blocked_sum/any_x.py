@@ -1,8 +1,8 @@
-"""Lesson 03's Part 4 (optional): the kernel op.py runs.
+"""Lesson 03's Part 3 (optional): the kernel op.py runs.
 
 What you learn: three changes that make main.py's split kernel
-(Parts 2 and 3: read them first) fit for a model. The kernel
-below is main.py's split_column_sum_kernel with each change
+(Part 2: read it first) fit for a model. The kernel
+below is main.py's column_sum_kernel with each change
 marked. Given the same chunks, on a float32 or 16-bit x it adds
 the same numbers in the same order, so it gives the same bits:
 - (any x) float64 sums for a float64 x, and int64 offsets for
@@ -32,7 +32,7 @@ import lesson_loader  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-# main.py beside this file: Parts 1 to 3, whose tiles and second
+# main.py beside this file: Parts 1 and 2, whose tiles and second
 # pass this file reuses.
 lesson = lesson_loader.load_lesson(Path(__file__).resolve().parent)
 
@@ -62,7 +62,7 @@ lesson = lesson_loader.load_lesson(Path(__file__).resolve().parent)
 def split_any_x_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n, rows_per_split,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    STAGES: tl.constexpr,  # all as in split_column_sum_kernel
+    STAGES: tl.constexpr,  # all as in main.py's column_sum_kernel
 ):  # fmt: skip
     x_dtype = x_ptr.dtype.element_ty  # (any x)
     acc_dtype = tl.float64 if x_dtype == tl.float64 else tl.float32
@@ -121,7 +121,7 @@ def plan_splits(M, N, device=common.DEVICE):
     return triton.cdiv(M, rows_per_split), rows_per_split
 
 
-# Tuned as main.py's column_sum_kernel is (Part 3).
+# Tuned as main.py's column_sum_kernel is (Part 2).
 column_sum_any_x_kernel = triton.autotune(configs=lesson.CONFIGS, key=["N", "rows_per_split"])(
     split_any_x_kernel
 )

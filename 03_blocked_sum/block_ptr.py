@@ -2,7 +2,7 @@
 
 What you learn: how Triton's older tutorials load a tile, with a
 block pointer, and why this project does not. The kernel below is
-main.py's column_sum_kernel (Parts 2 and 3: read them first) with
+main.py's column_sum_kernel (Part 2: read it first) with
 its loads made through a block pointer instead of offsets and
 masks.
 
@@ -47,7 +47,7 @@ lesson = lesson_loader.load_lesson(Path(__file__).resolve().parent)
 def column_sum_block_ptr_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n, rows_per_split,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    STAGES: tl.constexpr,  # all as in split_column_sum_kernel
+    STAGES: tl.constexpr,  # all as in column_sum_kernel
 ):  # fmt: skip
     chunk, col_start = tl.program_id(1), tl.program_id(0) * BLOCK_N
     row_start = chunk * rows_per_split

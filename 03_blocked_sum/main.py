@@ -3,9 +3,10 @@
 What you learn: the pattern behind Triton's reductions.
 Each program adds whole tiles of x into a 2-D accumulator,
 acc, and reduces acc to one row only once, after its loop.
-Then you make it fast on every shape of x: split a tall x over
-more programs, load tiles ahead, and tune the tile. ("Why
-reduce once", after Part 1, explains why acc is 2-D.)
+Part 2 then makes it fast on every shape of x: it splits a
+tall x over more programs, loads tiles ahead, and lets
+Triton pick the tile. ("Why reduce once", after Part 1,
+shows why acc is 2-D.)
 
 Words from lesson 01: a program is a running copy of a kernel,
 numbered by tl.program_id. Programs run in parallel, and each
@@ -38,13 +39,8 @@ rows [0, 1], [2, 3] and [4, 5]. Its first step loads x at offsets:
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] = [[ 4,  5,  6,  7],
                                              [10, 11, 12, 13]]
 
-Columns 6 and 7 lie past x's edge (N = 6), and row 5 lies past
-its end. Without masks, program 1 would load:
-- at columns 6 and 7 of rows 0 to 3, the next row's first
-  values, into sums that the store drops (cols < N): harmless.
-- at columns 6 and 7 of row 4 and all of row 5, memory past x's
-  end, which may fault; row 5's would be added to out[4], out[5].
-With the masks, those loads read nothing and give 0.
+Columns 6 and 7, and row 5, lie outside x. The kernel masks
+them off, so that its loads there read nothing and give 0.
 `main.py --draw picture.png` draws this from the kernel itself.
 """
 
@@ -77,7 +73,7 @@ def simple_column_sum_kernel(
 ):  # fmt: skip
     # tl.arange(0, n) is the block 0, 1, ..., n - 1 (n a power of 2).
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    col_mask = cols < N
+    col_mask = cols < N  # False where cols runs past x's edge
     # acc holds float32 sums, because 16-bit sums drop small terms.
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for i0 in range(0, M, BLOCK_M):  # each program runs the steps in turn
@@ -85,6 +81,9 @@ def simple_column_sum_kernel(
         # This broadcasts, as in torch, to (BLOCK_M, BLOCK_N).
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
         mask = (rows < M)[:, None] & col_mask[None, :]
+        # Where mask is False, tl.load reads nothing and gives
+        # `other`. Unmasked, row 5 of the example would read
+        # past x's end: a wrong sum, or a crash.
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)  # elementwise, not a sum
     sums = tl.sum(acc, axis=0)  # acc's rows are added up here, once
@@ -126,26 +125,24 @@ def run_docstring_example():
 
 # ## Why reduce once: the 1-D way, for comparison
 # one_d_column_sum_kernel, below, is what a PyTorch programmer
-# might write first: a 1-D acc, and a tl.sum of each tile inside
-# the loop. On an H200, for x of 16384 x 8192 float32, it takes
-# 0.79 ms; the simple kernel takes 0.50 ms.
+# might write first: a 1-D acc, and a tl.sum of each tile
+# inside the loop. It gives the same sums, more slowly: on an
+# H200, for x of 16384 x 8192 float32, 0.77 ms against the
+# simple kernel's 0.49 ms.
 # The rule: keep a reduction such as tl.sum out of the loop.
-# A warp sends off its loads and goes on until it needs their
-# values. But tl.sum makes a program's warps wait for each other,
-# so one_d waits at every step, and no warp asks for its part of
-# the next tile early. The simple kernel's loop holds only loads
-# and adds: a warp done with its adds asks for its next loads
-# while the others still add.
-# Why tl.sum waits (a detail to skim): `main.py --asm` prints
-# Triton's layout of the 16 x 64 tile over 4 warps. A thread
-# holds 4 columns of a row, a warp 2 rows, the 4 warps 8, twice
-# over: warp w holds rows 2w, 2w + 1, 2w + 8 and 2w + 9. So
-# acc += tile needs no other thread, but a column's 16 values
-# lie in all 4 warps, which pass values only through shared
-# memory (a small fast memory they share) and a barrier,
-# bar.sync. --asm counts bar.sync and shfl (a swap inside a
-# warp) in each loop: none in the simple kernel's; 3 to 4
-# bar.sync and 8 to 12 shfl in one_d's (Triton 3.6 to 3.9).
+# Why: Triton spreads the 16 x 64 tile over all 4 warps of
+# the program, so one column's 16 values sit in different
+# warps. tl.sum must bring them together. Warps pass values to each other only
+# through shared memory (a small fast memory that they share),
+# and each waits at a barrier until all have written there.
+# one_d meets that barrier at every step.
+# The simple kernel's loop needs nothing from other warps:
+# each thread adds the values it loaded into its own part of
+# acc. So no warp waits for another: each asks for its next
+# loads as soon as it has added. It meets the barrier once,
+# after the loop.
+# `main.py --asm` shows both: which threads hold which values
+# of the tile, and how many barriers (bar.sync) each loop has.
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -165,20 +162,20 @@ def one_d_column_sum_kernel(
 column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_sum_kernel)
 
 
-# ## Part 2. split_column_sum_kernel: two changes
-# Parts 2 and 3 make Part 1 fast. The kernel below changes
-# Part 1's in two ways, each marked (1) or (2) at its lines.
+# ## Part 2. column_sum_kernel: three changes
+# The kernel below is Part 1's with three changes, each marked
+# (1), (2) or (3) at its lines.
 #
 # (1) Split a tall x over more programs. A program runs on
-# one SM (streaming multiprocessor), one of an H200's 132 cores.
-# For x of 1048576 x 64, the simple kernel starts cdiv(64, 64) = 1
-# program, and one SM alone cannot keep enough loads in flight to
-# keep memory busy. So the grid gets a second axis. The host
-# cuts x's rows into chunks of rows_per_split rows. Program
-# (c, s) owns the same BLOCK_N columns as Part 1's program c, but
-# adds only chunk s's rows, into row s of a float32 buffer,
-# partial. A second pass adds up partial's rows. For M = 12
-# in 3 chunks of 4 rows (picture.png, right half):
+# one SM (streaming multiprocessor), one of an H200's 132
+# cores. For x of 1048576 x 64, Part 1 starts cdiv(64, 64) = 1
+# program, and one SM alone cannot keep memory busy. So the
+# grid gets a second axis. The host cuts x's rows into chunks
+# of rows_per_split rows. Program (c, s) owns the same BLOCK_N
+# columns as Part 1's program c, but adds only chunk s's rows,
+# into row s of a float32 buffer, partial. A second pass adds
+# up partial's rows. For M = 12 in 3 chunks of 4 rows
+# (picture.png, right half):
 #
 #     partial[0] = x[0:4].sum(0)
 #     partial[1] = x[4:8].sum(0)
@@ -186,17 +183,42 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 #     out = partial[0] + partial[1] + partial[2]
 #
 # The second pass is Part 1's simple kernel, with partial
-# as its x. It adds the rows in a fixed order, so every call gives
-# the same bits. (Atomic adds into out from all programs at once
-# would land in a new order on each call, and round differently.)
+# as its x. It adds the rows in a fixed order, so every call
+# gives the same bits. (Atomic adds into out from all programs
+# at once would land in a new order on each call, and round
+# differently.)
 #
 # (2) Load tiles ahead. A load from memory takes hundreds of
-# cycles. In Part 1, one warp adds while another waits for its
-# load. tl.range(..., num_stages=STAGES) also lets each warp ask
-# for the next STAGES - 1 tiles before it adds the current one.
-# STAGES = 1 loads none ahead, and 2 loads one.
+# cycles. tl.range(start, stop, step, num_stages=STAGES) is
+# range() that also lets each warp ask for the next STAGES - 1
+# tiles before it adds the current one. STAGES = 1 loads none
+# ahead. At a 64 x 64 tile, for x of 1048576 x 64 float32, it
+# took 128 us at STAGES = 1 and 77 us at STAGES = 2.
+# (Tutorial 03 sets num_stages in its Configs. That one counts
+# only for loops whose loads feed tl.dot: here it did nothing.)
+#
+# (3) Let Triton pick the tile. The best tile depends on x: a
+# chunk of few rows wants a tile of few rows. A triton.Config
+# is one candidate: values for the kernel's constexprs, and
+# num_warps. A TILES row is (BLOCK_M, BLOCK_N, STAGES,
+# num_warps). Each of these 7 was the fastest on some shape
+# (tools/tile_sweep.py timed 32 candidates).
+TILES = [(256, 32, 1, 4), (128, 32, 2, 4), (64, 64, 2, 4), (256, 64, 2, 8)]
+TILES += [(32, 128, 2, 4), (128, 128, 1, 8), (1, 1024, 1, 8)]  # the last for an x of few rows
+if common.INTERPRETED:
+    TILES = [(32, 32, 1, 4)]  # one config: a CPU cannot time a GPU
+CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, s, w in TILES]
+
+
+# @triton.autotune(configs, key) wraps the kernel. Its first
+# launch with new values of the key's arguments times every
+# config, and keeps the fastest for those values. Our key is
+# N and rows_per_split, not M: a model calls with many numbers
+# of rows, and each new M would time all 7 configs again.
+# rows_per_split takes few values (the host, below, says why).
+@triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])  # (3)
 @triton.jit
-def split_column_sum_kernel(
+def column_sum_kernel(
     x_ptr, dest_ptr,  # (1) dest is partial, or out if x is one chunk
     M, N, stride_m, stride_n,
     rows_per_split,  # (1) rows per chunk (at least M if x is one chunk)
@@ -226,39 +248,42 @@ def split_column_sum_kernel(
 # ### Part 2 on the host: chunks, the launch, the second pass
 # The host cuts x into chunks of CHUNK_ROWS = 2048 rows: for
 # x of 1048576 x 64, 512 chunks, so with BLOCK_N = 64 there are
-# 512 programs, about 4 for each of an H200's 132 SMs. An x of at
-# most 2048 rows is one chunk, of M rounded up to a power of 2
-# rows (rows_per_split; Part 3 explains why it is rounded).
+# 512 programs, about 4 for each of an H200's 132 SMs.
+# An x of at most 2048 rows is one chunk. Its rows_per_split is
+# M rounded up to a power of 2, so that the autotuner's key
+# takes few values: M = 1000 and 1001 share one tuning, at 1024.
 CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # 256 on a CPU, to split a small x
 
 
 def chunks(M):
     """(splits, rows_per_split) for an x of M rows."""
-    rows_per_split = min(CHUNK_ROWS, triton.next_power_of_2(max(M, 1)))
-    return triton.cdiv(max(M, 1), rows_per_split), rows_per_split
+    rows = max(M, 1)  # an empty x is one chunk, which stores 0s
+    rows_per_split = min(CHUNK_ROWS, triton.next_power_of_2(rows))
+    return triton.cdiv(rows, rows_per_split), rows_per_split
 
 
-def column_sums(x, kernel, **tile):
-    """x.sum(0) by `kernel`, launched with `tile` or as tuned."""
+def column_sums(x, kernel=column_sum_kernel):
+    """x.sum(0) by Part 2's kernel (block_ptr.py passes its own)."""
     M, N = x.shape
     within_limits(x)  # Part 1's two limits; a third comes below
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     splits, rows_per_split = chunks(M)
     # CUDA allows at most 65535 programs along the grid's axis 1.
     assert splits <= 65535, "too many chunks: see any_x.py"
-    # The grid is a function of meta, a dict of the launch's
-    # constexpr values (from **tile, or picked by Part 3's
-    # autotuner), since the number of programs depends on BLOCK_N.
+    # The autotuner picks BLOCK_N, so the grid is a function of
+    # meta, a dict of the picked config's constexpr values.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
+    # One chunk stores its sums into out; more store into partial.
     dest = out if splits == 1 else x.new_empty((splits, N), dtype=torch.float32)
-    kernel[grid](x, dest, M, N, *x.stride(), rows_per_split, **tile)
+    kernel[grid](x, dest, M, N, *x.stride(), rows_per_split)
     if splits > 1:  # the second pass adds up partial's rows
         sum_partials(dest, out)
     return out
 
 
 def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
-    """out[j] = partial[:, j].sum(), in order, by Part 1's kernel."""
+    """out[j] = partial[:, j].sum(), in order, by Part 1's kernel.
+    any_x.py passes its own kernel, and the arguments it adds."""
     P, N = partial.shape
     # block_m is P rounded up to a power of 2 (at most 256), so
     # few steps cover P. block_n aims at 4096 values, in 16 to 256.
@@ -268,50 +293,20 @@ def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
     kernel[grid](partial, out, P, N, *partial.stride(), BLOCK_M=block_m, BLOCK_N=block_n, **more)
 
 
-SPLIT_TILE = dict(BLOCK_M=64, BLOCK_N=64, STAGES=2, num_warps=4)
-column_sums_split = functools.partial(column_sums, kernel=split_column_sum_kernel, **SPLIT_TILE)
-
-
-# ## Part 3. column_sum_kernel: the split kernel, tuned
-# The best tile depends on x: a chunk of few rows wants a tile
-# of few rows. A triton.Config is one candidate: values for the
-# kernel's constexprs, and num_warps. A TILES row is (BLOCK_M,
-# BLOCK_N, STAGES, num_warps). Each of these 7 was the fastest
-# on some shape (tools/tile_sweep.py timed 32 candidates).
-TILES = [(256, 32, 1, 4), (128, 32, 2, 4), (64, 64, 2, 4), (256, 64, 2, 8)]
-TILES += [(32, 128, 2, 4), (128, 128, 1, 8), (1, 1024, 1, 8)]  # the last for an x of few rows
-if common.INTERPRETED:
-    TILES = [(32, 32, 1, 4)]  # one config: a CPU cannot time a GPU
-CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, s, w in TILES]
-
-# triton.autotune(configs, key) wraps a kernel. Its first launch
-# with new values of the key's arguments times every config, and
-# keeps the fastest for those values. Our key is N and
-# rows_per_split, not M: a model calls with many numbers of rows,
-# and each new M would time all 7 configs again. rows_per_split
-# takes few values, as the host rounds it up to a power of 2.
-# @triton.autotune usually sits above @triton.jit. Here it is
-# called as a function, so that Part 2's kernel stays untuned.
-tune = triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])
-column_sum_kernel = tune(split_column_sum_kernel)
-column_sums_tuned = functools.partial(column_sums, kernel=column_sum_kernel)
-
-# ### What (1), (2) and Part 3 bought
+# ### What Part 2 bought
 # Times in microseconds (us) on an H200; two runs agreed.
-# "split" is Part 2's kernel at SPLIT_TILE (64 x 64, STAGES = 2),
-# "(1) only" the same at STAGES = 1. A 64 x 64 tile is 4 times
-# Part 1's, so some of the gain from "simple" to "(1) only" is
-# the bigger tile, not the split.
-#   x of            simple  (1) only  split     tuned  torch
-#   1048576x64 f32   27830       131        76     77    164
-#   1048576x64 bf16  26160        77        50     50    138
-#   16384x8192 f32     502       159       145    133    139
-#   16384x8192 bf16    485        94        76     76     82
+#   x of            simple  tuned  torch
+#   1048576x64 f32   26500     78    164
+#   1048576x64 bf16  25050     50    135
+#   16384x8192 f32     490    134    140
+#   16384x8192 bf16    473     77     83
 # At 16384 x 8192 the simple kernel starts 8192 / 64 = 128
-# programs, one per SM at most; split's 8 chunks make 1024.
-# The times replay recorded launches (a CUDA graph), no Python.
-# From a plain Python loop every column took the same, except
-# "tuned": up to 134 us a call, as its autotuner runs Python.
+# programs, about one per SM. Part 2 cuts x into 8 chunks, so
+# it starts 8 times as many programs for the same tile.
+# These times replay recorded launches (a CUDA graph), which
+# leaves out Python. `main.py` also prints the host's
+# time per call: about 70 us for Part 2, whose autotuner runs
+# Python at each call, against 24 us for a bare launch.
 
 
 # ## Gradients: a torch.autograd.Function
@@ -322,7 +317,7 @@ class BlockedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
         ctx.x_shape = x.shape
-        return column_sums(x, column_sum_kernel)
+        return column_sums(x)
 
     @staticmethod
     def backward(ctx, grad_out):
@@ -330,8 +325,8 @@ class BlockedSum(torch.autograd.Function):
 
 
 VARIANTS = {"simple": column_sums_simple, "one_d": column_sums_one_d}
-VARIANTS |= {"split": column_sums_split, "tuned": column_sums_tuned}
-# Optional next: any_x.py (Part 4, the kernel op.py runs) and block_ptr.py.
+VARIANTS |= {"tuned": column_sums}  # Part 2
+# Optional next: any_x.py (Part 3, the kernel op.py runs) and block_ptr.py.
 
 
 # ## The harness: checks, timing (skip it on a first read)

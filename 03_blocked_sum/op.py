@@ -1,6 +1,6 @@
 """blocked_sum: lesson 03's column sums as an op a model can call.
 
-main.py beside this file teaches the kernels, and any_x.py (its Part 4) gives the split kernel
+main.py beside this file teaches the kernels, and any_x.py (its Part 3) gives the split kernel
 float64 sums, int64 offsets and one compile for every M; this file makes them safe to call from a
 model, and adds nothing to what they compute (it tunes them in less time than the lesson does):
 - `blocked_sum(x, out=None, style="tuned")` checks its inputs (TypeError or ValueError naming
@@ -31,12 +31,12 @@ spec = importlib.util.spec_from_file_location("_triton_lessons_loader", LOADER)
 spec.loader.exec_module(loader := importlib.util.module_from_spec(spec))
 lesson = loader.load_lesson(HERE)
 appendix = loader.load_lesson(HERE, "block_ptr.py")  # the lesson's block-pointer appendix
-any_x = loader.load_lesson(HERE, "any_x.py")  # Part 4: the split kernel for any x, any M
+any_x = loader.load_lesson(HERE, "any_x.py")  # Part 3: the split kernel for any x, any M
 common = lesson.common  # the device, and the checks of out= that every op shares
 
 DTYPES = common.OP_DTYPES  # float16, bfloat16, float32 and float64
 # The styles that launch the lesson's own kernels, kept simple: float32 sums, int32 offsets. The
-# others launch any_x.py's kernel (Part 4): float64 sums for float64, int64 offsets, any M.
+# others launch any_x.py's kernel (Part 3): float64 sums for float64, int64 offsets, any M.
 FLOAT32_STYLES = ("simple", "one_d", "block_ptr")
 FIRST_KERNELS = ("simple", "one_d")  # a program per 64 columns, no split
 
@@ -77,18 +77,15 @@ def prune_configs(configs, named_args, **kwargs):
 
 tune = common.op_autotune(lesson.CONFIGS, ["N", "rows_per_split"], prune_configs)
 
-# The kernel each style launches first (the lesson's VARIANTS list the styles that run here), and
-# the tile it is launched with (none: the autotuner picks).
+# The kernel each style launches first (the lesson's VARIANTS list the styles that run here).
 column_sum_kernel = tune(any_x.split_any_x_kernel)
 block_ptr_kernel = tune(appendix.column_sum_block_ptr_kernel.fn)  # .fn: under its autotuner
 KERNELS = {
     "simple": lesson.simple_column_sum_kernel,
     "one_d": lesson.one_d_column_sum_kernel,
-    "split": any_x.split_any_x_kernel,
     "tuned": column_sum_kernel,
     "block_ptr": block_ptr_kernel,
 }
-TILES = {"split": lesson.SPLIT_TILE}
 
 
 def forward(x, style, in_op=False):
@@ -106,7 +103,7 @@ def forward(x, style, in_op=False):
     splits, rows_per_split = any_x.plan_splits(int(M), int(N), x.device)
     partial = out if splits == 1 else x.new_empty((splits, N), dtype=sum_dtype)
     grid = lambda meta: (common.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
-    kernel[grid](x, partial, M, N, *x.stride(), rows_per_split, **TILES.get(style, {}))
+    kernel[grid](x, partial, M, N, *x.stride(), rows_per_split)
     if splits > 1:  # the lesson's second pass, partial as one chunk, by any_x.py's kernel
         any_x.sum_partials(partial, out, common.traceable(any_x.split_any_x_kernel, in_op))
     return out

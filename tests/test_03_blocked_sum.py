@@ -1,5 +1,5 @@
 """Tests for 03_blocked_sum: the lesson (main.py: every variant on every size, dtype and layout,
-the row split and its second pass, the Function; any_x.py, Part 4: float64 and any size;
+the row split and its second pass, the Function; any_x.py, Part 3: float64 and any size;
 block_ptr.py's probe) and the op (op.py: out=, gradients, the registered op with opcheck and
 torch.compile, bad input)."""
 
@@ -13,7 +13,7 @@ import triton  # after support, which may switch on the interpreter
 
 bs = support.load("03_blocked_sum")
 bp = support.load_beside("03_blocked_sum", "block_ptr.py")  # the appendix: adds "block_ptr"
-ax = support.load_beside("03_blocked_sum", "any_x.py")  # Part 4: adds "any_x"
+ax = support.load_beside("03_blocked_sum", "any_x.py")  # Part 3: adds "any_x"
 op = support.load_op("03_blocked_sum")
 OP = torch.ops.triton_lessons.blocked_sum
 common = support.common
@@ -23,8 +23,8 @@ VARIANTS = {**bp.VARIANTS, "any_x": ax.VARIANTS["any_x"]}  # every variant of th
 ENTRY_AND_VARIANTS = {"blocked_sum": op.blocked_sum, **VARIANTS}
 STYLES = [s for s in bp.VARIANTS if s != "one_d"]  # one_d sums in float32: the comparison
 FIRST_KERNELS = ("simple", "one_d")  # a program per 64 columns
-# float32 sums and int32 offsets: the lesson keeps them simple; any_x.py (Part 4) lifts both
-FLOAT32_VARIANTS = ("simple", "one_d", "split", "tuned", "block_ptr")
+# float32 sums and int32 offsets: the lesson keeps them simple; any_x.py (Part 3) lifts both
+FLOAT32_VARIANTS = ("simple", "one_d", "tuned", "block_ptr")
 
 
 def variants_for(dtype):
@@ -252,7 +252,7 @@ def test_the_lesson_refuses_more_chunks_than_a_grid_axis_holds():
     with torch._subclasses.fake_tensor.FakeTensorMode():
         x = torch.empty(2**27 + 1, 1, device=DEVICE)
         with pytest.raises(AssertionError, match="too many chunks: see any_x.py"):
-            bs.column_sums_tuned(x)
+            bs.column_sums(x)
 
 
 def test_op_pruning_always_leaves_a_fitting_config():
@@ -266,7 +266,7 @@ def test_chunks_are_a_multiple_of_every_tile_height():
         c.kwargs["BLOCK_M"] for c in support.ALL_CONFIGS.get(bs.column_sum_kernel, bs.CONFIGS)
     ]
     for align in (bs.CHUNK_ROWS, ax.ROW_ALIGN):
-        assert all(align % m == 0 for m in [*heights, bs.SPLIT_TILE["BLOCK_M"]])
+        assert all(align % m == 0 for m in heights)
 
 
 # --- Styles that refuse -----------------------------------------------------------------------
@@ -356,10 +356,9 @@ def test_float32_styles_refuse_float64_through_the_entry_and_the_op(style):
             fn()
 
 
-@pytest.mark.parametrize("name", ["split", "tuned"])
-def test_the_lessons_split_wrappers_send_float64_to_any_x(name):
+def test_the_lessons_split_wrapper_sends_float64_to_any_x():
     with pytest.raises(AssertionError, match="float32 sums: see any_x.py"):
-        bs.VARIANTS[name](torch.ones(300, 3, dtype=torch.float64, device=DEVICE))
+        bs.VARIANTS["tuned"](torch.ones(300, 3, dtype=torch.float64, device=DEVICE))
 
 
 @pytest.mark.parametrize("case", list(BAD_INPUT))
@@ -428,7 +427,7 @@ def test_gradcheck_the_registered_op_and_both_functions():
 def test_lesson_function_launches_column_sums(monkeypatch):
     calls = []
     original = bs.column_sums
-    monkeypatch.setattr(bs, "column_sums", lambda x, kernel: calls.append(x) or original(x, kernel))
+    monkeypatch.setattr(bs, "column_sums", lambda x: calls.append(x) or original(x))
     x = torch.randn(30, 5, device=DEVICE, requires_grad=True)
     bs.BlockedSum.apply(x).sum().backward()
     assert len(calls) == 1 and torch.equal(x.grad, torch.ones_like(x))
@@ -527,11 +526,11 @@ def test_main_runs(capsys, lesson):
 
 
 def test_block_ptr_py_adds_its_variant_where_it_runs():
-    assert list(bs.VARIANTS) == ["simple", "one_d", "split", "tuned"]
-    assert list(bp.VARIANTS) == ["simple", "one_d", "split", "tuned"] + (
+    assert list(bs.VARIANTS) == ["simple", "one_d", "tuned"]
+    assert list(bp.VARIANTS) == ["simple", "one_d", "tuned"] + (
         [] if bp.BLOCK_PTR_PROBLEM else ["block_ptr"]
     )
-    assert list(ax.VARIANTS) == ["simple", "one_d", "split", "tuned", "any_x"]
+    assert list(ax.VARIANTS) == ["simple", "one_d", "tuned", "any_x"]
 
 
 @pytest.mark.parametrize("flag", ["--rows", "--cols"])
@@ -605,7 +604,7 @@ def test_offsets_past_2_to_the_31_elements(m, n, dtype):
         magnitude += chunk.abs().sum(dim=0, dtype=torch.float64)
     # The lesson's own kernels keep int32 offsets (their wrappers refuse such an x): any_x.py's
     # kernel, and the op's styles that run it.
-    styles = {style: functools.partial(op.blocked_sum, style=style) for style in ("split", "tuned")}
+    styles = {"tuned": functools.partial(op.blocked_sum, style="tuned")}
     for name, fn in {"any_x": ax.VARIANTS["any_x"], **styles}.items():
         with common.uninitialized_memory_is_nan():
             got = fn(x)

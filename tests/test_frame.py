@@ -21,7 +21,7 @@ EXAMPLES = [path.parent.name for path in example_paths()]
 VARIANT_STYLES = {
     "01_matmul_elementwise": set(),
     "02_matmul_tiled": {"simple", "tuned"},  # fused.py adds "fused", persistent.py "persistent"
-    "03_blocked_sum": {"simple", "split", "tuned", "block_ptr"},  # block_ptr: in block_ptr.py
+    "03_blocked_sum": {"simple", "tuned", "block_ptr"},  # block_ptr: in block_ptr.py
     "04_weighted_sum": {"simple", "tuned"},
 }
 

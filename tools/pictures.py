@@ -212,7 +212,7 @@ def draw_02(lesson, figure):
 
 
 def draw_03(lesson, figure):
-    """03: who sums what, in simple_column_sum_kernel and in split_column_sum_kernel"""
+    """03: who sums what, in simple_column_sum_kernel and in column_sum_kernel"""
     axes = figure.subplots(1, 2)
     M, N, block_m, block_n = 5, 6, 2, 4
     x, out = worked_example_x(M, N), torch.empty(N, device=common.DEVICE)
@@ -237,13 +237,13 @@ def draw_03(lesson, figure):
     M, rows_per_split, splits, column_blocks = 12, 4, 3, 2
     x = powers_of_two(M, N)
     partial = torch.empty((splits, N), dtype=torch.float64, device=common.DEVICE)
-    launch = lambda c: lesson.split_column_sum_kernel[(c, splits)](  # noqa: E731
+    launch = lambda c: lesson.column_sum_kernel.fn[(c, splits)](  # noqa: E731 (.fn: untuned)
         x, partial, M, N, *x.stride(), rows_per_split, BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1
     )
     colour, labels = who_summed_what(launch, column_blocks, partial, M, "c{} s{}")
     cells(
         axes[1], colour, labels,
-        f"split_column_sum_kernel, x ({M} x {N}) in {splits} chunks of {rows_per_split} rows "
+        f"column_sum_kernel, x ({M} x {N}) in {splits} chunks of {rows_per_split} rows "
         f"(chosen here; the lesson's are\nlonger): program (c, s) adds chunk s's rows of "
         f"program c's columns into partial row s; sum_partials adds them up",
         [f"x row {r}" for r in range(M)] + [""] + [f"partial {s}" for s in range(splits)],

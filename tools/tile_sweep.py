@@ -122,7 +122,7 @@ def main():
         ):
             kw = config.all_kwargs()
             times[(kw["BLOCK_M"], kw["BLOCK_N"], kw["num_warps"], kw["STAGES"])] = kernel_ms(
-                lambda: blocked_sum.split_column_sum_kernel[
+                lambda: blocked_sum.column_sum_kernel.fn[
                     (triton.cdiv(cols, kw["BLOCK_N"]), splits)
                 ](x, partials, rows, cols, *x.stride(), rows_per_split, **kw)
             )

@@ -60,7 +60,7 @@ lesson = lesson_loader.load_lesson(Path(__file__).resolve().parent)
 # for all M.
 @triton.jit(do_not_specialize=["M"])  # (any M)
 def split_any_x_kernel(
-    x_ptr, out_ptr, M, N, stride_m, stride_n, rows_per_split,
+    x_ptr, out_ptr, M, N, stride_m, stride_n, rows_per_chunk,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     STAGES: tl.constexpr,  # all as in main.py's column_sum_kernel
 ):  # fmt: skip
@@ -70,8 +70,8 @@ def split_any_x_kernel(
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     col_offsets = cols.to(tl.int64) * stride_n  # (any x) int64
-    row_start = chunk * rows_per_split
-    row_stop = tl.minimum(row_start + rows_per_split, M)
+    row_start = chunk * rows_per_chunk
+    row_stop = tl.minimum(row_start + rows_per_chunk, M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_dtype)
     for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):
         rows = i0 + tl.arange(0, BLOCK_M)
@@ -94,7 +94,7 @@ def split_any_x_kernel(
 # - Make a chunk a multiple of ROW_ALIGN = 256 rows, the tallest
 #   BLOCK_M in CONFIGS, and an unsplit x's one chunk a power of
 #   2, as main.py does. Then no tile hangs over a chunk's end,
-#   and the autotuner, keyed on rows_per_split, tunes seldom.
+#   and the autotuner, keyed on rows_per_chunk, tunes seldom.
 PROGRAMS_PER_SM, ROW_ALIGN = 4, 256
 
 
@@ -102,7 +102,7 @@ PROGRAMS_PER_SM, ROW_ALIGN = 4, 256
 # (M, N) it has seen: op.py asks at every call.
 @functools.lru_cache(maxsize=1024)
 def plan_splits(M, N, device=common.DEVICE):
-    """(splits, rows_per_split). For 1048576 x 64 on an H200:
+    """(splits, rows_per_chunk). For 1048576 x 64 on an H200:
     4 * 132 = 528 programs wanted, one column block, so chunks
     of cdiv(1048576, 528) = 1986 rows, rounded up to 2048."""
     on_gpu = device.type == "cuda"
@@ -117,12 +117,12 @@ def plan_splits(M, N, device=common.DEVICE):
         # One chunk: M = 1000 and 1001 share a tuning, at 1024.
         return 1, triton.next_power_of_2(max(M, 1))
     rows = triton.cdiv(M, triton.cdiv(wanted, column_blocks))
-    rows_per_split = triton.cdiv(rows, ROW_ALIGN) * ROW_ALIGN
-    return triton.cdiv(M, rows_per_split), rows_per_split
+    rows_per_chunk = triton.cdiv(rows, ROW_ALIGN) * ROW_ALIGN
+    return triton.cdiv(M, rows_per_chunk), rows_per_chunk
 
 
 # Tuned as main.py's column_sum_kernel is (Part 2).
-column_sum_any_x_kernel = triton.autotune(configs=lesson.CONFIGS, key=["N", "rows_per_split"])(
+column_sum_any_x_kernel = triton.autotune(configs=lesson.CONFIGS, key=["N", "rows_per_chunk"])(
     split_any_x_kernel
 )
 
@@ -132,12 +132,12 @@ def column_sums_any_x(x):
     for x of any float dtype and any size."""
     M, N = x.shape
     out = torch.empty(N, dtype=x.dtype, device=x.device)
-    splits, rows_per_split = plan_splits(M, N, x.device)  # (plan)
+    splits, rows_per_chunk = plan_splits(M, N, x.device)  # (plan)
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
     # (any x) A float64 x keeps float64 partial sums.
     sum_dtype = torch.promote_types(x.dtype, torch.float32)
     partial = out if splits == 1 else x.new_empty((splits, N), dtype=sum_dtype)
-    column_sum_any_x_kernel[grid](x, partial, M, N, *x.stride(), rows_per_split)
+    column_sum_any_x_kernel[grid](x, partial, M, N, *x.stride(), rows_per_chunk)
     if splits > 1:
         sum_partials(partial, out)
     return out
@@ -146,7 +146,7 @@ def column_sums_any_x(x):
 def sum_partials(partial, out, kernel=split_any_x_kernel):
     """main.py's second pass, by this file's kernel (or a form of
     it that op.py passes): partial as one chunk of P rows."""
-    more = dict(rows_per_split=partial.shape[0], STAGES=1)
+    more = dict(rows_per_chunk=partial.shape[0], STAGES=1)
     lesson.sum_partials(partial, out, kernel, **more)
 
 

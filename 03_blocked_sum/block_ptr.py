@@ -42,16 +42,16 @@ lesson = lesson_loader.load_lesson(Path(__file__).resolve().parent)
 # chunk too: so this kernel relies on chunks of whole tiles.
 # main.py's chunks() makes them: CHUNK_ROWS is a multiple of
 # every BLOCK_M, and an x of fewer rows is a single chunk.
-@triton.autotune(configs=lesson.CONFIGS, key=["N", "rows_per_split"])
+@triton.autotune(configs=lesson.CONFIGS, key=["N", "rows_per_chunk"])
 @triton.jit
 def column_sum_block_ptr_kernel(
-    x_ptr, out_ptr, M, N, stride_m, stride_n, rows_per_split,
+    x_ptr, out_ptr, M, N, stride_m, stride_n, rows_per_chunk,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     STAGES: tl.constexpr,  # all as in column_sum_kernel
 ):  # fmt: skip
     chunk, col_start = tl.program_id(1), tl.program_id(0) * BLOCK_N
-    row_start = chunk * rows_per_split
-    row_stop = tl.minimum(row_start + rows_per_split, M)
+    row_start = chunk * rows_per_chunk
+    row_stop = tl.minimum(row_start + rows_per_chunk, M)
     # x's shape and strides, the first tile's place and shape,
     # and (1, 0): the order of x's dims in memory, columns
     # fastest.

@@ -3,10 +3,11 @@
 What you learn: the pattern behind Triton's reductions.
 Each program adds whole tiles of x into a 2-D accumulator,
 acc, and reduces acc to one row only once, after its loop.
-Part 2 then makes it fast on every shape of x: it splits a
-tall x over more programs, loads tiles ahead, and lets
-Triton pick the tile. ("Why reduce once", after Part 1,
-shows why acc is 2-D.)
+("Why reduce once", after Part 1, shows why acc is 2-D.)
+Part 2 makes it fast on every shape of x: it splits a tall
+x over more programs, loads tiles ahead, and lets Triton
+pick the tile. A model needs column sums in, for one, the
+gradient of a bias: grad_b = grad_y.sum(0).
 
 Words from lesson 01: a program is a running copy of a kernel,
 numbered by tl.program_id. Programs run in parallel, and each
@@ -39,8 +40,10 @@ rows [0, 1], [2, 3] and [4, 5]. Its first step loads x at offsets:
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] = [[ 4,  5,  6,  7],
                                              [10, 11, 12, 13]]
 
-Columns 6 and 7, and row 5, lie outside x. The kernel masks
-them off, so that its loads there read nothing and give 0.
+Columns 6 and 7 lie past x's last column: offsets 6 and 7
+are really x[1, 0] and x[1, 1]. Row 5, in the last step, lies
+past x's end. The kernel masks both off: its loads there
+read nothing and give 0.
 `main.py --draw picture.png` draws this from the kernel itself.
 """
 
@@ -82,10 +85,9 @@ def simple_column_sum_kernel(
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
         mask = (rows < M)[:, None] & col_mask[None, :]
         # Where mask is False, tl.load reads nothing and gives
-        # `other`. Unmasked, row 5 of the example would read
-        # past x's end: a wrong sum, or a crash.
+        # `other` (the docstring shows why the mask is needed).
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-        acc += tile.to(tl.float32)  # elementwise, not a sum
+        acc += tile.to(tl.float32)  # adds elementwise: no tl.sum here
     sums = tl.sum(acc, axis=0)  # acc's rows are added up here, once
     # out_ptr.dtype.element_ty is the dtype that out_ptr points to.
     tl.store(out_ptr + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
@@ -94,7 +96,8 @@ def simple_column_sum_kernel(
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by `kernel`, Part 1's kernel by default."""
     M, N = x.shape
-    within_limits(x)  # no float64, no int32 overflow (the harness)
+    # Offsets here are int32, and sums float32 (the harness):
+    within_limits(x)  # under 2**31 elements, and not float64
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     BLOCK_M, BLOCK_N = 16, 64  # a tile of 16 x 64
     grid = (triton.cdiv(N, BLOCK_N),)  # one program per 64 columns
@@ -125,24 +128,30 @@ def run_docstring_example():
 
 # ## Why reduce once: the 1-D way, for comparison
 # one_d_column_sum_kernel, below, is what a PyTorch programmer
-# might write first: a 1-D acc, and a tl.sum of each tile
-# inside the loop. It gives the same sums, more slowly: on an
-# H200, for x of 16384 x 8192 float32, 0.77 ms against the
-# simple kernel's 0.49 ms.
+# might write first: a 1-D acc, and a tl.sum of each tile in
+# the loop. Same sums, but slower: 0.77 ms against the simple
+# kernel's 0.49 ms, for x of 16384 x 8192 float32 on an H200.
 # The rule: keep a reduction such as tl.sum out of the loop.
-# Why: Triton spreads the 16 x 64 tile over all 4 warps of
-# the program, so one column's 16 values sit in different
-# warps. tl.sum must bring them together. Warps pass values to each other only
-# through shared memory (a small fast memory that they share),
-# and each waits at a barrier until all have written there.
-# one_d meets that barrier at every step.
-# The simple kernel's loop needs nothing from other warps:
-# each thread adds the values it loaded into its own part of
-# acc. So no warp waits for another: each asks for its next
-# loads as soon as it has added. It meets the barrier once,
-# after the loop.
-# `main.py --asm` shows both: which threads hold which values
-# of the tile, and how many barriers (bar.sync) each loop has.
+# Why: Triton spreads the 16 x 64 tile over the program's 4
+# warps. `main.py --asm` prints its layout (for float32):
+#     tile rows   held by                  each thread holds
+#     0, 1        warp 0                   4 values of a row
+#     2, 3        warp 1
+#     4, 5        warp 2
+#     6, 7        warp 3
+#     8 to 15     warps 0 to 3 again, in that order
+# acc has the same layout, so acc += tile needs no other
+# thread. But one column's 16 values sit in all 4 warps, and
+# tl.sum must bring them together. Threads of one warp can
+# swap values directly (shfl). Threads of different warps
+# pass them through shared memory (a small fast memory that
+# they share), and each warp waits at a barrier (bar.sync)
+# until all have written there.
+# one_d meets that barrier at every step. In the simple
+# kernel's loop no warp waits for another: each asks for its
+# next loads as soon as it has added. It meets the barrier
+# once, after the loop. --asm also counts bar.sync in each
+# loop: none in the simple kernel's, 3 or 4 in one_d's.
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -170,12 +179,12 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # one SM (streaming multiprocessor), one of an H200's 132
 # cores. For x of 1048576 x 64, Part 1 starts cdiv(64, 64) = 1
 # program, and one SM alone cannot keep memory busy. So the
-# grid gets a second axis. The host cuts x's rows into chunks
-# of rows_per_split rows. Program (c, s) owns the same BLOCK_N
-# columns as Part 1's program c, but adds only chunk s's rows,
-# into row s of a float32 buffer, partial. A second pass adds
-# up partial's rows. For M = 12 in 3 chunks of 4 rows
-# (picture.png, right half):
+# grid gets a second axis: the host cuts x's rows into chunks
+# of rows_per_chunk rows, and program (c, s), whose ids are
+# c = tl.program_id(0) and s = tl.program_id(1), owns Part 1's
+# program c's columns but adds only chunk s's rows, into row s
+# of a float32 buffer, partial. A second pass adds up partial's
+# rows. For M = 12 in 3 chunks of 4 rows (picture.png, right):
 #
 #     partial[0] = x[0:4].sum(0)
 #     partial[1] = x[4:8].sum(0)
@@ -184,25 +193,24 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 #
 # The second pass is Part 1's simple kernel, with partial
 # as its x. It adds the rows in a fixed order, so every call
-# gives the same bits. (Atomic adds into out from all programs
-# at once would land in a new order on each call, and round
-# differently.)
+# gives the same bits. (Atomic adds, tl.atomic_add, from all
+# programs straight into out would land in a new order on each
+# call, and round differently.)
 #
 # (2) Load tiles ahead. A load from memory takes hundreds of
 # cycles. tl.range(start, stop, step, num_stages=STAGES) is
 # range() that also lets each warp ask for the next STAGES - 1
 # tiles before it adds the current one. STAGES = 1 loads none
-# ahead. At a 64 x 64 tile, for x of 1048576 x 64 float32, it
-# took 128 us at STAGES = 1 and 77 us at STAGES = 2.
-# (Tutorial 03 sets num_stages in its Configs. That one counts
-# only for loops whose loads feed tl.dot: here it did nothing.)
+# ahead. Triton has a second num_stages, a Config's, which its
+# 03-matrix-multiplication tutorial sets. That one applies
+# only to loops whose loads feed tl.dot: here it did nothing.
 #
 # (3) Let Triton pick the tile. The best tile depends on x: a
 # chunk of few rows wants a tile of few rows. A triton.Config
 # is one candidate: values for the kernel's constexprs, and
 # num_warps. A TILES row is (BLOCK_M, BLOCK_N, STAGES,
-# num_warps). Each of these 7 was the fastest on some shape
-# (tools/tile_sweep.py timed 32 candidates).
+# num_warps). Each of these 7 won on some shape, of the 32
+# that tools/tile_sweep.py timed.
 TILES = [(256, 32, 1, 4), (128, 32, 2, 4), (64, 64, 2, 4), (256, 64, 2, 8)]
 TILES += [(32, 128, 2, 4), (128, 128, 1, 8), (1, 1024, 1, 8)]  # the last for an x of few rows
 if common.INTERPRETED:
@@ -213,23 +221,23 @@ CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for 
 # @triton.autotune(configs, key) wraps the kernel. Its first
 # launch with new values of the key's arguments times every
 # config, and keeps the fastest for those values. Our key is
-# N and rows_per_split, not M: a model calls with many numbers
+# N and rows_per_chunk, not M: a model calls with many numbers
 # of rows, and each new M would time all 7 configs again.
-# rows_per_split takes few values (the host, below, says why).
-@triton.autotune(configs=CONFIGS, key=["N", "rows_per_split"])  # (3)
+# rows_per_chunk takes few values: powers of 2, up to 2048.
+@triton.autotune(configs=CONFIGS, key=["N", "rows_per_chunk"])  # (3)
 @triton.jit
 def column_sum_kernel(
     x_ptr, dest_ptr,  # (1) dest is partial, or out if x is one chunk
     M, N, stride_m, stride_n,
-    rows_per_split,  # (1) rows per chunk (at least M if x is one chunk)
+    rows_per_chunk,  # (1) rows per chunk (at least M if x is one chunk)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     STAGES: tl.constexpr,  # (2) tiles in flight
 ):  # fmt: skip
     chunk = tl.program_id(1)  # (1) this program's chunk, 0 if x is one chunk
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
-    row_start = chunk * rows_per_split  # (1) the chunk's rows
-    row_stop = tl.minimum(row_start + rows_per_split, M)
+    row_start = chunk * rows_per_chunk  # (1) the chunk's rows
+    row_stop = tl.minimum(row_start + rows_per_chunk, M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):  # (2)
         rows = i0 + tl.arange(0, BLOCK_M)
@@ -240,26 +248,24 @@ def column_sum_kernel(
         acc += tile.to(tl.float32)
     sums = tl.sum(acc, axis=0)
     # (1) If x is split, dest_ptr points to partial, a contiguous
-    # float32 (splits, N) buffer, and chunk s stores row s, which
+    # float32 (n_chunks, N) buffer, and chunk s stores row s, which
     # starts s * N elements in. If not, chunk 0 stores into out.
     tl.store(dest_ptr + chunk * N + cols, sums.to(dest_ptr.dtype.element_ty), mask=col_mask)
 
 
 # ### Part 2 on the host: chunks, the launch, the second pass
 # The host cuts x into chunks of CHUNK_ROWS = 2048 rows: for
-# x of 1048576 x 64, 512 chunks, so with BLOCK_N = 64 there are
-# 512 programs, about 4 for each of an H200's 132 SMs.
-# An x of at most 2048 rows is one chunk. Its rows_per_split is
-# M rounded up to a power of 2, so that the autotuner's key
-# takes few values: M = 1000 and 1001 share one tuning, at 1024.
+# x of 1048576 x 64, 512 chunks, about 4 programs per SM at
+# BLOCK_N = 64. An x of at most 2048 rows is one chunk, of M
+# rounded up to a power of 2: M = 1000 and 1001 share a tuning.
 CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # 256 on a CPU, to split a small x
 
 
 def chunks(M):
-    """(splits, rows_per_split) for an x of M rows."""
+    """(n_chunks, rows_per_chunk) for an x of M rows."""
     rows = max(M, 1)  # an empty x is one chunk, which stores 0s
-    rows_per_split = min(CHUNK_ROWS, triton.next_power_of_2(rows))
-    return triton.cdiv(rows, rows_per_split), rows_per_split
+    rows_per_chunk = min(CHUNK_ROWS, triton.next_power_of_2(rows))
+    return triton.cdiv(rows, rows_per_chunk), rows_per_chunk
 
 
 def column_sums(x, kernel=column_sum_kernel):
@@ -267,26 +273,27 @@ def column_sums(x, kernel=column_sum_kernel):
     M, N = x.shape
     within_limits(x)  # Part 1's two limits; a third comes below
     out = torch.empty(N, dtype=x.dtype, device=x.device)
-    splits, rows_per_split = chunks(M)
+    n_chunks, rows_per_chunk = chunks(M)
     # CUDA allows at most 65535 programs along the grid's axis 1.
-    assert splits <= 65535, "too many chunks: see any_x.py"
-    # The autotuner picks BLOCK_N, so the grid is a function of
-    # meta, a dict of the picked config's constexpr values.
-    grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
+    assert n_chunks <= 65535, "too many chunks: see any_x.py"
+    # The autotuner passes BLOCK_M, BLOCK_N, STAGES and num_warps
+    # from the config it picked. So the grid is a function of
+    # meta, a dict of those values, as it depends on BLOCK_N.
+    grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), n_chunks)  # noqa: E731
     # One chunk stores its sums into out; more store into partial.
-    dest = out if splits == 1 else x.new_empty((splits, N), dtype=torch.float32)
-    kernel[grid](x, dest, M, N, *x.stride(), rows_per_split)
-    if splits > 1:  # the second pass adds up partial's rows
+    dest = out if n_chunks == 1 else x.new_empty((n_chunks, N), dtype=torch.float32)
+    kernel[grid](x, dest, M, N, *x.stride(), rows_per_chunk)
+    if n_chunks > 1:  # the second pass adds up partial's rows
         sum_partials(dest, out)
     return out
 
 
 def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
-    """out[j] = partial[:, j].sum(), in order, by Part 1's kernel.
-    any_x.py passes its own kernel, and the arguments it adds."""
+    """out[j] = partial[:, j].sum(), in order (any_x.py passes
+    its own kernel, and the arguments it adds, as `more`)."""
     P, N = partial.shape
-    # block_m is P rounded up to a power of 2 (at most 256), so
-    # few steps cover P. block_n aims at 4096 values, in 16 to 256.
+    # block_m: P rounded up to a power of 2, at most 256. block_n:
+    # a tile of about 4096 values, like TILES' 64 x 64, in 16 to 256.
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)
@@ -295,24 +302,24 @@ def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
 
 # ### What Part 2 bought
 # Times in microseconds (us) on an H200; two runs agreed.
-#   x of            simple  tuned  torch
-#   1048576x64 f32   26500     78    164
-#   1048576x64 bf16  25050     50    135
-#   16384x8192 f32     490    134    140
-#   16384x8192 bf16    473     77     83
-# At 16384 x 8192 the simple kernel starts 8192 / 64 = 128
-# programs, about one per SM. Part 2 cuts x into 8 chunks, so
-# it starts 8 times as many programs for the same tile.
-# These times replay recorded launches (a CUDA graph), which
-# leaves out Python. `main.py` also prints the host's
-# time per call: about 70 us for Part 2, whose autotuner runs
-# Python at each call, against 24 us for a bare launch.
+# (1) is the split alone: Part 2's kernel at a fixed 64 x 64
+# tile and STAGES = 1. (1)+(2) is the same at STAGES = 2.
+#   x, float32   simple   (1)  (1)+(2)  tuned  torch
+#   1048576x64    26500   128       77     78    164
+#   16384x8192      490   159      147    134    140
+# A 64 x 64 tile is 4 times Part 1's 16 x 64, so not all of
+# the gain from simple to (1) is the split's.
+# The times replay a CUDA graph: launches recorded once and
+# replayed with no Python. `main.py` also prints the host's
+# time per call: about 70 us for tuned, whose autotuner runs
+# Python, and 24 us for a bare launch. A model whose calls
+# take longer on the host than on the GPU waits on the host.
 
 
 # ## Gradients: a torch.autograd.Function
-# grad_x[i, j] = grad_out[j] needs no kernel. It is the view
-# grad_out.expand(M, N), which repeats grad_out down M rows.
-# autograd can differentiate expand, so second derivatives work.
+# grad_x[i, j] = grad_out[j] needs no kernel: it is the view
+# grad_out.expand(M, N), grad_out repeated down M rows. autograd
+# can differentiate expand, so second derivatives work too.
 class BlockedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -324,15 +331,13 @@ class BlockedSum(torch.autograd.Function):
         return grad_out.expand(ctx.x_shape)
 
 
-VARIANTS = {"simple": column_sums_simple, "one_d": column_sums_one_d}
-VARIANTS |= {"tuned": column_sums}  # Part 2
+VARIANTS = {"simple": column_sums_simple, "one_d": column_sums_one_d, "tuned": column_sums}
 # Optional next: any_x.py (Part 3, the kernel op.py runs) and block_ptr.py.
 
 
 # ## The harness: checks, timing (skip it on a first read)
 def within_limits(x):
-    """The wrappers' limits, which any_x.py lifts: float32 sums are
-    too coarse for float64, and int32 offsets wrap past 2**31."""
+    """The limits of float32 sums and int32 offsets (any_x.py lifts them)."""
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
 
@@ -356,10 +361,10 @@ def benchmark(rows, cols, dtype="float32", module=sys.modules[__name__]):
     x = torch.randn(rows, cols, dtype=DTYPES.get(dtype, dtype), device=common.DEVICE)
     calls = {"torch": functools.partial(x.sum, 0)}
     calls |= {name: functools.partial(fn, x) for name, fn in module.VARIANTS.items()}
-    splits, rows_per_split = chunks(rows)
-    out = x.new_empty((splits, cols), dtype=x.dtype if splits == 1 else torch.float32)
-    grid = lambda meta: (triton.cdiv(cols, meta["BLOCK_N"]), splits)  # noqa: E731
-    args = (x, out, rows, cols, *x.stride(), rows_per_split)
+    n_chunks, rows_per_chunk = chunks(rows)
+    out = x.new_empty((n_chunks, cols), dtype=x.dtype if n_chunks == 1 else torch.float32)
+    grid = lambda meta: (triton.cdiv(cols, meta["BLOCK_N"]), n_chunks)  # noqa: E731
+    args = (x, out, rows, cols, *x.stride(), rows_per_chunk)
     calls["column_sum_kernel[grid] bare"] = lambda: column_sum_kernel[grid](*args)
     case = f"{rows}x{cols} {str(x.dtype).removeprefix('torch.')}"
     nbytes = (rows * cols + cols) * x.element_size()  # x read, out written

@@ -70,12 +70,12 @@ def prune_configs(configs, named_args, **kwargs):
     """Called by the autotuner before it times, with the configs and the arguments by name: the
     tiles that fit in N and in a chunk, or the smallest."""
     width = triton.next_power_of_2(named_args["N"])
-    height = triton.next_power_of_2(named_args["rows_per_split"])
+    height = triton.next_power_of_2(named_args["rows_per_chunk"])
     fit = [c for c in configs if c.kwargs["BLOCK_N"] <= width and c.kwargs["BLOCK_M"] <= height]
     return fit or [min(configs, key=lambda c: c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"])]
 
 
-tune = common.op_autotune(lesson.CONFIGS, ["N", "rows_per_split"], prune_configs)
+tune = common.op_autotune(lesson.CONFIGS, ["N", "rows_per_chunk"], prune_configs)
 
 # The kernel each style launches first (the lesson's VARIANTS list the styles that run here).
 column_sum_kernel = tune(any_x.split_any_x_kernel)
@@ -100,10 +100,10 @@ def forward(x, style, in_op=False):
         kernel[(common.cdiv(N, 64),)](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=64)
         return out
     # any_x.column_sums_any_x (a plan is cached by its sizes: a size torch.compile traces is fixed)
-    splits, rows_per_split = any_x.plan_splits(int(M), int(N), x.device)
+    splits, rows_per_chunk = any_x.plan_splits(int(M), int(N), x.device)
     partial = out if splits == 1 else x.new_empty((splits, N), dtype=sum_dtype)
     grid = lambda meta: (common.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
-    kernel[grid](x, partial, M, N, *x.stride(), rows_per_split)
+    kernel[grid](x, partial, M, N, *x.stride(), rows_per_chunk)
     if splits > 1:  # the lesson's second pass, partial as one chunk, by any_x.py's kernel
         any_x.sum_partials(partial, out, common.traceable(any_x.split_any_x_kernel, in_op))
     return out

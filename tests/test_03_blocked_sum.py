@@ -230,14 +230,14 @@ def test_sum_partials_alone(splits, n, dtype):
 def test_chunks_and_plan_splits_cover_every_row(m, n, plan):
     # main.py's fixed chunks, and any_x.py's plan (which op.py runs)
     if plan == "chunks":
-        (splits, rows_per_split), align = bs.chunks(m), bs.CHUNK_ROWS
+        (splits, rows_per_chunk), align = bs.chunks(m), bs.CHUNK_ROWS
     else:
-        (splits, rows_per_split), align = ax.plan_splits(m, n, DEVICE), ax.ROW_ALIGN
+        (splits, rows_per_chunk), align = ax.plan_splits(m, n, DEVICE), ax.ROW_ALIGN
     if splits == 1:
-        assert rows_per_split >= m and rows_per_split & (rows_per_split - 1) == 0  # power of 2
+        assert rows_per_chunk >= m and rows_per_chunk & (rows_per_chunk - 1) == 0  # power of 2
     else:
-        assert rows_per_split % align == 0  # no tile crosses two chunks
-        assert (splits - 1) * rows_per_split < m <= splits * rows_per_split  # no empty chunk
+        assert rows_per_chunk % align == 0  # no tile crosses two chunks
+        assert (splits - 1) * rows_per_chunk < m <= splits * rows_per_chunk  # no empty chunk
         assert splits <= 65535  # the grid's limit along axis 1
 
 
@@ -257,7 +257,7 @@ def test_the_lesson_refuses_more_chunks_than_a_grid_axis_holds():
 
 def test_op_pruning_always_leaves_a_fitting_config():
     for n, rows in [(1, 1), (1, 1000), (1000, 1), (64, 2048), (10**6, 64)]:
-        kept = op.prune_configs(bs.CONFIGS, {"N": n, "rows_per_split": rows})
+        kept = op.prune_configs(bs.CONFIGS, {"N": n, "rows_per_chunk": rows})
         assert kept and all(c in bs.CONFIGS for c in kept)
 
 

@@ -234,16 +234,16 @@ def draw_03(lesson, figure):
         f"names what an unmasked load would read; none is read:\nthe memory after x is filled "
         f"with NaN, and {'no sum' if out.isfinite().all() else 'a sum'} came out NaN",
     )  # fmt: skip
-    M, rows_per_split, splits, column_blocks = 12, 4, 3, 2
+    M, rows_per_chunk, splits, column_blocks = 12, 4, 3, 2
     x = powers_of_two(M, N)
     partial = torch.empty((splits, N), dtype=torch.float64, device=common.DEVICE)
     launch = lambda c: lesson.column_sum_kernel.fn[(c, splits)](  # noqa: E731 (.fn: untuned)
-        x, partial, M, N, *x.stride(), rows_per_split, BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1
+        x, partial, M, N, *x.stride(), rows_per_chunk, BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1
     )
     colour, labels = who_summed_what(launch, column_blocks, partial, M, "c{} s{}")
     cells(
         axes[1], colour, labels,
-        f"column_sum_kernel, x ({M} x {N}) in {splits} chunks of {rows_per_split} rows "
+        f"column_sum_kernel, x ({M} x {N}) in {splits} chunks of {rows_per_chunk} rows "
         f"(chosen here; the lesson's are\nlonger): program (c, s) adds chunk s's rows of "
         f"program c's columns into partial row s; sum_partials adds them up",
         [f"x row {r}" for r in range(M)] + [""] + [f"partial {s}" for s in range(splits)],

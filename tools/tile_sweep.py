@@ -111,20 +111,20 @@ def main():
         *EXTRA_03,
     ]:
         x = torch.randn(rows, cols, device=dev, dtype=getattr(torch, dtype))
-        splits, rows_per_split = blocked_sum.chunks(rows)
+        splits, rows_per_chunk = blocked_sum.chunks(rows)
         # the first pass writes float32 partial sums if the rows are split, else x's dtype
         partials = torch.empty(
             splits, cols, device=dev, dtype=torch.float32 if splits > 1 else x.dtype
         )
         times = {}
         for config in blocked_sum_op.prune_configs(
-            candidates_03, {"N": cols, "rows_per_split": rows_per_split}
+            candidates_03, {"N": cols, "rows_per_chunk": rows_per_chunk}
         ):
             kw = config.all_kwargs()
             times[(kw["BLOCK_M"], kw["BLOCK_N"], kw["num_warps"], kw["STAGES"])] = kernel_ms(
                 lambda: blocked_sum.column_sum_kernel.fn[
                     (triton.cdiv(cols, kw["BLOCK_N"]), splits)
-                ](x, partials, rows, cols, *x.stride(), rows_per_split, **kw)
+                ](x, partials, rows, cols, *x.stride(), rows_per_chunk, **kw)
             )
         report(f"03 {rows}x{cols} {dtype}", times, lambda c: c in lesson_03)
 

@@ -3,11 +3,10 @@
 What you learn: the pattern behind Triton's reductions.
 Each program adds whole tiles of x into a 2-D accumulator,
 acc, and reduces acc to one row only once, after its loop.
-("Why reduce once", after Part 1, shows why acc is 2-D.)
 Part 2 makes it fast on every shape of x: it splits a tall
 x over more programs, loads tiles ahead, and lets Triton
-pick the tile. A model needs column sums in, for one, the
-gradient of a bias: grad_b = grad_y.sum(0).
+pick the tile. Models need column sums: the gradient of a
+bias, for one, is grad_y.sum(0).
 
 Words from lesson 01: a program is a running copy of a kernel,
 numbered by tl.program_id. Programs run in parallel, and each
@@ -40,10 +39,11 @@ rows [0, 1], [2, 3] and [4, 5]. Its first step loads x at offsets:
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] = [[ 4,  5,  6,  7],
                                              [10, 11, 12, 13]]
 
-Columns 6 and 7 lie past x's last column: offsets 6 and 7
-are really x[1, 0] and x[1, 1]. Row 5, in the last step, lies
-past x's end. The kernel masks both off: its loads there
-read nothing and give 0.
+x's last column is 5, so cols 6 and 7 are not x's. Unmasked,
+this step would load offsets 6, 7, 12 and 13, which hold
+x[1, 0], x[1, 1], x[2, 0] and x[2, 1]: values of other
+columns. And the last step's row 5 lies past x's end. The
+kernel masks both off: its loads there read nothing, give 0.
 `main.py --draw picture.png` draws this from the kernel itself.
 """
 
@@ -86,6 +86,7 @@ def simple_column_sum_kernel(
         mask = (rows < M)[:, None] & col_mask[None, :]
         # Where mask is False, tl.load reads nothing and gives
         # `other` (the docstring shows why the mask is needed).
+        # x_ptr + offsets is a block of pointers, one per value.
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)  # adds elementwise: no tl.sum here
     sums = tl.sum(acc, axis=0)  # acc's rows are added up here, once
@@ -96,8 +97,9 @@ def simple_column_sum_kernel(
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by `kernel`, Part 1's kernel by default."""
     M, N = x.shape
-    # Offsets here are int32, and sums float32 (the harness):
-    within_limits(x)  # under 2**31 elements, and not float64
+    # Offsets are int32, which wrap past 2**31 elements, and sums
+    # float32, too coarse for float64: within_limits, below.
+    within_limits(x)
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     BLOCK_M, BLOCK_N = 16, 64  # a tile of 16 x 64
     grid = (triton.cdiv(N, BLOCK_N),)  # one program per 64 columns
@@ -117,13 +119,18 @@ def check(fn, x, name):
     common.assert_close_to_float64(fn(x), reference, (x,), terms=x.shape[0], what=name)
 
 
-# ## Try it: the docstring's example, which main() runs first
-# Part 1's kernel, launched by hand on x[i, j] = 6i + j, gives out = [60.0, ..., 85.0].
+def within_limits(x):
+    """Asserts the two limits named above (any_x.py lifts them)."""
+    assert x.dtype != torch.float64, "float32 sums: see any_x.py"
+    assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
+
+
+# ## Try it: Part 1's kernel on the docstring's x (main() runs it)
 def run_docstring_example():
     x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
     out = torch.empty(6, device=x.device)
     simple_column_sum_kernel[(2,)](x, out, 5, 6, 6, 1, BLOCK_M=2, BLOCK_N=4)
-    print(f"the docstring's example: {out.tolist()} = {x.sum(0).tolist()}")
+    print(f"the docstring's example: {out.tolist()} = {x.sum(0).tolist()}")  # 60.0, ..., 85.0
 
 
 # ## Why reduce once: the 1-D way, for comparison
@@ -132,14 +139,15 @@ def run_docstring_example():
 # the loop. Same sums, but slower: 0.77 ms against the simple
 # kernel's 0.49 ms, for x of 16384 x 8192 float32 on an H200.
 # The rule: keep a reduction such as tl.sum out of the loop.
-# Why: Triton spreads the 16 x 64 tile over the program's 4
-# warps. `main.py --asm` prints its layout (for float32):
-#     tile rows   held by                  each thread holds
-#     0, 1        warp 0                   4 values of a row
-#     2, 3        warp 1
-#     4, 5        warp 2
-#     6, 7        warp 3
-#     8 to 15     warps 0 to 3 again, in that order
+# Why: Triton spreads the 16 x 64 tile over the program's 128
+# threads. Its layout, which thread holds which value, is
+# printed by `main.py --asm`. For float32 it is:
+#     0, 1 and 8, 9    warp 0
+#     2, 3 and 10, 11  warp 1
+#     4, 5 and 12, 13  warp 2
+#     6, 7 and 14, 15  warp 3
+# Each row is spread over 16 threads, 4 values each, so a
+# thread holds 8 values: 4 in row r and 4 in row r + 8.
 # acc has the same layout, so acc += tile needs no other
 # thread. But one column's 16 values sit in all 4 warps, and
 # tl.sum must bring them together. Threads of one warp can
@@ -147,11 +155,11 @@ def run_docstring_example():
 # pass them through shared memory (a small fast memory that
 # they share), and each warp waits at a barrier (bar.sync)
 # until all have written there.
-# one_d meets that barrier at every step. In the simple
-# kernel's loop no warp waits for another: each asks for its
-# next loads as soon as it has added. It meets the barrier
-# once, after the loop. --asm also counts bar.sync in each
-# loop: none in the simple kernel's, 3 or 4 in one_d's.
+# A warp that waits asks for no loads, so memory idles. one_d
+# waits at every step. In the simple kernel's loop no warp
+# waits for another: each asks for its next loads as soon as
+# it has added. It waits once, after the loop. (--asm counts
+# bar.sync per loop: none in simple's, several in one_d's.)
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -201,21 +209,39 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # cycles. tl.range(start, stop, step, num_stages=STAGES) is
 # range() that also lets each warp ask for the next STAGES - 1
 # tiles before it adds the current one. STAGES = 1 loads none
-# ahead. Triton has a second num_stages, a Config's, which its
-# 03-matrix-multiplication tutorial sets. That one applies
-# only to loops whose loads feed tl.dot: here it did nothing.
-#
-# (3) Let Triton pick the tile. The best tile depends on x: a
-# chunk of few rows wants a tile of few rows. A triton.Config
-# is one candidate: values for the kernel's constexprs, and
-# num_warps. A TILES row is (BLOCK_M, BLOCK_N, STAGES,
-# num_warps). Each of these 7 won on some shape, of the 32
-# that tools/tile_sweep.py timed.
+# ahead.
+
+
+# ### (1) on the host: the chunks
+# The host cuts x into chunks of CHUNK_ROWS = 2048 rows: for
+# x of 1048576 x 64, 512 chunks, about 4 programs per SM at
+# BLOCK_N = 64. An x of at most 2048 rows is one chunk of M
+# rows rounded up to a power of 2 (1024 for M = 1000).
+CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # 256 on a CPU, to split a small x
+
+
+def chunks(M):
+    """(n_chunks, rows_per_chunk) for an x of M rows."""
+    rows = max(M, 1)  # an empty x is one chunk, which stores 0s
+    rows_per_chunk = min(CHUNK_ROWS, triton.next_power_of_2(rows))
+    return triton.cdiv(rows, rows_per_chunk), rows_per_chunk
+
+
+# ### (3) Let Triton pick the tile
+# The best tile depends on x: a chunk of few rows wants a
+# tile of few rows. A triton.Config is one candidate: values
+# for the kernel's constexprs, and num_warps. A TILES row is
+# (BLOCK_M, BLOCK_N, STAGES, num_warps). Each of these 7 was
+# the fastest on some shape, among 32 candidate configs that
+# tools/tile_sweep.py timed.
 TILES = [(256, 32, 1, 4), (128, 32, 2, 4), (64, 64, 2, 4), (256, 64, 2, 8)]
 TILES += [(32, 128, 2, 4), (128, 128, 1, 8), (1, 1024, 1, 8)]  # the last for an x of few rows
 if common.INTERPRETED:
     TILES = [(32, 32, 1, 4)]  # one config: a CPU cannot time a GPU
 CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, s, w in TILES]
+# A Config can also set num_stages (Triton's matmul tutorial
+# does), but Triton pipelines by it only loops whose loads
+# feed tl.dot. So (2) passes STAGES to tl.range itself.
 
 
 # @triton.autotune(configs, key) wraps the kernel. Its first
@@ -223,7 +249,8 @@ CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for 
 # config, and keeps the fastest for those values. Our key is
 # N and rows_per_chunk, not M: a model calls with many numbers
 # of rows, and each new M would time all 7 configs again.
-# rows_per_chunk takes few values: powers of 2, up to 2048.
+# chunks() gives rows_per_chunk few values: M = 1000 and 1001
+# share a tuning, at 1024.
 @triton.autotune(configs=CONFIGS, key=["N", "rows_per_chunk"])  # (3)
 @triton.jit
 def column_sum_kernel(
@@ -253,21 +280,6 @@ def column_sum_kernel(
     tl.store(dest_ptr + chunk * N + cols, sums.to(dest_ptr.dtype.element_ty), mask=col_mask)
 
 
-# ### Part 2 on the host: chunks, the launch, the second pass
-# The host cuts x into chunks of CHUNK_ROWS = 2048 rows: for
-# x of 1048576 x 64, 512 chunks, about 4 programs per SM at
-# BLOCK_N = 64. An x of at most 2048 rows is one chunk, of M
-# rounded up to a power of 2: M = 1000 and 1001 share a tuning.
-CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # 256 on a CPU, to split a small x
-
-
-def chunks(M):
-    """(n_chunks, rows_per_chunk) for an x of M rows."""
-    rows = max(M, 1)  # an empty x is one chunk, which stores 0s
-    rows_per_chunk = min(CHUNK_ROWS, triton.next_power_of_2(rows))
-    return triton.cdiv(rows, rows_per_chunk), rows_per_chunk
-
-
 def column_sums(x, kernel=column_sum_kernel):
     """x.sum(0) by Part 2's kernel (block_ptr.py passes its own)."""
     M, N = x.shape
@@ -276,9 +288,8 @@ def column_sums(x, kernel=column_sum_kernel):
     n_chunks, rows_per_chunk = chunks(M)
     # CUDA allows at most 65535 programs along the grid's axis 1.
     assert n_chunks <= 65535, "too many chunks: see any_x.py"
-    # The autotuner passes BLOCK_M, BLOCK_N, STAGES and num_warps
-    # from the config it picked. So the grid is a function of
-    # meta, a dict of those values, as it depends on BLOCK_N.
+    # The autotuner passes its pick's BLOCK_M, BLOCK_N, STAGES and
+    # num_warps, so grid is a function of them (meta) for BLOCK_N.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), n_chunks)  # noqa: E731
     # One chunk stores its sums into out; more store into partial.
     dest = out if n_chunks == 1 else x.new_empty((n_chunks, N), dtype=torch.float32)
@@ -288,38 +299,33 @@ def column_sums(x, kernel=column_sum_kernel):
     return out
 
 
-def sum_partials(partial, out, kernel=simple_column_sum_kernel, **more):
-    """out[j] = partial[:, j].sum(), in order (any_x.py passes
-    its own kernel, and the arguments it adds, as `more`)."""
+def sum_partials(partial, out):
+    """out[j] = partial[:, j].sum(), in order, by Part 1's kernel."""
     P, N = partial.shape
     # block_m: P rounded up to a power of 2, at most 256. block_n:
-    # a tile of about 4096 values, like TILES' 64 x 64, in 16 to 256.
+    # a tile of about 4096 values, as 64 x 64, clamped to 16..256.
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)
-    kernel[grid](partial, out, P, N, *partial.stride(), BLOCK_M=block_m, BLOCK_N=block_n, **more)
+    args = (partial, out, P, N, *partial.stride())
+    simple_column_sum_kernel[grid](*args, BLOCK_M=block_m, BLOCK_N=block_n)
 
 
 # ### What Part 2 bought
 # Times in microseconds (us) on an H200; two runs agreed.
-# (1) is the split alone: Part 2's kernel at a fixed 64 x 64
-# tile and STAGES = 1. (1)+(2) is the same at STAGES = 2.
-#   x, float32   simple   (1)  (1)+(2)  tuned  torch
-#   1048576x64    26500   128       77     78    164
-#   16384x8192      490   159      147    134    140
-# A 64 x 64 tile is 4 times Part 1's 16 x 64, so not all of
-# the gain from simple to (1) is the split's.
-# The times replay a CUDA graph: launches recorded once and
-# replayed with no Python. `main.py` also prints the host's
-# time per call: about 70 us for tuned, whose autotuner runs
-# Python, and 24 us for a bare launch. A model whose calls
-# take longer on the host than on the GPU waits on the host.
+#   x, float32   simple  (1) 64x64  (1)+(2)  tuned  torch
+#   1048576x64    26500        128       77     78    164
+#   16384x8192      490        159      147    134    140
+# (1)'s 64 x 64 tile is 4 times Part 1's: not all its gain is the split's.
+# These times replay a CUDA graph: launches recorded once, run
+# without Python. main.py also prints the host's time a call,
+# which a loop of calls waits on if longer: about 70 us for
+# tuned (two launches), 24 us for column_sum_kernel[grid].
 
 
 # ## Gradients: a torch.autograd.Function
 # grad_x[i, j] = grad_out[j] needs no kernel: it is the view
-# grad_out.expand(M, N), grad_out repeated down M rows. autograd
-# can differentiate expand, so second derivatives work too.
+# grad_out.expand(M, N), which autograd can differentiate too.
 class BlockedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -336,12 +342,6 @@ VARIANTS = {"simple": column_sums_simple, "one_d": column_sums_one_d, "tuned": c
 
 
 # ## The harness: checks, timing (skip it on a first read)
-def within_limits(x):
-    """The limits of float32 sums and int32 offsets (any_x.py lifts them)."""
-    assert x.dtype != torch.float64, "float32 sums: see any_x.py"
-    assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
-
-
 def check_variants(x, variants):
     """Runs check() on each variant. Outputs start as NaN."""
     for name, fn in variants.items():

@@ -1,12 +1,12 @@
 """Column sums, out = x.sum(0): a blocked reduction in Triton.
 
-What you learn: the pattern behind Triton's reductions.
-Each program adds whole tiles of x into a 2-D accumulator,
-acc, and reduces acc to one row only once, after its loop.
-Part 2 makes it fast on every shape of x: it splits a tall
-x over more programs, loads tiles ahead, and lets Triton
-pick the tile. Models need column sums: the gradient of a
-bias, for one, is grad_y.sum(0).
+What you learn: the pattern behind Triton's reductions. Each
+program adds whole tiles of x into a 2-D accumulator, acc,
+and reduces acc to one row only once, after its loop. Part 2
+makes it fast on every shape of x: it splits a tall x over
+more programs, loads tiles ahead, and lets Triton pick the
+tile. Models need column sums: the gradient of a bias, for
+one, is grad_y.sum(0).
 
 Words from lesson 01: a program is a running copy of a kernel,
 numbered by tl.program_id. Programs run in parallel, and each
@@ -97,8 +97,8 @@ def simple_column_sum_kernel(
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by `kernel`, Part 1's kernel by default."""
     M, N = x.shape
-    # Offsets are int32, which wrap past 2**31 elements, and sums
-    # float32, too coarse for float64: within_limits, below.
+    # Offsets are int32 and wrap past 2**31 elements; sums are
+    # float32, too coarse for float64. within_limits checks both.
     within_limits(x)
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     BLOCK_M, BLOCK_N = 16, 64  # a tile of 16 x 64
@@ -135,31 +135,27 @@ def run_docstring_example():
 
 # ## Why reduce once: the 1-D way, for comparison
 # one_d_column_sum_kernel, below, is what a PyTorch programmer
-# might write first: a 1-D acc, and a tl.sum of each tile in
-# the loop. Same sums, but slower: 0.77 ms against the simple
+# might write first. It keeps a 1-D acc and calls tl.sum on
+# each tile inside the loop. It gives the same sums, up to
+# rounding, but more slowly: 0.77 ms against the simple
 # kernel's 0.49 ms, for x of 16384 x 8192 float32 on an H200.
 # The rule: keep a reduction such as tl.sum out of the loop.
-# Why: Triton spreads the 16 x 64 tile over the program's 128
-# threads. Its layout, which thread holds which value, is
-# printed by `main.py --asm`. For float32 it is:
-#     0, 1 and 8, 9    warp 0
-#     2, 3 and 10, 11  warp 1
-#     4, 5 and 12, 13  warp 2
-#     6, 7 and 14, 15  warp 3
-# Each row is spread over 16 threads, 4 values each, so a
-# thread holds 8 values: 4 in row r and 4 in row r + 8.
-# acc has the same layout, so acc += tile needs no other
-# thread. But one column's 16 values sit in all 4 warps, and
-# tl.sum must bring them together. Threads of one warp can
-# swap values directly (shfl). Threads of different warps
-# pass them through shared memory (a small fast memory that
-# they share), and each warp waits at a barrier (bar.sync)
-# until all have written there.
-# A warp that waits asks for no loads, so memory idles. one_d
-# waits at every step. In the simple kernel's loop no warp
-# waits for another: each asks for its next loads as soon as
-# it has added. It waits once, after the loop. (--asm counts
-# bar.sync per loop: none in simple's, several in one_d's.)
+# The reason: acc += tile adds each value to the acc value
+# that the same thread holds, so no thread waits for another.
+# tl.sum(tile, axis=0) adds values that different warps hold,
+# so the warps must trade values and wait until all have.
+# A warp that waits asks for no new loads. one_d waits like
+# this at every step; the simple kernel waits once, after
+# its loop.
+#
+# The detail, for the curious: `main.py --asm` prints how
+# Triton spreads the 16 x 64 tile over the program's 4 warps.
+# Warp w holds tile rows 2w, 2w + 1, 2w + 8 and 2w + 9; each
+# of its threads holds 4 neighbouring values in each of two
+# rows. Warps trade values through shared memory (a small
+# fast memory that they share) and wait at a barrier,
+# bar.sync. --asm counts the bar.sync in each loop: none in
+# the simple kernel's, several in one_d's.
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -180,43 +176,39 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 
 
 # ## Part 2. column_sum_kernel: three changes
-# The kernel below is Part 1's with three changes, each marked
-# (1), (2) or (3) at its lines.
-#
+# The kernel below is Part 1's with three changes. Each is
+# marked (1), (2) or (3) at the lines it changes.
 # (1) Split a tall x over more programs. A program runs on
 # one SM (streaming multiprocessor), one of an H200's 132
 # cores. For x of 1048576 x 64, Part 1 starts cdiv(64, 64) = 1
 # program, and one SM alone cannot keep memory busy. So the
-# grid gets a second axis: the host cuts x's rows into chunks
-# of rows_per_chunk rows, and program (c, s), whose ids are
-# c = tl.program_id(0) and s = tl.program_id(1), owns Part 1's
-# program c's columns but adds only chunk s's rows, into row s
-# of a float32 buffer, partial. A second pass adds up partial's
-# rows. For M = 12 in 3 chunks of 4 rows (picture.png, right):
+# grid gets a second axis. The host cuts x's rows into
+# chunks of rows_per_chunk rows. Program (c, s), the one with
+# tl.program_id(0) = c and tl.program_id(1) = s, owns the
+# columns of Part 1's program c, but adds only the rows of
+# chunk s. It stores its sums into row s of a float32 buffer,
+# partial. A second pass then adds up partial's rows. For
+# M = 12 in 3 chunks of 4 rows (picture.png, right half):
 #
 #     partial[0] = x[0:4].sum(0)
 #     partial[1] = x[4:8].sum(0)
 #     partial[2] = x[8:12].sum(0)
 #     out = partial[0] + partial[1] + partial[2]
 #
-# The second pass is Part 1's simple kernel, with partial
-# as its x. It adds the rows in a fixed order, so every call
-# gives the same bits. (Atomic adds, tl.atomic_add, from all
-# programs straight into out would land in a new order on each
-# call, and round differently.)
-#
-# (2) Load tiles ahead. A load from memory takes hundreds of
-# cycles. tl.range(start, stop, step, num_stages=STAGES) is
-# range() that also lets each warp ask for the next STAGES - 1
-# tiles before it adds the current one. STAGES = 1 loads none
-# ahead.
+# The second pass is Part 1's simple kernel, with partial as
+# its x. It adds the rows in a fixed order, so every call
+# gives the same bits. Atomic adds (tl.atomic_add) from all
+# programs straight into out would land in a new order on
+# each call, and so round differently.
 
 
 # ### (1) on the host: the chunks
-# The host cuts x into chunks of CHUNK_ROWS = 2048 rows: for
-# x of 1048576 x 64, 512 chunks, about 4 programs per SM at
-# BLOCK_N = 64. An x of at most 2048 rows is one chunk of M
-# rows rounded up to a power of 2 (1024 for M = 1000).
+# The host cuts x into chunks of CHUNK_ROWS = 2048 rows. For
+# x of 1048576 x 64 that makes 512 chunks: with BLOCK_N = 64,
+# about 4 programs per SM. An x of at most 2048 rows is one
+# chunk. Its rows_per_chunk is M rounded up to a power of 2
+# (1024 for M = 1000), so that many M share one value, and
+# change (3) tunes once for all of them.
 CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # 256 on a CPU, to split a small x
 
 
@@ -227,21 +219,27 @@ def chunks(M):
     return triton.cdiv(rows, rows_per_chunk), rows_per_chunk
 
 
+# ### (2) Load tiles ahead
+# A load from memory takes hundreds of cycles. In Part 1, a
+# warp asks for a tile and waits for it before it adds it.
+# tl.range(start, stop, step, num_stages=STAGES) works like
+# range(), but lets each warp ask for the next STAGES - 1
+# tiles before it adds the current one. STAGES = 1 loads
+# nothing ahead; STAGES = 2 keeps one tile on its way.
 # ### (3) Let Triton pick the tile
-# The best tile depends on x: a chunk of few rows wants a
-# tile of few rows. A triton.Config is one candidate: values
-# for the kernel's constexprs, and num_warps. A TILES row is
-# (BLOCK_M, BLOCK_N, STAGES, num_warps). Each of these 7 was
-# the fastest on some shape, among 32 candidate configs that
-# tools/tile_sweep.py timed.
+# The best tile depends on x: a chunk of few rows wants a tile
+# of few rows. A triton.Config is one candidate. It holds
+# values for the kernel's constexprs, and num_warps. A TILES
+# row is (BLOCK_M, BLOCK_N, STAGES, num_warps). Each of these
+# 7 was the fastest on some shape, among 32 candidate configs
+# that tools/tile_sweep.py timed.
 TILES = [(256, 32, 1, 4), (128, 32, 2, 4), (64, 64, 2, 4), (256, 64, 2, 8)]
 TILES += [(32, 128, 2, 4), (128, 128, 1, 8), (1, 1024, 1, 8)]  # the last for an x of few rows
-if common.INTERPRETED:
-    TILES = [(32, 32, 1, 4)]  # one config: a CPU cannot time a GPU
+TILES = [(32, 32, 1, 4)] if common.INTERPRETED else TILES  # a CPU cannot time a GPU
 CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, s, w in TILES]
-# A Config can also set num_stages (Triton's matmul tutorial
-# does), but Triton pipelines by it only loops whose loads
-# feed tl.dot. So (2) passes STAGES to tl.range itself.
+# A Config can also set num_stages, as Triton's matmul
+# tutorial does. But Triton uses that setting only in loops
+# whose loads feed tl.dot, so (2) gives STAGES to tl.range.
 
 
 # @triton.autotune(configs, key) wraps the kernel. Its first
@@ -249,8 +247,7 @@ CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for 
 # config, and keeps the fastest for those values. Our key is
 # N and rows_per_chunk, not M: a model calls with many numbers
 # of rows, and each new M would time all 7 configs again.
-# chunks() gives rows_per_chunk few values: M = 1000 and 1001
-# share a tuning, at 1024.
+# rows_per_chunk takes few values.
 @triton.autotune(configs=CONFIGS, key=["N", "rows_per_chunk"])  # (3)
 @triton.jit
 def column_sum_kernel(
@@ -286,10 +283,9 @@ def column_sums(x, kernel=column_sum_kernel):
     within_limits(x)  # Part 1's two limits; a third comes below
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     n_chunks, rows_per_chunk = chunks(M)
-    # CUDA allows at most 65535 programs along the grid's axis 1.
-    assert n_chunks <= 65535, "too many chunks: see any_x.py"
-    # The autotuner passes its pick's BLOCK_M, BLOCK_N, STAGES and
-    # num_warps, so grid is a function of them (meta) for BLOCK_N.
+    assert n_chunks <= 65535, "too many chunks: see any_x.py"  # CUDA's limit
+    # The autotuner passes the BLOCK_M, BLOCK_N, STAGES and num_warps
+    # of its pick. grid needs BLOCK_N, so it takes them, as meta.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), n_chunks)  # noqa: E731
     # One chunk stores its sums into out; more store into partial.
     dest = out if n_chunks == 1 else x.new_empty((n_chunks, N), dtype=torch.float32)
@@ -302,8 +298,8 @@ def column_sums(x, kernel=column_sum_kernel):
 def sum_partials(partial, out):
     """out[j] = partial[:, j].sum(), in order, by Part 1's kernel."""
     P, N = partial.shape
-    # block_m: P rounded up to a power of 2, at most 256. block_n:
-    # a tile of about 4096 values, as 64 x 64, clamped to 16..256.
+    # block_m is P rounded up to a power of 2, at most 256. block_n
+    # gives the tile about 4096 values, kept between 16 and 256.
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)
@@ -313,14 +309,18 @@ def sum_partials(partial, out):
 
 # ### What Part 2 bought
 # Times in microseconds (us) on an H200; two runs agreed.
-#   x, float32   simple  (1) 64x64  (1)+(2)  tuned  torch
-#   1048576x64    26500        128       77     78    164
-#   16384x8192      490        159      147    134    140
-# (1)'s 64 x 64 tile is 4 times Part 1's: not all its gain is the split's.
-# These times replay a CUDA graph: launches recorded once, run
-# without Python. main.py also prints the host's time a call,
-# which a loop of calls waits on if longer: about 70 us for
-# tuned (two launches), 24 us for column_sum_kernel[grid].
+# Column (1) runs Part 2's kernel at a fixed 64 x 64 tile and
+# STAGES = 1; column (1)+(2) runs it at STAGES = 2.
+#   x, float32   simple    (1)  (1)+(2)  tuned  torch
+#   1048576x64    26500    128       77     78    164
+#   16384x8192      490    159      147    134    140
+# The 64 x 64 tile is 4 times Part 1's, so not all of the
+# gain from simple to (1) comes from the split.
+# These times replay a CUDA graph: the launches are recorded
+# once, then replayed without Python. main.py also prints the
+# host's time per call: about 70 us for tuned, which makes two
+# launches, and 24 us for one bare launch of column_sum_kernel.
+# A loop of calls runs at the slower of the host and the GPU.
 
 
 # ## Gradients: a torch.autograd.Function

@@ -6,7 +6,8 @@ and reduces acc to one row only once, after its loop. Part 2
 makes it fast on every shape of x: it splits a tall x over
 more programs, loads tiles ahead, and lets Triton pick the
 tile. Models need column sums: the gradient of a bias, for
-one, is grad_y.sum(0).
+one, is grad_y.sum(0). ("Why reduce once", after Part 1,
+shows why acc is 2-D.)
 
 Words from lesson 01: a program is a running copy of a kernel,
 numbered by tl.program_id. Programs run in parallel, and each
@@ -97,9 +98,7 @@ def simple_column_sum_kernel(
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """x.sum(0) by `kernel`, Part 1's kernel by default."""
     M, N = x.shape
-    # Offsets are int32 and wrap past 2**31 elements; sums are
-    # float32, too coarse for float64. within_limits checks both.
-    within_limits(x)
+    within_limits(x)  # a huge or float64 x: see any_x.py
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     BLOCK_M, BLOCK_N = 16, 64  # a tile of 16 x 64
     grid = (triton.cdiv(N, BLOCK_N),)  # one program per 64 columns
@@ -120,7 +119,8 @@ def check(fn, x, name):
 
 
 def within_limits(x):
-    """Asserts the two limits named above (any_x.py lifts them)."""
+    """The kernels here take int32 offsets, which wrap past 2**31
+    elements, and float32 sums, too coarse for float64."""
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
 
@@ -140,22 +140,22 @@ def run_docstring_example():
 # rounding, but more slowly: 0.77 ms against the simple
 # kernel's 0.49 ms, for x of 16384 x 8192 float32 on an H200.
 # The rule: keep a reduction such as tl.sum out of the loop.
-# The reason: acc += tile adds each value to the acc value
-# that the same thread holds, so no thread waits for another.
-# tl.sum(tile, axis=0) adds values that different warps hold,
-# so the warps must trade values and wait until all have.
-# A warp that waits asks for no new loads. one_d waits like
-# this at every step; the simple kernel waits once, after
-# its loop.
 #
-# The detail, for the curious: `main.py --asm` prints how
-# Triton spreads the 16 x 64 tile over the program's 4 warps.
-# Warp w holds tile rows 2w, 2w + 1, 2w + 8 and 2w + 9; each
-# of its threads holds 4 neighbouring values in each of two
-# rows. Warps trade values through shared memory (a small
-# fast memory that they share) and wait at a barrier,
-# bar.sync. --asm counts the bar.sync in each loop: none in
-# the simple kernel's, several in one_d's.
+# The reason lies in how Triton spreads a tile over the
+# program's threads. picture.png's lower half shows it for
+# the simple kernel's 16 x 64 tile (`main.py --asm` prints the
+# same layout). Each thread holds 4 neighbouring values in
+# two rows, and one column's 16 values lie in all 4 warps.
+# acc has the tile's layout, so acc += tile adds each value
+# to the acc value that the same thread holds: no thread
+# waits for another. tl.sum(tile, axis=0) adds up columns, so
+# the 4 warps must trade values. They trade them through
+# shared memory (a small fast memory that they share), and
+# each waits at a barrier (bar.sync) until all have written.
+# A warp that waits there asks for no new loads. one_d waits
+# at every step; the simple kernel waits once, after its loop.
+# (--asm counts bar.sync in each loop: none in the simple
+# kernel's, several in one_d's.)
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -188,7 +188,7 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # columns of Part 1's program c, but adds only the rows of
 # chunk s. It stores its sums into row s of a float32 buffer,
 # partial. A second pass then adds up partial's rows. For
-# M = 12 in 3 chunks of 4 rows (picture.png, right half):
+# M = 12 in 3 chunks of 4 rows (picture.png, top right):
 #
 #     partial[0] = x[0:4].sum(0)
 #     partial[1] = x[4:8].sum(0)
@@ -200,32 +200,17 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # gives the same bits. Atomic adds (tl.atomic_add) from all
 # programs straight into out would land in a new order on
 # each call, and so round differently.
+#
+# (2) Load tiles ahead. A load from memory takes hundreds of
+# cycles. In Part 1, a warp asks for a tile and waits for it
+# before it adds it. The kernel's loop becomes:
+#     for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):
+# tl.range works like range(), but lets each warp ask for the
+# next STAGES - 1 tiles before it adds the current one.
+# STAGES = 1 loads nothing ahead; STAGES = 2 keeps one tile
+# on its way.
 
 
-# ### (1) on the host: the chunks
-# The host cuts x into chunks of CHUNK_ROWS = 2048 rows. For
-# x of 1048576 x 64 that makes 512 chunks: with BLOCK_N = 64,
-# about 4 programs per SM. An x of at most 2048 rows is one
-# chunk. Its rows_per_chunk is M rounded up to a power of 2
-# (1024 for M = 1000), so that many M share one value, and
-# change (3) tunes once for all of them.
-CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # 256 on a CPU, to split a small x
-
-
-def chunks(M):
-    """(n_chunks, rows_per_chunk) for an x of M rows."""
-    rows = max(M, 1)  # an empty x is one chunk, which stores 0s
-    rows_per_chunk = min(CHUNK_ROWS, triton.next_power_of_2(rows))
-    return triton.cdiv(rows, rows_per_chunk), rows_per_chunk
-
-
-# ### (2) Load tiles ahead
-# A load from memory takes hundreds of cycles. In Part 1, a
-# warp asks for a tile and waits for it before it adds it.
-# tl.range(start, stop, step, num_stages=STAGES) works like
-# range(), but lets each warp ask for the next STAGES - 1
-# tiles before it adds the current one. STAGES = 1 loads
-# nothing ahead; STAGES = 2 keeps one tile on its way.
 # ### (3) Let Triton pick the tile
 # The best tile depends on x: a chunk of few rows wants a tile
 # of few rows. A triton.Config is one candidate. It holds
@@ -247,7 +232,8 @@ CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for 
 # config, and keeps the fastest for those values. Our key is
 # N and rows_per_chunk, not M: a model calls with many numbers
 # of rows, and each new M would time all 7 configs again.
-# rows_per_chunk takes few values.
+# The host rounds rows_per_chunk up to a power of 2 (below),
+# so M = 1000 and 1001 share one tuning, at 1024.
 @triton.autotune(configs=CONFIGS, key=["N", "rows_per_chunk"])  # (3)
 @triton.jit
 def column_sum_kernel(
@@ -277,13 +263,29 @@ def column_sum_kernel(
     tl.store(dest_ptr + chunk * N + cols, sums.to(dest_ptr.dtype.element_ty), mask=col_mask)
 
 
+# ### Part 2 on the host: the chunks, the launch, the second pass
+# The host cuts x into chunks of CHUNK_ROWS = 2048 rows. For
+# x of 1048576 x 64 that makes 512 chunks: with BLOCK_N = 64,
+# about 4 programs per SM. An x of at most 2048 rows is one
+# chunk, of M rounded up to a power of 2 (for (3)'s key).
+CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # 256 on a CPU, to split a small x
+
+
+def chunks(M):
+    """(n_chunks, rows_per_chunk) for an x of M rows."""
+    rows = max(M, 1)  # an empty x is one chunk, which stores 0s
+    rows_per_chunk = min(CHUNK_ROWS, triton.next_power_of_2(rows))
+    return triton.cdiv(rows, rows_per_chunk), rows_per_chunk
+
+
 def column_sums(x, kernel=column_sum_kernel):
     """x.sum(0) by Part 2's kernel (block_ptr.py passes its own)."""
     M, N = x.shape
     within_limits(x)  # Part 1's two limits; a third comes below
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     n_chunks, rows_per_chunk = chunks(M)
-    assert n_chunks <= 65535, "too many chunks: see any_x.py"  # CUDA's limit
+    # CUDA allows at most 65535 programs along grid axis 1.
+    assert n_chunks <= 65535, "too many chunks: see any_x.py"
     # The autotuner passes the BLOCK_M, BLOCK_N, STAGES and num_warps
     # of its pick. grid needs BLOCK_N, so it takes them, as meta.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), n_chunks)  # noqa: E731
@@ -296,7 +298,7 @@ def column_sums(x, kernel=column_sum_kernel):
 
 
 def sum_partials(partial, out):
-    """out[j] = partial[:, j].sum(), in order, by Part 1's kernel."""
+    """out[j] = partial[:, j].sum(), in a fixed order, by Part 1's kernel."""
     P, N = partial.shape
     # block_m is P rounded up to a power of 2, at most 256. block_n
     # gives the tile about 4096 values, kept between 16 and 256.
@@ -316,11 +318,9 @@ def sum_partials(partial, out):
 #   16384x8192      490    159      147    134    140
 # The 64 x 64 tile is 4 times Part 1's, so not all of the
 # gain from simple to (1) comes from the split.
-# These times replay a CUDA graph: the launches are recorded
-# once, then replayed without Python. main.py also prints the
-# host's time per call: about 70 us for tuned, which makes two
-# launches, and 24 us for one bare launch of column_sum_kernel.
-# A loop of calls runs at the slower of the host and the GPU.
+# These times replay a CUDA graph (launches recorded once, run
+# without Python). main()'s table also times a plain loop of
+# calls, and the host's time per call.
 
 
 # ## Gradients: a torch.autograd.Function

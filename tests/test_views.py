@@ -54,6 +54,19 @@ def test_block_layout_reads_the_first_2d_blocked_layout():
     assert asm.block_layout("module {}") is None
 
 
+def test_03_picture_places_the_tile_on_warps_as_asm_reads_the_layout():
+    from tools import asm
+
+    layout = asm.tile_layout(support.load("03_blocked_sum"))  # compiled in a second process
+    assert layout == ((1, 4), (2, 16), (4, 1))  # as "Why reduce once" and picture.png say
+    assert pictures.warp_and_lane(0, 0, layout) == (0, 0)
+    assert pictures.warp_and_lane(1, 15, layout) == (0, 31)  # row 1: lanes 16 to 31
+    assert pictures.warp_and_lane(2, 0, layout) == (1, 0)
+    assert pictures.warp_and_lane(9, 3, layout) == (0, 19)  # rows 8 to 15 repeat 0 to 7
+    column = {pictures.warp_and_lane(row, 0, layout)[0] for row in range(16)}
+    assert column == {0, 1, 2, 3}  # a column's 16 values lie in all four warps
+
+
 def test_asm_counts_the_lines_inside_a_loop():
     from tools import asm
 

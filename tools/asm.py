@@ -7,6 +7,7 @@ TRITON_INTERPRET=0 (`python -m tools.asm LESSON/main.py`) and calls triton.compi
 (sm_90), which needs no GPU. Such a compile knows only what it is told: as a launch would, it is
 told which pointers are 16-byte aligned, which ints divide by 16 and which are 1 (specialize)."""
 
+import ast
 import os
 import re
 import subprocess
@@ -241,5 +242,24 @@ def show(lesson):
     return 0
 
 
+def tile_layout(lesson):
+    """block_layout of 03's simple kernel on its 16 x 64 float32 tile, compiled for sm_90 as
+    `--asm` compiles it; in a new process where the interpreter runs, since only where it does not
+    does @triton.jit compile (`python -m tools.asm --layout LESSON/main.py` prints it)."""
+    if common.INTERPRETED:
+        environment = dict(os.environ, TRITON_INTERPRET="0")
+        command = [sys.executable, "-m", "tools.asm", "--layout", lesson.__file__]
+        done = subprocess.run(
+            command, env=environment, cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        )
+        return ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    probe = probes_03(lesson, "cpu")[0]  # the simple kernel, laid out as --asm shows it
+    compiled, _ = compile_for_sm_90(probe.kernel, probe.args, probe.kwargs)
+    return block_layout(compiled.asm["ttgir"])
+
+
 if __name__ == "__main__":
-    sys.exit(show(load_example(sys.argv[1])))
+    if sys.argv[1] == "--layout":
+        print(tile_layout(load_example(sys.argv[2])))
+    else:
+        sys.exit(show(load_example(sys.argv[1])))

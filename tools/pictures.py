@@ -9,7 +9,8 @@ How a run tells who wrote what, with public Triton only:
   and its bits name the rows it added (a kernel that sums float64 adds in float64);
 - an input cut from a larger buffer of NaN (inside_nan) shows that the masks work: a load past
   the edge would read NaN, and the output would be NaN;
-- 02 runs its kernel's own helper, grouped_tile, in a small kernel that stores each program's tile.
+- 02 runs its kernel's own helper, grouped_tile, in a small kernel that stores each program's tile;
+- 03's tile layout is the one Triton compiles its simple kernel with (tools.asm.tile_layout).
 Autotuned kernels are launched through .fn (the kernel under @triton.autotune) with small tiles."""
 
 import io
@@ -21,7 +22,7 @@ import triton
 import triton.language as tl
 
 import common
-from tools import load_example
+from tools import asm, load_example
 
 NAN = float("nan")
 
@@ -212,8 +213,12 @@ def draw_02(lesson, figure):
 
 
 def draw_03(lesson, figure):
-    """03: who sums what, in simple_column_sum_kernel and in column_sum_kernel"""
-    axes = figure.subplots(1, 2)
+    """03: who sums what, in simple_column_sum_kernel and in column_sum_kernel; and which warp
+    holds which values of simple_column_sum_kernel's tile"""
+    figure.set_size_inches(12, 9.5)
+    top, bottom = figure.subfigures(2, 1, height_ratios=[5, 4.5])
+    axes = top.subplots(1, 2)
+    draw_tile_layout(bottom.subplots(), asm.tile_layout(lesson))
     M, N, block_m, block_n = 5, 6, 2, 4
     x, out = worked_example_x(M, N), torch.empty(N, device=common.DEVICE)
     launch = lambda p: lesson.simple_column_sum_kernel[(p,)](  # noqa: E731
@@ -248,6 +253,39 @@ def draw_03(lesson, figure):
         f"program c's columns into partial row s; sum_partials adds them up",
         [f"x row {r}" for r in range(M)] + [""] + [f"partial {s}" for s in range(splits)],
     )  # fmt: skip
+
+
+def draw_tile_layout(ax, layout, rows=16, cols=64):
+    """The layout --asm prints for 03's 16 x 64 float32 tile: a cell is the 4 values of a row
+    that one thread holds, coloured by warp and labelled with its warp and lane (the thread's
+    number in its warp). layout: tools.asm.block_layout's ((rows, columns) a thread holds,
+    (rows, columns) of threads in a warp, (rows, columns) of warps), columns fastest."""
+    (tr, tc), (wr, wc), (nr, nc) = layout
+    groups = cols // tc  # the cells along a row: one thread's tc values each
+    colour = torch.zeros((rows, groups), dtype=torch.int64)
+    labels = [[""] * groups for _ in range(rows)]
+    for i in range(rows):
+        for g in range(groups):
+            warp, lane = warp_and_lane(i, g, layout)
+            colour[i, g], labels[i][g] = 2 * warp, f"w{warp} t{lane}"
+    cells(
+        ax, colour, labels,
+        f"simple_column_sum_kernel's {rows} x {cols} float32 tile, as Triton lays it out on 4 "
+        f"warps (`main.py --asm` prints this layout): a cell is the {tc} values of a row that one "
+        f"thread holds (columns {tc}g to {tc}g + {tc - 1}), coloured by its warp w, t its lane. "
+        f"acc += tile stays in each thread; tl.sum(acc, axis=0) adds a column, whose {rows} "
+        f"values lie in all {nr * nc} warps",
+        width=150,
+    )  # fmt: skip
+    ax.set_xticks(range(groups), [f"{tc * g}-{tc * g + tc - 1}" for g in range(groups)], fontsize=6)
+
+
+def warp_and_lane(row, group, layout):
+    """(warp, lane) of the thread that holds row `row`, columns group * tc to group * tc + tc - 1
+    of a block laid out as `layout` (tools.asm.block_layout's), its threads' columns fastest."""
+    (tr, tc), (wr, wc), (nr, nc) = layout
+    r, c = row // tr, group  # the thread's place in the grid of threads, repeated to cover
+    return (r // wr % nr) * nc + (c // wc % nc), (r % wr) * wc + c % wc
 
 
 def draw_04(lesson, figure):

@@ -1,22 +1,24 @@
 """Column sums, out = x.sum(0): a blocked reduction in Triton.
 
-What you learn: the pattern behind Triton's reductions. Each
-program adds whole tiles of x into a 2-D accumulator, acc,
-and reduces acc to one row only once, after its loop. Part 2
-makes it fast on every shape of x: it splits a tall x over
-more programs, loads tiles ahead, and lets Triton pick the
-tile. Models need column sums: the gradient of a bias, for
-one, is grad_y.sum(0). ("Why reduce once", after Part 1,
-shows why acc is 2-D.)
+Lesson 01 defined these words. A program is a running copy of
+a kernel, numbered by tl.program_id. Programs run in parallel.
+Each runs on num_warps warps, which are groups of 32 threads.
+A block is a small tensor of fixed shape inside one program.
+Its values are spread over the program's threads. A stride is
+the step, in elements, from one index to the next along a dim.
+A tile, the one new word here, is the 2-D block of x that one
+step of a program's loop loads.
 
-Words from lesson 01: a program is a running copy of a kernel,
-numbered by tl.program_id. Programs run in parallel, and each
-runs on num_warps warps, groups of 32 threads. A block is a
-small tensor of fixed shape inside one program, its values
-spread over the program's threads. A stride is the step, in
-elements, from one index to the next along a dim.
-New here: a tile is the 2-D block of x that one step of a
-program's loop loads. Each program owns BLOCK_N columns of x.
+This lesson teaches the pattern behind Triton's reductions.
+Each program owns BLOCK_N columns of x. It adds whole tiles of
+x into a 2-D accumulator, acc, and reduces acc to one row only
+once, after its loop. ("Why reduce once", after Part 1, shows
+why acc is 2-D.) Part 2 makes this fast on every shape of x.
+It splits a tall x over more programs, loads tiles ahead, and
+lets Triton pick the tile. Models need column sums. The
+gradient of a bias, for one, is grad_y.sum(0).
+
+For x of shape (M, N), out has N values:
 
     out[j]       = sum over i of x[i, j]    one sum per column
     grad_x[i, j] = grad_out[j]              its gradient
@@ -29,22 +31,22 @@ In PyTorch, with x padded with zeros to whole tiles:
             acc += x[i0 : i0 + BLOCK_M, cols]
         out[cols] = acc.sum(0)
 
-Worked example: x has shape (5, 6) and is stored row after
-row, so x[i, j] lies i * 6 + j elements after x[0, 0]. Its
-strides are stride_m = 6 and stride_n = 1. With BLOCK_N = 4 there
-are cdiv(6, 4) = 2 programs (cdiv: division rounded up). Program 1
-owns cols = [4, 5, 6, 7]. With BLOCK_M = 2, its steps take
-rows [0, 1], [2, 3] and [4, 5]. Its first step loads x at offsets:
+For example, take x of shape (5, 6), stored row by row. Then
+x[i, j] lies i * 6 + j elements after x[0, 0], so the strides
+are stride_m = 6 and stride_n = 1. With BLOCK_N = 4, there are
+cdiv(6, 4) = 2 programs (cdiv rounds division up). Program 1
+owns cols = [4, 5, 6, 7]. With BLOCK_M = 2, its steps take rows
+[0, 1], [2, 3] and [4, 5]. Its first step loads x at offsets:
 
     rows[:, None] * 6 + cols[None, :]
         = [[0], [1]] * 6 + [[4, 5, 6, 7]] = [[ 4,  5,  6,  7],
                                              [10, 11, 12, 13]]
 
-x's last column is 5, so cols 6 and 7 are not x's. Unmasked,
-this step would load offsets 6, 7, 12 and 13, which hold
-x[1, 0], x[1, 1], x[2, 0] and x[2, 1]: values of other
+But x's last column is 5, so cols 6 and 7 are not in x. Without
+a mask, this step would load offsets 6, 7, 12 and 13. They hold
+x[1, 0], x[1, 1], x[2, 0] and x[2, 1], which belong to other
 columns. And the last step's row 5 lies past x's end. The
-kernel masks both off: its loads there read nothing, give 0.
+kernel masks off both. Masked loads read nothing and give 0.
 `main.py --draw picture.png` draws this from the kernel itself.
 """
 
@@ -75,30 +77,29 @@ def simple_column_sum_kernel(
     BLOCK_M: tl.constexpr,  # rows per step, a power of 2
     BLOCK_N: tl.constexpr,  # columns per program, a power of 2
 ):  # fmt: skip
-    # tl.arange(0, n) is the block 0, 1, ..., n - 1 (n a power of 2).
+    # tl.arange(0, n) is the block 0, 1, ..., n - 1. n must be a power of 2.
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N  # False where cols runs past x's edge
     # acc holds float32 sums, because 16-bit sums drop small terms.
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i0 in range(0, M, BLOCK_M):  # each program runs the steps in turn
+    for i0 in range(0, M, BLOCK_M):  # the GPU runs this program's steps in order
         rows = i0 + tl.arange(0, BLOCK_M)
         # This broadcasts, as in torch, to (BLOCK_M, BLOCK_N).
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
         mask = (rows < M)[:, None] & col_mask[None, :]
-        # Where mask is False, tl.load reads nothing and gives
-        # `other` (the docstring shows why the mask is needed).
+        # Where mask is False, tl.load reads nothing and gives `other`.
         # x_ptr + offsets is a block of pointers, one per value.
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-        acc += tile.to(tl.float32)  # adds elementwise: no tl.sum here
+        acc += tile.to(tl.float32)  # an elementwise add, with no tl.sum
     sums = tl.sum(acc, axis=0)  # acc's rows are added up here, once
     # out_ptr.dtype.element_ty is the dtype that out_ptr points to.
     tl.store(out_ptr + cols, sums.to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
-    """x.sum(0) by `kernel`, Part 1's kernel by default."""
+    """Computes x.sum(0) with `kernel`, Part 1's kernel by default."""
     M, N = x.shape
-    within_limits(x)  # a huge or float64 x: see any_x.py
+    within_limits(x)  # refuses a huge or float64 x (see any_x.py)
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     BLOCK_M, BLOCK_N = 16, 64  # a tile of 16 x 64
     grid = (triton.cdiv(N, BLOCK_N),)  # one program per 64 columns
@@ -119,8 +120,7 @@ def check(fn, x, name):
 
 
 def within_limits(x):
-    """The kernels here take int32 offsets, which wrap past 2**31
-    elements, and float32 sums, too coarse for float64."""
+    """Refuses x over 2**31 elements (int32 offsets) or float64 (float32 sums)."""
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
 
@@ -137,25 +137,29 @@ def run_docstring_example():
 # one_d_column_sum_kernel, below, is what a PyTorch programmer
 # might write first. It keeps a 1-D acc and calls tl.sum on
 # each tile inside the loop. It gives the same sums, up to
-# rounding, but more slowly: 0.77 ms against the simple
-# kernel's 0.49 ms, for x of 16384 x 8192 float32 on an H200.
-# The rule: keep a reduction such as tl.sum out of the loop.
+# rounding, but more slowly. For x of 16384 x 8192 float32
+# on an H200, it takes 0.77 ms where the simple kernel takes
+# 0.49 ms. Keep a reduction such as tl.sum out of the loop.
 #
-# The reason lies in how Triton spreads a tile over the
-# program's threads. picture.png's lower half shows it for
-# the simple kernel's 16 x 64 tile (`main.py --asm` prints the
-# same layout). Each thread holds 4 neighbouring values in
-# two rows, and one column's 16 values lie in all 4 warps.
-# acc has the tile's layout, so acc += tile adds each value
-# to the acc value that the same thread holds: no thread
-# waits for another. tl.sum(tile, axis=0) adds up columns, so
-# the 4 warps must trade values. They trade them through
-# shared memory (a small fast memory that they share), and
-# each waits at a barrier (bar.sync) until all have written.
-# A warp that waits there asks for no new loads. one_d waits
-# at every step; the simple kernel waits once, after its loop.
-# (--asm counts bar.sync in each loop: none in the simple
-# kernel's, several in one_d's.)
+# The reason lies in the tile's layout, which says which
+# thread holds which of its values. Triton picks it, and
+# picture.png's lower half shows it for the 16 x 64 tile
+# (`main.py --asm` prints it too). Each thread holds 8 values:
+# 4 neighbours in row r and 4 in row r + 8. acc has the same
+# layout, so acc += tile adds each value to one that the same
+# thread holds. But tl.sum(tile, axis=0) must add values that
+# other warps hold, because a column's 16 values lie in all 4
+# warps. Warps pass values through shared memory, a small fast
+# memory that they share. Each warp writes, then waits at a
+# barrier (bar.sync) until all the warps have written.
+#
+# Both kernels wait for their loads at each step. In the
+# simple kernel, a warp waits only for its own loads, so it
+# runs ahead on its own. It meets the barrier once, after the
+# loop. In one_d, each step adds the exchange to the wait for
+# loads. At the barrier, every warp waits for the slowest, so
+# no warp asks for its next tile before the slowest is done.
+# (--asm counts bar.sync per loop: none in simple's, several in one_d's.)
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -168,16 +172,14 @@ def one_d_column_sum_kernel(
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
         mask = (rows < M)[:, None] & (cols < N)[None, :]
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-        acc += tl.sum(tile.to(tl.float32), axis=0)  # each step
+        acc += tl.sum(tile.to(tl.float32), axis=0)  # at each step
     tl.store(out_ptr + cols, acc.to(out_ptr.dtype.element_ty), mask=cols < N)
 
 
 column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_sum_kernel)
 
 
-# ## Part 2. column_sum_kernel: three changes
-# The kernel below is Part 1's with three changes. Each is
-# marked (1), (2) or (3) at the lines it changes.
+# ## Part 2. column_sum_kernel: Part 1's plus changes (1), (2), (3)
 # (1) Split a tall x over more programs. A program runs on
 # one SM (streaming multiprocessor), one of an H200's 132
 # cores. For x of 1048576 x 64, Part 1 starts cdiv(64, 64) = 1
@@ -185,10 +187,10 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # grid gets a second axis. The host cuts x's rows into
 # chunks of rows_per_chunk rows. Program (c, s), the one with
 # tl.program_id(0) = c and tl.program_id(1) = s, owns the
-# columns of Part 1's program c, but adds only the rows of
-# chunk s. It stores its sums into row s of a float32 buffer,
-# partial. A second pass then adds up partial's rows. For
-# M = 12 in 3 chunks of 4 rows (picture.png, top right):
+# columns of Part 1's program c, but it adds only the rows of
+# chunk s. It stores their sums into row s of a float32
+# buffer, partial. A second pass then adds up partial's rows.
+# For M = 12 in 3 chunks of 4 rows (picture.png, top right):
 #
 #     partial[0] = x[0:4].sum(0)
 #     partial[1] = x[4:8].sum(0)
@@ -199,38 +201,38 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # its x. It adds the rows in a fixed order, so every call
 # gives the same bits. Atomic adds (tl.atomic_add) from all
 # programs straight into out would land in a new order on
-# each call, and so round differently.
+# each call, and so they would round differently.
 #
 # (2) Load tiles ahead. A load from memory takes hundreds of
 # cycles. In Part 1, a warp asks for a tile and waits for it
-# before it adds it. The kernel's loop becomes:
+# before it adds it. Part 2's loop is this:
 #     for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):
-# tl.range works like range(), but lets each warp ask for the
-# next STAGES - 1 tiles before it adds the current one.
-# STAGES = 1 loads nothing ahead; STAGES = 2 keeps one tile
-# on its way.
-
-
+# tl.range works like range(), but it lets each warp ask for
+# the next STAGES - 1 tiles before it adds the current one.
+# STAGES = 1 loads nothing ahead, and STAGES = 2 keeps one
+# tile on its way. Triton's matmul tutorial sets num_stages
+# in a triton.Config (see (3)), but that did nothing here.
+#
 # ### (3) Let Triton pick the tile
-# The best tile depends on x: a chunk of few rows wants a tile
-# of few rows. A triton.Config is one candidate. It holds
-# values for the kernel's constexprs, and num_warps. A TILES
-# row is (BLOCK_M, BLOCK_N, STAGES, num_warps). Each of these
-# 7 was the fastest on some shape, among 32 candidate configs
-# that tools/tile_sweep.py timed.
+# No single tile is best for every x. For x of 16384 x 8192,
+# (1) alone at Part 1's 16 x 64 tile takes 137 microseconds
+# (us), and (1) with (2) at a 64 x 64 tile takes 147 us. For
+# x of 1048576 x 64, it is the other way round: 92 us against
+# 77 us. A triton.Config is one candidate setting. It gives
+# values for the kernel's constexprs and for num_warps. A row
+# of TILES is (BLOCK_M, BLOCK_N, STAGES, num_warps). Each of
+# these 7 rows was the fastest on some shape, among 32
+# candidate configs that tools/tile_sweep.py timed.
 TILES = [(256, 32, 1, 4), (128, 32, 2, 4), (64, 64, 2, 4), (256, 64, 2, 8)]
 TILES += [(32, 128, 2, 4), (128, 128, 1, 8), (1, 1024, 1, 8)]  # the last for an x of few rows
 TILES = [(32, 32, 1, 4)] if common.INTERPRETED else TILES  # a CPU cannot time a GPU
 CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, s, w in TILES]
-# A Config can also set num_stages, as Triton's matmul
-# tutorial does. But Triton uses that setting only in loops
-# whose loads feed tl.dot, so (2) gives STAGES to tl.range.
 
 
 # @triton.autotune(configs, key) wraps the kernel. Its first
 # launch with new values of the key's arguments times every
-# config, and keeps the fastest for those values. Our key is
-# N and rows_per_chunk, not M: a model calls with many numbers
+# config, and keeps the fastest for those values. The key is
+# N and rows_per_chunk, not M. A model calls with many numbers
 # of rows, and each new M would time all 7 configs again.
 # The host rounds rows_per_chunk up to a power of 2 (below),
 # so M = 1000 and 1001 share one tuning, at 1024.
@@ -239,69 +241,69 @@ CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for 
 def column_sum_kernel(
     x_ptr, dest_ptr,  # (1) dest is partial, or out if x is one chunk
     M, N, stride_m, stride_n,
-    rows_per_chunk,  # (1) rows per chunk (at least M if x is one chunk)
+    rows_per_chunk,  # (1) how many rows a chunk has (at least M if x is one chunk)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    STAGES: tl.constexpr,  # (2) tiles in flight
+    STAGES: tl.constexpr,  # (2) the number of tiles in flight
 ):  # fmt: skip
-    chunk = tl.program_id(1)  # (1) this program's chunk, 0 if x is one chunk
+    chunk = tl.program_id(1)  # (1) this program's chunk (0 if x is one chunk)
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
-    row_start = chunk * rows_per_chunk  # (1) the chunk's rows
+    row_start = chunk * rows_per_chunk  # (1) the chunk's first row
     row_stop = tl.minimum(row_start + rows_per_chunk, M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):  # (2)
         rows = i0 + tl.arange(0, BLOCK_M)
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
-        # (1) The mask uses row_stop, not M, so no two chunks add a row.
+        # (1) The mask uses row_stop, not M, so no row is added by two chunks.
         mask = (rows < row_stop)[:, None] & col_mask[None, :]
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)
     sums = tl.sum(acc, axis=0)
     # (1) If x is split, dest_ptr points to partial, a contiguous
-    # float32 (n_chunks, N) buffer, and chunk s stores row s, which
-    # starts s * N elements in. If not, chunk 0 stores into out.
+    # float32 buffer of shape (n_chunks, N). Chunk s stores row s,
+    # which starts s * N elements in. If not, chunk 0 stores into out.
     tl.store(dest_ptr + chunk * N + cols, sums.to(dest_ptr.dtype.element_ty), mask=col_mask)
 
 
 # ### Part 2 on the host: the chunks, the launch, the second pass
-# The host cuts x into chunks of CHUNK_ROWS = 2048 rows. For
-# x of 1048576 x 64 that makes 512 chunks: with BLOCK_N = 64,
-# about 4 programs per SM. An x of at most 2048 rows is one
-# chunk, of M rounded up to a power of 2 (for (3)'s key).
+# The host cuts x into chunks of CHUNK_ROWS = 2048 rows. An x
+# of 1048576 x 64 makes 512 chunks, and with BLOCK_N = 64 that
+# is about 4 programs per SM. An x of at most 2048 rows is one
+# chunk, whose rows_per_chunk is M rounded up to a power of 2.
 CHUNK_ROWS = 256 if common.INTERPRETED else 2048  # 256 on a CPU, to split a small x
 
 
 def chunks(M):
-    """(n_chunks, rows_per_chunk) for an x of M rows."""
+    """Returns (n_chunks, rows_per_chunk) for an x of M rows."""
     rows = max(M, 1)  # an empty x is one chunk, which stores 0s
     rows_per_chunk = min(CHUNK_ROWS, triton.next_power_of_2(rows))
     return triton.cdiv(rows, rows_per_chunk), rows_per_chunk
 
 
 def column_sums(x, kernel=column_sum_kernel):
-    """x.sum(0) by Part 2's kernel (block_ptr.py passes its own)."""
+    """Computes x.sum(0) with Part 2's kernel, or with the kernel block_ptr.py passes."""
     M, N = x.shape
-    within_limits(x)  # Part 1's two limits; a third comes below
+    within_limits(x)  # Part 1's two limits (the assert below adds a third)
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     n_chunks, rows_per_chunk = chunks(M)
     # CUDA allows at most 65535 programs along grid axis 1.
     assert n_chunks <= 65535, "too many chunks: see any_x.py"
-    # The autotuner passes the BLOCK_M, BLOCK_N, STAGES and num_warps
-    # of its pick. grid needs BLOCK_N, so it takes them, as meta.
+    # The autotuner passes BLOCK_M, BLOCK_N, STAGES and num_warps.
+    # The grid depends on BLOCK_N, so grid is a function of them.
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), n_chunks)  # noqa: E731
-    # One chunk stores its sums into out; more store into partial.
+    # A single chunk stores its sums into out. More chunks store into partial.
     dest = out if n_chunks == 1 else x.new_empty((n_chunks, N), dtype=torch.float32)
     kernel[grid](x, dest, M, N, *x.stride(), rows_per_chunk)
-    if n_chunks > 1:  # the second pass adds up partial's rows
+    if n_chunks > 1:  # the second pass adds up the rows of partial
         sum_partials(dest, out)
     return out
 
 
 def sum_partials(partial, out):
-    """out[j] = partial[:, j].sum(), in a fixed order, by Part 1's kernel."""
+    """Sets out[j] = partial[:, j].sum(), in a fixed order, with Part 1's kernel."""
     P, N = partial.shape
-    # block_m is P rounded up to a power of 2, at most 256. block_n
-    # gives the tile about 4096 values, kept between 16 and 256.
+    # block_m is P rounded up to a power of 2, but at most 256.
+    # block_n, from 16 to 256, gives the tile about 4096 values.
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)
@@ -310,21 +312,19 @@ def sum_partials(partial, out):
 
 
 # ### What Part 2 bought
-# Times in microseconds (us) on an H200; two runs agreed.
-# Column (1) runs Part 2's kernel at a fixed 64 x 64 tile and
-# STAGES = 1; column (1)+(2) runs it at STAGES = 2.
-#   x, float32   simple    (1)  (1)+(2)  tuned  torch
-#   1048576x64    26500    128       77     78    164
-#   16384x8192      490    159      147    134    140
-# The 64 x 64 tile is 4 times Part 1's, so not all of the
-# gain from simple to (1) comes from the split.
-# These times replay a CUDA graph (launches recorded once, run
-# without Python). main()'s table also times a plain loop of
-# calls, and the host's time per call.
+# Times are in us on an H200, and two runs agreed. The columns
+# (1) and (1)+(2) run Part 2's kernel with STAGES = 1 and 2.
+# "tuned" runs the autotuner's pick, and "torch" is x.sum(0).
+#   x, float32   simple    (1)  (1)+(2)  (1)+(2)  tuned  torch
+#   tile          16x64  16x64    16x64    64x64
+#   1048576x64    26500     92      101       77     78    164
+#   16384x8192      490    137      140      147    134    140
+# These times replay a CUDA graph, which records the launches
+# once and runs them without Python.
 
 
 # ## Gradients: a torch.autograd.Function
-# grad_x[i, j] = grad_out[j] needs no kernel: it is the view
+# grad_x[i, j] = grad_out[j] needs no kernel. It is the view
 # grad_out.expand(M, N), which autograd can differentiate too.
 class BlockedSum(torch.autograd.Function):
     @staticmethod
@@ -338,12 +338,12 @@ class BlockedSum(torch.autograd.Function):
 
 
 VARIANTS = {"simple": column_sums_simple, "one_d": column_sums_one_d, "tuned": column_sums}
-# Optional next: any_x.py (Part 3, the kernel op.py runs) and block_ptr.py.
+# To read next, if you like: any_x.py (Part 3, whose kernel op.py runs) and block_ptr.py.
 
 
-# ## The harness: checks, timing (skip it on a first read)
+# ## The harness: checks and timing (skip it on a first read)
 def check_variants(x, variants):
-    """Runs check() on each variant. Outputs start as NaN."""
+    """Runs check() on each variant. Each output starts as NaN."""
     for name, fn in variants.items():
         case = f"{name} on x {tuple(x.shape)} {x.dtype}, strides {x.stride()}"
         with common.uninitialized_memory_is_nan():
@@ -367,13 +367,13 @@ def benchmark(rows, cols, dtype="float32", module=sys.modules[__name__]):
     args = (x, out, rows, cols, *x.stride(), rows_per_chunk)
     calls["column_sum_kernel[grid] bare"] = lambda: column_sum_kernel[grid](*args)
     case = f"{rows}x{cols} {str(x.dtype).removeprefix('torch.')}"
-    nbytes = (rows * cols + cols) * x.element_size()  # x read, out written
+    nbytes = (rows * cols + cols) * x.element_size()  # x is read, out is written
     gbps = functools.partial(common.gbps, nbytes)
     return common.timing_rows(case, calls, gbps, "GB/s", common.copy_ceiling_gbps())
 
 
 def main(argv=None, module=sys.modules[__name__]):
-    """Checks and times module.VARIANTS (this file, or one beside)."""
+    """Checks and times module.VARIANTS, of this file or of a file beside it."""
     import tools  # adds --draw and --asm (see the README)
 
     parser = tools.lesson_parser(module)
@@ -389,7 +389,7 @@ def main(argv=None, module=sys.modules[__name__]):
     run_docstring_example()
     x = torch.randn(args.rows, args.cols, dtype=DTYPES[args.dtype], device=common.DEVICE)
     checked = check_variants(x, module.VARIANTS)
-    BlockedSum.apply(x.requires_grad_()).sum().backward()  # grad_x: ones
+    BlockedSum.apply(x.requires_grad_()).sum().backward()  # grad_x should be all ones
     assert torch.equal(x.grad, torch.ones_like(x))
     print(f"check passed: {', '.join(checked)} and the gradient match\n")
     common.print_table(benchmark(args.rows, args.cols, args.dtype, module), common.TIMING_COLUMNS)

@@ -141,25 +141,25 @@ def run_docstring_example():
 # on an H200, it takes 0.77 ms where the simple kernel takes
 # 0.49 ms. Keep a reduction such as tl.sum out of the loop.
 #
-# The reason lies in the tile's layout, which says which
-# thread holds which of its values. Triton picks it, and
-# picture.png's lower half shows it for the 16 x 64 tile
-# (`main.py --asm` prints it too). Each thread holds 8 values:
-# 4 neighbours in row r and 4 in row r + 8. acc has the same
-# layout, so acc += tile adds each value to one that the same
-# thread holds. But tl.sum(tile, axis=0) must add values that
-# other warps hold, because a column's 16 values lie in all 4
-# warps. Warps pass values through shared memory, a small fast
-# memory that they share. Each warp writes, then waits at a
+# The reason lies in the tile's layout, which says which thread
+# holds which of its values. Triton picks it; picture.png's
+# lower half shows it for the 16 x 64 tile. Each thread holds 8
+# values: 4 neighbours in row r and 4 in row r + 8 (r is 0 to
+# 7). acc has the same layout, so acc += tile adds each value to
+# one that the same thread holds. But tl.sum(tile, axis=0) must
+# add values that other warps hold: a column's 16 values lie in
+# all 4 warps. Warps pass values through shared memory, a small
+# fast memory that they share. Each warp writes, then waits at a
 # barrier (bar.sync) until all the warps have written.
 #
-# Both kernels wait for their loads at each step. In the
-# simple kernel, a warp waits only for its own loads, so it
-# runs ahead on its own. It meets the barrier once, after the
-# loop. In one_d, each step adds the exchange to the wait for
-# loads. At the barrier, every warp waits for the slowest, so
-# no warp asks for its next tile before the slowest is done.
-# (--asm counts bar.sync per loop: none in simple's, several in one_d's.)
+# Both kernels wait for their loads at each step. In the simple
+# kernel, a warp waits only for its own loads, so it runs ahead
+# on its own. It meets the barrier once, after the loop. In
+# one_d, each step adds the exchange to the wait for loads. At
+# the barrier, every warp waits for the slowest, so no warp asks
+# for its next tile before the slowest is done. (`main.py --asm`
+# prints the layout and counts bar.sync per loop: none in
+# simple's, several in one_d's.)
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -211,14 +211,16 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # the next STAGES - 1 tiles before it adds the current one.
 # STAGES = 1 loads nothing ahead, and STAGES = 2 keeps one
 # tile on its way. Triton's matmul tutorial sets num_stages
-# in a triton.Config (see (3)), but that did nothing here.
+# in a triton.Config instead. tl.range's documentation says
+# that one pipelines only loads that feed tl.dot: none here.
 #
 # ### (3) Let Triton pick the tile
-# No single tile is best for every x. For x of 16384 x 8192,
-# (1) alone at Part 1's 16 x 64 tile takes 137 microseconds
-# (us), and (1) with (2) at a 64 x 64 tile takes 147 us. For
-# x of 1048576 x 64, it is the other way round: 92 us against
-# 77 us. A triton.Config is one candidate setting. It gives
+# No single tile is best for every x, and (2) pays only with
+# some tiles: at Part 1's 16 x 64 tile it makes both shapes
+# 2 to 10% slower. For x of 16384 x 8192, (1) alone at 16 x 64
+# takes 137 microseconds (us), and (1) with (2) at 64 x 64
+# takes 147 us. For x of 1048576 x 64 it is the other way
+# round: 92 us against 77 us. A triton.Config is one candidate setting. It gives
 # values for the kernel's constexprs and for num_warps. A row
 # of TILES is (BLOCK_M, BLOCK_N, STAGES, num_warps). Each of
 # these 7 rows was the fastest on some shape, among 32
@@ -319,8 +321,7 @@ def sum_partials(partial, out):
 #   tile          16x64  16x64    16x64    64x64
 #   1048576x64    26500     92      101       77     78    164
 #   16384x8192      490    137      140      147    134    140
-# These times replay a CUDA graph, which records the launches
-# once and runs them without Python.
+# These times replay a CUDA graph: no Python between launches.
 
 
 # ## Gradients: a torch.autograd.Function
@@ -367,8 +368,7 @@ def benchmark(rows, cols, dtype="float32", module=sys.modules[__name__]):
     args = (x, out, rows, cols, *x.stride(), rows_per_chunk)
     calls["column_sum_kernel[grid] bare"] = lambda: column_sum_kernel[grid](*args)
     case = f"{rows}x{cols} {str(x.dtype).removeprefix('torch.')}"
-    nbytes = (rows * cols + cols) * x.element_size()  # x is read, out is written
-    gbps = functools.partial(common.gbps, nbytes)
+    gbps = functools.partial(common.gbps, (rows * cols + cols) * x.element_size())
     return common.timing_rows(case, calls, gbps, "GB/s", common.copy_ceiling_gbps())
 
 

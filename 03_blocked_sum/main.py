@@ -141,25 +141,25 @@ def run_docstring_example():
 # on an H200, it takes 0.77 ms where the simple kernel takes
 # 0.49 ms. Keep a reduction such as tl.sum out of the loop.
 #
-# The reason lies in the tile's layout, which says which thread
-# holds which of its values. Triton picks it; picture.png's
-# lower half shows it for the 16 x 64 tile. Each thread holds 8
-# values: 4 neighbours in row r and 4 in row r + 8 (r is 0 to
-# 7). acc has the same layout, so acc += tile adds each value to
-# one that the same thread holds. But tl.sum(tile, axis=0) must
-# add values that other warps hold: a column's 16 values lie in
-# all 4 warps. Warps pass values through shared memory, a small
-# fast memory that they share. Each warp writes, then waits at a
-# barrier (bar.sync) until all the warps have written.
+# The reason lies in the tile's layout, which says which
+# thread holds which of its values. picture.png's lower half
+# shows the layout Triton picks for the 16 x 64 tile. Each
+# thread holds 8 values: 4 neighbours in one row r, from 0
+# to 7, and 4 in row r + 8. acc has the same layout, so
+# acc += tile adds each value to one that the same thread
+# holds. But tl.sum(tile, axis=0) must add values that other
+# warps hold: a column's 16 values lie in all 4 warps. Warps
+# pass values through shared memory (a small fast memory) and
+# wait at a barrier (bar.sync) until all have written.
 #
-# Both kernels wait for their loads at each step. In the simple
-# kernel, a warp waits only for its own loads, so it runs ahead
-# on its own. It meets the barrier once, after the loop. In
-# one_d, each step adds the exchange to the wait for loads. At
-# the barrier, every warp waits for the slowest, so no warp asks
-# for its next tile before the slowest is done. (`main.py --asm`
-# prints the layout and counts bar.sync per loop: none in
-# simple's, several in one_d's.)
+# A load from memory takes hundreds of cycles, and both
+# kernels wait for their loads. In the simple kernel, a warp
+# waits only for its own loads: while one warp adds, the loads
+# of the others are on their way. In one_d, each step also
+# holds an exchange, and at its barrier every warp waits for
+# the slowest. No warp asks for its next tile before then, so
+# memory idles during each exchange. (--asm counts bar.sync
+# per loop: none in simple's, several in one_d's.)
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -211,20 +211,20 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # the next STAGES - 1 tiles before it adds the current one.
 # STAGES = 1 loads nothing ahead, and STAGES = 2 keeps one
 # tile on its way. Triton's matmul tutorial sets num_stages
-# in a triton.Config instead. tl.range's documentation says
-# that one pipelines only loads that feed tl.dot: none here.
+# in a triton.Config instead. Per tl.range's documentation,
+# that kernel-wide one pipelines only loads that feed tl.dot.
 #
 # ### (3) Let Triton pick the tile
-# No single tile is best for every x, and (2) pays only with
-# some tiles: at Part 1's 16 x 64 tile it makes both shapes
-# 2 to 10% slower. For x of 16384 x 8192, (1) alone at 16 x 64
-# takes 137 microseconds (us), and (1) with (2) at 64 x 64
-# takes 147 us. For x of 1048576 x 64 it is the other way
-# round: 92 us against 77 us. A triton.Config is one candidate setting. It gives
-# values for the kernel's constexprs and for num_warps. A row
-# of TILES is (BLOCK_M, BLOCK_N, STAGES, num_warps). Each of
-# these 7 rows was the fastest on some shape, among 32
-# candidate configs that tools/tile_sweep.py timed.
+# No single tile is best for every x. Take the table's two
+# shapes, after the code. At Part 1's 16 x 64 tile, (2) makes
+# both 2 to 10% slower. For x of 16384 x 8192, (1) alone at
+# 16 x 64 takes 137 microseconds (us), and (1) with (2) at
+# 64 x 64 takes 147 us. For x of 1048576 x 64 it is the
+# other way round: 92 us against 77 us.
+# A triton.Config is one candidate: values for the kernel's
+# constexprs and for num_warps. A row of TILES is (BLOCK_M,
+# BLOCK_N, STAGES, num_warps). Each of these 7 was the fastest
+# on some shape, of 32 configs that tools/tile_sweep.py timed.
 TILES = [(256, 32, 1, 4), (128, 32, 2, 4), (64, 64, 2, 4), (256, 64, 2, 8)]
 TILES += [(32, 128, 2, 4), (128, 128, 1, 8), (1, 1024, 1, 8)]  # the last for an x of few rows
 TILES = [(32, 32, 1, 4)] if common.INTERPRETED else TILES  # a CPU cannot time a GPU

@@ -1,13 +1,13 @@
 """Column sums, out = x.sum(0): a blocked reduction in Triton.
 
 Lesson 01 defined these words. A program is a running copy of
-a kernel, numbered by tl.program_id. Programs run in parallel.
-Each runs on num_warps warps, which are groups of 32 threads.
-A block is a small tensor of fixed shape inside one program.
-Its values are spread over the program's threads. A stride is
-the step, in elements, from one index to the next along a dim.
-A tile, the one new word here, is the 2-D block of x that one
-step of a program's loop loads.
+a kernel, numbered by tl.program_id. Programs run in
+parallel. Each runs on num_warps warps, which are groups of
+32 threads. A block is a small tensor of fixed shape inside
+one program. Its values are spread over the program's
+threads. A stride is the step, in elements, from one index to
+the next along a dim. New here: a tile is the 2-D block of x
+that one step of a program's loop loads.
 
 This lesson teaches the pattern behind Triton's reductions.
 Each program owns BLOCK_N columns of x. It adds whole tiles of
@@ -46,7 +46,7 @@ But x's last column is 5, so cols 6 and 7 are not in x. Without
 a mask, this step would load offsets 6, 7, 12 and 13. They hold
 x[1, 0], x[1, 1], x[2, 0] and x[2, 1], which belong to other
 columns. And the last step's row 5 lies past x's end. The
-kernel masks off both. Masked loads read nothing and give 0.
+kernel masks off both: those loads give `other`, here 0.
 `main.py --draw picture.png` draws this from the kernel itself.
 """
 

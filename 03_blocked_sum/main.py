@@ -82,7 +82,7 @@ def simple_column_sum_kernel(
     col_mask = cols < N  # False where cols runs past x's edge
     # acc holds float32 sums, because 16-bit sums drop small terms.
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i0 in range(0, M, BLOCK_M):  # the GPU runs this program's steps in order
+    for i0 in range(0, M, BLOCK_M):  # runs on the GPU: one step after another
         rows = i0 + tl.arange(0, BLOCK_M)
         # This broadcasts, as in torch, to (BLOCK_M, BLOCK_N).
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
@@ -120,7 +120,10 @@ def check(fn, x, name):
 
 
 def within_limits(x):
-    """Refuses x over 2**31 elements (int32 offsets) or float64 (float32 sums)."""
+    """Refuses an x that the kernels here cannot sum right. Their
+    offsets are int32 (tl.program_id and tl.arange are), and wrap
+    past 2**31 elements. Their float32 sums are too coarse for a
+    float64 x. any_x.py lifts both limits."""
     assert x.dtype != torch.float64, "float32 sums: see any_x.py"
     assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
 
@@ -139,27 +142,18 @@ def run_docstring_example():
 # each tile inside the loop. It gives the same sums, up to
 # rounding, but more slowly. For x of 16384 x 8192 float32
 # on an H200, it takes 0.77 ms where the simple kernel takes
-# 0.49 ms. Keep a reduction such as tl.sum out of the loop.
+# 0.49 ms. So keep a reduction such as tl.sum out of the loop.
 #
-# The reason lies in the tile's layout, which says which
-# thread holds which of its values. picture.png's lower half
-# shows the layout Triton picks for the 16 x 64 tile. Each
-# thread holds 8 values: 4 neighbours in one row r, from 0
-# to 7, and 4 in row r + 8. acc has the same layout, so
+# Why, in short: Triton spreads a tile's values over all 4
+# warps of the program (picture.png's lower half shows how).
 # acc += tile adds each value to one that the same thread
-# holds. But tl.sum(tile, axis=0) must add values that other
-# warps hold: a column's 16 values lie in all 4 warps. Warps
-# pass values through shared memory (a small fast memory) and
-# wait at a barrier (bar.sync) until all have written.
-#
-# A load from memory takes hundreds of cycles, and both
-# kernels wait for their loads. In the simple kernel, a warp
-# waits only for its own loads: while one warp adds, the loads
-# of the others are on their way. In one_d, each step also
-# holds an exchange, and at its barrier every warp waits for
-# the slowest. No warp asks for its next tile before then, so
-# memory idles during each exchange. (--asm counts bar.sync
-# per loop: none in simple's, several in one_d's.)
+# holds, so no warp waits for another. But a sum down a
+# column needs values from all 4 warps. They trade them
+# through shared memory and wait for each other at a barrier.
+# one_d does this at every step, and while its warps wait,
+# none of them asks memory for the next tile. The simple
+# kernel does it once, after its loop. (`main.py --asm`
+# counts the barriers, bar.sync, in each kernel's loop.)
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -180,12 +174,15 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 
 
 # ## Part 2. column_sum_kernel: Part 1's plus changes (1), (2), (3)
-# (1) Split a tall x over more programs. A program runs on
-# one SM (streaming multiprocessor), one of an H200's 132
-# cores. For x of 1048576 x 64, Part 1 starts cdiv(64, 64) = 1
-# program, and one SM alone cannot keep memory busy. So the
-# grid gets a second axis. The host cuts x's rows into
-# chunks of rows_per_chunk rows. Program (c, s), the one with
+#
+# ### (1) Split a tall x over more programs
+# A program runs on one SM (streaming multiprocessor), one of
+# an H200's 132 cores. For x of 1048576 x 64, Part 1 starts
+# cdiv(64, 64) = 1 program, and one SM alone cannot keep
+# memory busy. Even for x of 16384 x 8192, Part 1's 128
+# programs are about one per SM, and that is too few. So the
+# grid gets a second axis. The host cuts x's rows into chunks
+# of rows_per_chunk rows. Program (c, s), the one with
 # tl.program_id(0) = c and tl.program_id(1) = s, owns the
 # columns of Part 1's program c, but it adds only the rows of
 # chunk s. It stores their sums into row s of a float32
@@ -203,9 +200,10 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # programs straight into out would land in a new order on
 # each call, and so they would round differently.
 #
-# (2) Load tiles ahead. A load from memory takes hundreds of
-# cycles. In Part 1, a warp asks for a tile and waits for it
-# before it adds it. Part 2's loop is this:
+# ### (2) Load tiles ahead
+# A load from memory takes hundreds of cycles. In Part 1, a
+# warp asks for a tile and waits for it before it adds it.
+# Part 2's loop is this:
 #     for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):
 # tl.range works like range(), but it lets each warp ask for
 # the next STAGES - 1 tiles before it adds the current one.
@@ -215,12 +213,21 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # that kernel-wide one pipelines only loads that feed tl.dot.
 #
 # ### (3) Let Triton pick the tile
-# No single tile is best for every x. Take the table's two
-# shapes, after the code. At Part 1's 16 x 64 tile, (2) makes
-# both 2 to 10% slower. For x of 16384 x 8192, (1) alone at
-# 16 x 64 takes 137 microseconds (us), and (1) with (2) at
-# 64 x 64 takes 147 us. For x of 1048576 x 64 it is the
-# other way round: 92 us against 77 us.
+# No single tile is best for every x. Here are times in
+# microseconds (us) on an H200, for float32 x; two runs
+# agreed. "tuned" is the autotuner's pick, and "torch" is
+# x.sum(0). The times replay a CUDA graph, so no Python runs
+# between launches.
+#
+#     x           simple    (1)  (1)+(2)  (1)+(2)  tuned  torch
+#     tile         16x64  16x64    16x64    64x64
+#     1048576x64   26500     92      101       77     78    164
+#     16384x8192     490    137      140      147    134    140
+#
+# (1) gives most of the gain. (2) slows Part 1's 16 x 64 tile
+# by 2 to 10%, but pays at 64 x 64. Which tile is best
+# depends on x, so let Triton time several and pick.
+#
 # A triton.Config is one candidate: values for the kernel's
 # constexprs and for num_warps. A row of TILES is (BLOCK_M,
 # BLOCK_N, STAGES, num_warps). Each of these 7 was the fastest
@@ -311,17 +318,6 @@ def sum_partials(partial, out):
     grid = (triton.cdiv(N, block_n),)
     args = (partial, out, P, N, *partial.stride())
     simple_column_sum_kernel[grid](*args, BLOCK_M=block_m, BLOCK_N=block_n)
-
-
-# ### What Part 2 bought
-# Times are in us on an H200, and two runs agreed. The columns
-# (1) and (1)+(2) run Part 2's kernel with STAGES = 1 and 2.
-# "tuned" runs the autotuner's pick, and "torch" is x.sum(0).
-#   x, float32   simple    (1)  (1)+(2)  (1)+(2)  tuned  torch
-#   tile          16x64  16x64    16x64    64x64
-#   1048576x64    26500     92      101       77     78    164
-#   16384x8192      490    137      140      147    134    140
-# These times replay a CUDA graph: no Python between launches.
 
 
 # ## Gradients: a torch.autograd.Function

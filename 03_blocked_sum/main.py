@@ -219,10 +219,10 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # x.sum(0). The times replay a CUDA graph, so no Python runs
 # between launches.
 #
-#     x           simple    (1)  (1)+(2)  (1)+(2)  tuned  torch
-#     tile         16x64  16x64    16x64    64x64
-#     1048576x64   26500     92      101       77     78    164
-#     16384x8192     490    137      140      147    134    140
+#     x           simple    (1)  (1)+(2)    (1)  (1)+(2)  tuned  torch
+#     tile         16x64  16x64    16x64  64x64    64x64
+#     1048576x64   26500     92      101    128       77     78    164
+#     16384x8192     490    137      140    159      147    134    140
 #
 # (1) gives most of the gain. (2) slows Part 1's 16 x 64 tile
 # by 2 to 10%, but pays at 64 x 64. Which tile is best

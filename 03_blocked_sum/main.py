@@ -82,7 +82,7 @@ def simple_column_sum_kernel(
     col_mask = cols < N  # False where cols runs past x's edge
     # acc holds float32 sums, because 16-bit sums drop small terms.
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i0 in range(0, M, BLOCK_M):  # runs on the GPU: one step after another
+    for i0 in range(0, M, BLOCK_M):  # one program's steps run in series
         rows = i0 + tl.arange(0, BLOCK_M)
         # This broadcasts, as in torch, to (BLOCK_M, BLOCK_N).
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
@@ -149,11 +149,13 @@ def run_docstring_example():
 # acc += tile adds each value to one that the same thread
 # holds, so no warp waits for another. But a sum down a
 # column needs values from all 4 warps. They trade them
-# through shared memory and wait for each other at a barrier.
-# one_d does this at every step, and while its warps wait,
-# none of them asks memory for the next tile. The simple
-# kernel does it once, after its loop. (`main.py --asm`
-# counts the barriers, bar.sync, in each kernel's loop.)
+# through shared memory, a small memory on the SM that every
+# warp of the program can read and write. Then each waits at
+# a barrier, a point that every warp must reach before any
+# goes on. one_d does this at every step, and while its warps
+# wait, none of them asks memory for the next tile. The
+# simple kernel does it once, after its loop. (`main.py
+# --asm` counts the barriers, bar.sync, in each loop.)
 @triton.jit
 def one_d_column_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
@@ -178,11 +180,13 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # ### (1) Split a tall x over more programs
 # A program runs on one SM (streaming multiprocessor), one of
 # an H200's 132 cores. For x of 1048576 x 64, Part 1 starts
-# cdiv(64, 64) = 1 program, and one SM alone cannot keep
-# memory busy. Even for x of 16384 x 8192, Part 1's 128
-# programs are about one per SM, and that is too few. So the
-# grid gets a second axis. The host cuts x's rows into chunks
-# of rows_per_chunk rows. Program (c, s), the one with
+# cdiv(64, 64) = 1 program. A load from memory takes hundreds
+# of cycles, so memory is busy only while many loads are in
+# flight, from many programs. One SM alone cannot keep it
+# busy. Even for x of 16384 x 8192, Part 1's 128 programs are
+# about one per SM, and that is too few. So the grid gets a
+# second axis. The host cuts x's rows into chunks of
+# rows_per_chunk rows. Program (c, s), the one with
 # tl.program_id(0) = c and tl.program_id(1) = s, owns the
 # columns of Part 1's program c, but it adds only the rows of
 # chunk s. It stores their sums into row s of a float32
@@ -201,9 +205,8 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 # each call, and so they would round differently.
 #
 # ### (2) Load tiles ahead
-# A load from memory takes hundreds of cycles. In Part 1, a
-# warp asks for a tile and waits for it before it adds it.
-# Part 2's loop is this:
+# In Part 1, a warp asks for a tile and waits for it before
+# it adds it. Part 2's loop is this:
 #     for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):
 # tl.range works like range(), but it lets each warp ask for
 # the next STAGES - 1 tiles before it adds the current one.

@@ -21,8 +21,6 @@ import importlib.util
 from pathlib import Path
 
 import torch
-import triton
-import triton.language as tl
 from torch import Tensor
 
 HERE = Path(__file__).resolve().parent
@@ -37,6 +35,9 @@ lesson = loader.load_lesson(HERE)
 fused = loader.load_lesson(HERE, "fused.py")  # the lesson's Part 3
 persistent = loader.load_lesson(HERE, "persistent.py")  # the lesson's Part 4
 common = lesson.common  # the device, and the checks of out= that every op shares
+# triton from the lesson, which imported it after common set TRITON_INTERPRET=1 on a CPU:
+# imported before that, Triton's own @triton.jit helpers (tl.sum) would not run interpreted.
+triton, tl = lesson.triton, lesson.tl
 
 DTYPES = common.OP_DTYPES  # float16, bfloat16, float32 and float64
 ACTIVATIONS = (None, "gelu_tanh")  # what the kernels' epilogue applies after the bias

@@ -19,7 +19,6 @@ import importlib.util
 from pathlib import Path
 
 import torch
-import triton
 
 HERE = Path(__file__).resolve().parent
 
@@ -33,6 +32,9 @@ lesson = loader.load_lesson(HERE)
 appendix = loader.load_lesson(HERE, "block_ptr.py")  # the lesson's block-pointer appendix
 any_x = loader.load_lesson(HERE, "any_x.py")  # Part 3: the split kernel for any x, any M
 common = lesson.common  # the device, and the checks of out= that every op shares
+# triton from the lesson, which imported it after common set TRITON_INTERPRET=1 on a CPU:
+# imported before that, Triton's own @triton.jit helpers (tl.sum) would not run interpreted.
+triton = lesson.triton
 
 DTYPES = common.OP_DTYPES  # float16, bfloat16, float32 and float64
 # The styles that launch the lesson's own kernels, kept simple: float32 sums, int32 offsets. The

@@ -21,7 +21,6 @@ import importlib.util
 from pathlib import Path
 
 import torch
-import triton
 from einops import rearrange
 
 HERE = Path(__file__).resolve().parent
@@ -35,6 +34,9 @@ spec.loader.exec_module(loader := importlib.util.module_from_spec(spec))
 lesson = loader.load_lesson(HERE)
 wide = loader.load_lesson(HERE, "wide.py")  # the lesson's Part 4: the tuned kernels, wide loads
 common = lesson.common  # the device, and the checks of out= that every op shares
+# triton from the lesson, which imported it after common set TRITON_INTERPRET=1 on a CPU:
+# imported before that, Triton's own @triton.jit helpers (tl.sum) would not run interpreted.
+triton = lesson.triton
 
 DTYPES = common.OP_DTYPES  # float16, bfloat16, float32 and float64
 STYLES = ("simple", "tuned")  # the style argument's values

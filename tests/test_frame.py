@@ -151,6 +151,42 @@ def test_readme_snippet_loads_an_op_from_a_script_elsewhere(tmp_path):
     assert "the snippet works" in done.stdout
 
 
+# Each op called as a user's script would, after its own `import torch`: the entry, and what it
+# must equal. On a CPU, an op.py that imported triton before its lesson's common set
+# TRITON_INTERPRET=1 failed here: Triton's own @triton.jit helpers (tl.sum) ran uninterpreted.
+OP_CALLS = {
+    "01_matmul_elementwise": ("op.matmul_elementwise(a, b)", "a @ b"),
+    "02_matmul_tiled": ("op.matmul(a, b)", "a @ b"),
+    "03_blocked_sum": ("op.blocked_sum(a)", "a.sum(0)"),
+    "04_weighted_sum": ("op.weighted_sum(a, b[:, 0])", "a @ b[:, 0]"),
+}
+
+
+@pytest.mark.parametrize("folder", list(OP_CALLS))
+def test_every_op_runs_from_a_script_elsewhere(folder, tmp_path):
+    call, expected = OP_CALLS[folder]
+    path = str(support.REPO_ROOT / folder / "op.py")
+    script = f"""
+import importlib.util
+import torch
+
+spec = importlib.util.spec_from_file_location("user_op", {path!r})
+op = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(op)
+a = torch.randn(37, 24, device=op.common.DEVICE)
+b = torch.randn(24, 5, device=op.common.DEVICE)
+torch.testing.assert_close({call}, {expected}, atol=1e-2, rtol=1e-2)
+print("the op works")
+"""
+    (tmp_path / "user.py").write_text(script)
+    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "user.py"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "the op works" in done.stdout
+
+
 # Each lesson's line budget (CONTRIBUTING.md).
 BUDGETS = {
     "01_matmul_elementwise": 300,

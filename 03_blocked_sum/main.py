@@ -132,7 +132,7 @@ def within_limits(x):
 def run_docstring_example():
     x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
     out = torch.empty(6, device=x.device)
-    simple_column_sum_kernel[(2,)](x, out, 5, 6, 6, 1, BLOCK_M=2, BLOCK_N=4)
+    simple_column_sum_kernel[(2,)](x, out, M=5, N=6, stride_m=6, stride_n=1, BLOCK_M=2, BLOCK_N=4)
     print(f"the docstring's example: {out.tolist()} = {x.sum(0).tolist()}")  # 60.0, ..., 85.0
 
 

@@ -116,6 +116,18 @@ def test_compiled_code_launches_the_ops_kernels_itself_on_a_gpu(folder):
         assert f"triton_lessons.{name}.default" in targets, targets
 
 
+def run_as_users_script(script, folder):
+    """script's stdout, run as user.py in folder, in a new process whose environment leaves the
+    interpreter switch to the lessons (as a user's would), after asserting that it succeeded."""
+    (folder / "user.py").write_text(script)
+    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "user.py"], cwd=folder, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_readme_snippet_loads_an_op_from_a_script_elsewhere(tmp_path):
     """The README's snippet, run as a user's script in another directory that has modules of its
     own named common and tools: the op works, and the user's modules stay the user's."""
@@ -142,13 +154,7 @@ def test_readme_snippet_loads_an_op_from_a_script_elsewhere(tmp_path):
         print("the snippet works")
     """
     script = "import common, tools\n" + snippet + textwrap.dedent(check)
-    (tmp_path / "user.py").write_text(script)
-    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
-    done = subprocess.run(
-        [sys.executable, "user.py"], cwd=tmp_path, env=env, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    assert "the snippet works" in done.stdout
+    assert "the snippet works" in run_as_users_script(script, tmp_path)
 
 
 # Each op called as a user's script would, after its own `import torch`: the entry, and what it
@@ -178,13 +184,7 @@ b = torch.randn(24, 5, device=op.common.DEVICE)
 torch.testing.assert_close({call}, {expected}, atol=1e-2, rtol=1e-2)
 print("the op works")
 """
-    (tmp_path / "user.py").write_text(script)
-    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
-    done = subprocess.run(
-        [sys.executable, "user.py"], cwd=tmp_path, env=env, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    assert "the op works" in done.stdout
+    assert "the op works" in run_as_users_script(script, tmp_path)
 
 
 # Each lesson's line budget (CONTRIBUTING.md).

@@ -199,9 +199,7 @@ PROBES = {"01": probes_01, "02": probes_02, "03": probes_03, "04": probes_04}
 def show(lesson):
     """Print the lines for `lesson`, a lesson's main module; the exit status."""
     if common.INTERPRETED:  # compile in a new process, where @triton.jit compiles
-        environment = dict(os.environ, TRITON_INTERPRET="0")
-        command = [sys.executable, "-m", "tools.asm", lesson.__file__]
-        return subprocess.run(command, env=environment, cwd=REPO_ROOT).returncode
+        return in_compiling_process(lesson.__file__).returncode
     on_gpu = torch.cuda.is_available()
     if on_gpu:
         major, minor = torch.cuda.get_device_capability()
@@ -242,16 +240,21 @@ def show(lesson):
     return 0
 
 
+def in_compiling_process(*args, **run_options):
+    """`python -m tools.asm *args` in a new process with the interpreter off, where @triton.jit
+    compiles; run_options go to subprocess.run."""
+    environment = dict(os.environ, TRITON_INTERPRET="0")
+    command = [sys.executable, "-m", "tools.asm", *args]
+    return subprocess.run(command, env=environment, cwd=REPO_ROOT, **run_options)
+
+
 def tile_layout(lesson):
     """block_layout of 03's simple kernel on its 16 x 64 float32 tile, compiled for sm_90 as
     `--asm` compiles it; in a new process where the interpreter runs, since only where it does not
     does @triton.jit compile (`python -m tools.asm --layout LESSON/main.py` prints it)."""
     if common.INTERPRETED:
-        environment = dict(os.environ, TRITON_INTERPRET="0")
-        command = [sys.executable, "-m", "tools.asm", "--layout", lesson.__file__]
-        done = subprocess.run(
-            command, env=environment, cwd=REPO_ROOT, capture_output=True, text=True, check=True
-        )
+        layout = ["--layout", lesson.__file__]
+        done = in_compiling_process(*layout, capture_output=True, text=True, check=True)
         return ast.literal_eval(done.stdout.strip().splitlines()[-1])
     probe = probes_03(lesson, "cpu")[0]  # the simple kernel, laid out as --asm shows it
     compiled, _ = compile_for_sm_90(probe.kernel, probe.args, probe.kwargs)

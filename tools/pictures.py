@@ -260,7 +260,7 @@ def draw_tile_layout(ax, layout, rows=16, cols=64):
     that one thread holds, coloured by warp and labelled with its warp and lane (the thread's
     number in its warp). layout: tools.asm.block_layout's ((rows, columns) a thread holds,
     (rows, columns) of threads in a warp, (rows, columns) of warps), columns fastest."""
-    (tr, tc), (wr, wc), (nr, nc) = layout
+    (_, tc), _, (nr, nc) = layout  # the values a thread holds in a row; the grid of warps
     groups = cols // tc  # the cells along a row: one thread's tc values each
     colour = torch.zeros((rows, groups), dtype=torch.int64)
     labels = [[""] * groups for _ in range(rows)]
@@ -270,11 +270,11 @@ def draw_tile_layout(ax, layout, rows=16, cols=64):
             colour[i, g], labels[i][g] = 2 * warp, f"w{warp} t{lane}"
     cells(
         ax, colour, labels,
-        f"simple_column_sum_kernel's {rows} x {cols} float32 tile, as Triton lays it out on 4 "
-        f"warps (`main.py --asm` prints this layout): a cell is the {tc} values of a row that one "
-        f"thread holds (columns {tc}g to {tc}g + {tc - 1}), coloured by its warp w, t its lane. "
-        f"acc += tile stays in each thread; tl.sum(acc, axis=0) adds a column, whose {rows} "
-        f"values lie in all {nr * nc} warps",
+        f"simple_column_sum_kernel's {rows} x {cols} float32 tile, as Triton lays it out on "
+        f"{nr * nc} warps (`main.py --asm` prints this layout): a cell is the {tc} values of a "
+        f"row that one thread holds (columns {tc}g to {tc}g + {tc - 1}), coloured by its warp w, "
+        f"t its lane. acc += tile stays in each thread; tl.sum(acc, axis=0) adds a column, "
+        f"whose {rows} values lie in all {nr * nc} warps",
         width=150,
     )  # fmt: skip
     ax.set_xticks(range(groups), [f"{tc * g}-{tc * g + tc - 1}" for g in range(groups)], fontsize=6)

@@ -12,11 +12,10 @@ that one step of a program's loop loads.
 This lesson teaches the pattern behind Triton's reductions.
 Each program owns BLOCK_N columns of x. It adds whole tiles of
 x into a 2-D accumulator, acc, and reduces acc to one row only
-once, after its loop. ("Why reduce once", after Part 1, shows
-why acc is 2-D.) Part 2 makes this fast on every shape of x.
-It splits a tall x over more programs, loads tiles ahead, and
-lets Triton pick the tile. Models need column sums. The
-gradient of a bias, for one, is grad_y.sum(0).
+once, after its loop. Part 2 makes this fast on every shape
+of x: it splits a tall x over more programs, loads tiles
+ahead, and lets Triton pick the tile. Models need column sums:
+the gradient of a bias, for one, is grad_y.sum(0).
 
 For x of shape (M, N), out has N values:
 
@@ -99,7 +98,7 @@ def simple_column_sum_kernel(
 def column_sums_simple(x, kernel=simple_column_sum_kernel):
     """Computes x.sum(0) with `kernel`, Part 1's kernel by default."""
     M, N = x.shape
-    within_limits(x)  # refuses a huge or float64 x (see any_x.py)
+    within_limits(x)  # in the harness: refuses float64 or a huge x
     out = torch.empty(N, dtype=x.dtype, device=x.device)
     BLOCK_M, BLOCK_N = 16, 64  # a tile of 16 x 64
     grid = (triton.cdiv(N, BLOCK_N),)  # one program per 64 columns
@@ -119,15 +118,6 @@ def check(fn, x, name):
     common.assert_close_to_float64(fn(x), reference, (x,), terms=x.shape[0], what=name)
 
 
-def within_limits(x):
-    """Refuses an x that the kernels here cannot sum right. Their
-    offsets are int32 (tl.program_id and tl.arange are), and wrap
-    past 2**31 elements. Their float32 sums are too coarse for a
-    float64 x. any_x.py lifts both limits."""
-    assert x.dtype != torch.float64, "float32 sums: see any_x.py"
-    assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
-
-
 # ## Try it: Part 1's kernel on the docstring's x (main() runs it)
 def run_docstring_example():
     x = torch.arange(30.0, device=common.DEVICE).reshape(5, 6)
@@ -136,46 +126,10 @@ def run_docstring_example():
     print(f"the docstring's example: {out.tolist()} = {x.sum(0).tolist()}")  # 60.0, ..., 85.0
 
 
-# ## Why reduce once: the 1-D way, for comparison
-# one_d_column_sum_kernel, below, is what a PyTorch programmer
-# might write first. It keeps a 1-D acc and calls tl.sum on
-# each tile inside the loop. It gives the same sums, up to
-# rounding, but more slowly. For x of 16384 x 8192 float32
-# on an H200, it takes 0.77 ms where the simple kernel takes
-# 0.49 ms. So keep a reduction such as tl.sum out of the loop.
-#
-# Why, in short: Triton spreads a tile's values over all 4
-# warps of the program (picture.png's lower half shows how).
-# acc += tile adds each value to one that the same thread
-# holds, so no warp waits for another. But a sum down a
-# column needs values from all 4 warps. They trade them
-# through shared memory, a small memory on the SM that every
-# warp of the program can read and write. Then each waits at
-# a barrier, a point that every warp must reach before any
-# goes on. one_d does this at every step, and while its warps
-# wait, none of them asks memory for the next tile. The
-# simple kernel does it once, after its loop. (`main.py
-# --asm` counts the barriers, bar.sync, in each loop.)
-@triton.jit
-def one_d_column_sum_kernel(
-    x_ptr, out_ptr, M, N, stride_m, stride_n,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-):  # fmt: skip
-    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)  # 1-D
-    for i0 in range(0, M, BLOCK_M):
-        rows = i0 + tl.arange(0, BLOCK_M)
-        offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
-        mask = (rows < M)[:, None] & (cols < N)[None, :]
-        tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-        acc += tl.sum(tile.to(tl.float32), axis=0)  # at each step
-    tl.store(out_ptr + cols, acc.to(out_ptr.dtype.element_ty), mask=cols < N)
-
-
-column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_sum_kernel)
-
-
 # ## Part 2. column_sum_kernel: Part 1's plus changes (1), (2), (3)
+# main() checks and times each step, at Part 1's 16 x 64
+# tile: "split" is (1) and "split_ahead" is (1)+(2). "tuned",
+# all three, lets the autotuner pick the tile.
 #
 # ### (1) Split a tall x over more programs
 # A program runs on one SM (streaming multiprocessor), one of
@@ -199,36 +153,32 @@ column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_su
 #     out = partial[0] + partial[1] + partial[2]
 #
 # The second pass is Part 1's simple kernel, with partial as
-# its x. It adds the rows in a fixed order, so every call
-# gives the same bits. Atomic adds (tl.atomic_add) from all
-# programs straight into out would land in a new order on
-# each call, and so they would round differently.
+# its x. Its fixed order gives the same bits on every call.
+# Atomic adds (tl.atomic_add) into out would land in a new
+# order each time, and so round differently.
 #
 # ### (2) Load tiles ahead
 # In Part 1, a warp asks for a tile and waits for it before
-# it adds it. Part 2's loop is this:
-#     for i0 in tl.range(row_start, row_stop, BLOCK_M, num_stages=STAGES):
-# tl.range works like range(), but it lets each warp ask for
-# the next STAGES - 1 tiles before it adds the current one.
+# it adds it. Part 2 loops with tl.range(..., num_stages=STAGES).
+# It works like range(), but it lets each warp ask for the
+# next STAGES - 1 tiles before it adds the current one.
 # STAGES = 1 loads nothing ahead, and STAGES = 2 keeps one
 # tile on its way. Triton's matmul tutorial sets num_stages
 # in a triton.Config instead. Per tl.range's documentation,
 # that kernel-wide one pipelines only loads that feed tl.dot.
 #
 # ### (3) Let Triton pick the tile
-# No single tile is best for every x. Here are times in
-# microseconds (us) on an H200, for float32 x; two runs
-# agreed. "tuned" is the autotuner's pick, and "torch" is
-# x.sum(0). The times replay a CUDA graph, so no Python runs
-# between launches.
+# No single tile is best for every x. Times in microseconds
+# (us) on an H200, float32 x, replayed from a CUDA graph (no
+# Python between launches); torch is x.sum(0):
 #
-#     x           simple    (1)  (1)+(2)    (1)  (1)+(2)  tuned  torch
-#     tile         16x64  16x64    16x64  64x64    64x64
-#     1048576x64   26500     92      101    128       77     78    164
-#     16384x8192     490    137      140    159      147    134    140
+#     x           simple  split  split_ahead  tuned  torch
+#     1048576x64   26500     92          101     78    164
+#     16384x8192     490    137          140    134    140
 #
-# (1) gives most of the gain. (2) slows Part 1's 16 x 64 tile
-# by 2 to 10%, but pays at 64 x 64. Which tile is best
+# (1) gives most of the gain. (2) costs 2 to 10% at this
+# tile, but pays at taller ones: at 64 x 64, the tall x
+# takes 77 us with it and 128 us without. Which tile is best
 # depends on x, so let Triton time several and pick.
 #
 # A triton.Config is one candidate: values for the kernel's
@@ -241,13 +191,12 @@ TILES = [(32, 32, 1, 4)] if common.INTERPRETED else TILES  # a CPU cannot time a
 CONFIGS = [triton.Config(dict(BLOCK_M=m, BLOCK_N=n, STAGES=s), num_warps=w) for m, n, s, w in TILES]
 
 
-# @triton.autotune(configs, key) wraps the kernel. Its first
-# launch with new values of the key's arguments times every
+# @triton.autotune(configs, key) wraps the kernel. A launch
+# with new values of the key's arguments first times every
 # config, and keeps the fastest for those values. The key is
-# N and rows_per_chunk, not M. A model calls with many numbers
-# of rows, and each new M would time all 7 configs again.
-# The host rounds rows_per_chunk up to a power of 2 (below),
-# so M = 1000 and 1001 share one tuning, at 1024.
+# not M, which a model varies: each new M would time all 7
+# again. The host rounds rows_per_chunk up to a power of 2,
+# so M = 1000 and 1001 share one tuning.
 @triton.autotune(configs=CONFIGS, key=["N", "rows_per_chunk"])  # (3)
 @triton.jit
 def column_sum_kernel(
@@ -271,9 +220,8 @@ def column_sum_kernel(
         tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)
     sums = tl.sum(acc, axis=0)
-    # (1) If x is split, dest_ptr points to partial, a contiguous
-    # float32 buffer of shape (n_chunks, N). Chunk s stores row s,
-    # which starts s * N elements in. If not, chunk 0 stores into out.
+    # (1) dest is out, or partial: a contiguous float32 buffer
+    # of shape (n_chunks, N), whose row s starts s * N elements in.
     tl.store(dest_ptr + chunk * N + cols, sums.to(dest_ptr.dtype.element_ty), mask=col_mask)
 
 
@@ -292,8 +240,9 @@ def chunks(M):
     return triton.cdiv(rows, rows_per_chunk), rows_per_chunk
 
 
-def column_sums(x, kernel=column_sum_kernel):
-    """Computes x.sum(0) with Part 2's kernel, or with the kernel block_ptr.py passes."""
+def column_sums(x, tile=None, kernel=column_sum_kernel):
+    """Computes x.sum(0) with Part 2's kernel (or block_ptr.py's).
+    The autotuner picks the tile, or `tile` (a dict) fixes it."""
     M, N = x.shape
     within_limits(x)  # Part 1's two limits (the assert below adds a third)
     out = torch.empty(N, dtype=x.dtype, device=x.device)
@@ -305,7 +254,11 @@ def column_sums(x, kernel=column_sum_kernel):
     grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), n_chunks)  # noqa: E731
     # A single chunk stores its sums into out. More chunks store into partial.
     dest = out if n_chunks == 1 else x.new_empty((n_chunks, N), dtype=torch.float32)
-    kernel[grid](x, dest, M, N, *x.stride(), rows_per_chunk)
+    args = (x, dest, M, N, *x.stride(), rows_per_chunk)
+    if tile is None:  # the autotuner picks the tile
+        kernel[grid](*args)
+    else:  # kernel.fn is the kernel without its autotuner
+        kernel.fn[grid](*args, **tile)
     if n_chunks > 1:  # the second pass adds up the rows of partial
         sum_partials(dest, out)
     return out
@@ -314,13 +267,46 @@ def column_sums(x, kernel=column_sum_kernel):
 def sum_partials(partial, out):
     """Sets out[j] = partial[:, j].sum(), in a fixed order, with Part 1's kernel."""
     P, N = partial.shape
-    # block_m is P rounded up to a power of 2, but at most 256.
-    # block_n, from 16 to 256, gives the tile about 4096 values.
+    # A tile of about 4096 values: up to 256 rows, 16 or more columns.
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)
     args = (partial, out, P, N, *partial.stride())
     simple_column_sum_kernel[grid](*args, BLOCK_M=block_m, BLOCK_N=block_n)
+
+
+# ## Why reduce once (optional): the 1-D way, for comparison
+# Why is acc 2-D? one_d_column_sum_kernel, below, is what a
+# PyTorch programmer might write first: a 1-D acc, and tl.sum
+# on each tile inside the loop. It gives the same sums, up to
+# rounding, but for x of 16384 x 8192 float32 on an H200 it
+# takes 0.77 ms, where the simple kernel takes 0.49 ms. So
+# keep a reduction such as tl.sum out of the loop.
+#
+# Why, in short: Triton spreads a tile over all 4 warps
+# (picture.png's lower half shows how). acc += tile adds
+# values that each thread holds itself. A sum down a column
+# needs values from all 4 warps. They trade them through
+# shared memory, a small memory on the SM, and wait for each
+# other. one_d does this at every step, and the simple kernel
+# once. (`main.py --asm` counts the waits, bar.sync, per loop.)
+@triton.jit
+def one_d_column_sum_kernel(
+    x_ptr, out_ptr, M, N, stride_m, stride_n,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)  # 1-D
+    for i0 in range(0, M, BLOCK_M):
+        rows = i0 + tl.arange(0, BLOCK_M)
+        offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
+        mask = (rows < M)[:, None] & (cols < N)[None, :]
+        tile = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+        acc += tl.sum(tile.to(tl.float32), axis=0)  # at each step
+    tl.store(out_ptr + cols, acc.to(out_ptr.dtype.element_ty), mask=cols < N)
+
+
+column_sums_one_d = functools.partial(column_sums_simple, kernel=one_d_column_sum_kernel)
 
 
 # ## Gradients: a torch.autograd.Function
@@ -337,7 +323,14 @@ class BlockedSum(torch.autograd.Function):
         return grad_out.expand(ctx.x_shape)
 
 
-VARIANTS = {"simple": column_sums_simple, "one_d": column_sums_one_d, "tuned": column_sums}
+SPLIT = dict(BLOCK_M=16, BLOCK_N=64, STAGES=1)  # (1) alone
+VARIANTS = {
+    "simple": column_sums_simple,
+    "split": functools.partial(column_sums, tile=SPLIT),  # (1)
+    "split_ahead": functools.partial(column_sums, tile=SPLIT | dict(STAGES=2)),  # (1)+(2)
+    "tuned": column_sums,  # (1)+(2)+(3)
+    "one_d": column_sums_one_d,
+}
 # To read next, if you like: any_x.py (Part 3, whose kernel op.py runs) and block_ptr.py.
 
 
@@ -349,6 +342,14 @@ def check_variants(x, variants):
         with common.uninitialized_memory_is_nan():
             check(fn, x, case)
     return list(variants)
+
+
+def within_limits(x):
+    """Refuses an x that the kernels here cannot sum right: a
+    float64 x (their sums are float32), or one past 2**31
+    elements (their int32 offsets wrap). any_x.py lifts both."""
+    assert x.dtype != torch.float64, "float32 sums: see any_x.py"
+    assert common.elements_spanned(x) < 2**31, "int32 offsets: see any_x.py"
 
 
 DTYPES = {name: getattr(torch, name) for name in ("float16", "bfloat16", "float32")}

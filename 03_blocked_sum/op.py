@@ -5,7 +5,8 @@ float64 sums, int64 offsets and one compile for every M; this file makes them sa
 model, and adds nothing to what they compute (it tunes them in less time than the lesson does):
 - `blocked_sum(x, out=None, style="tuned")` checks its inputs (TypeError or ValueError naming
   what is wrong), writes into `out=` (which may overlap x), and records gradients, second ones
-  too; `style` picks one of the lesson's VARIANTS;
+  too; `style` picks the lesson's kernel: "simple", "one_d", "tuned" or "block_ptr" (where it
+  runs). The lesson's "split" and "split_ahead" are steps of "tuned" at a fixed tile, not styles;
 - `torch.ops.triton_lessons.blocked_sum(x, style)` is the same op registered with PyTorch, so
   that `torch.compile(fullgraph=True)` takes it: on a GPU a `torch.library.triton_op`, whose
   kernels the compiled code launches itself; under the interpreter a `custom_op`.
@@ -54,8 +55,8 @@ def validate(x, style="tuned"):
         raise ValueError(f"x has shape {tuple(x.shape)}: expected a 2-D (M, N) matrix")
     if x.device.type != common.DEVICE.type:
         raise ValueError(f"x is on {x.device}: it must be on {common.DEVICE.type}")
-    if style not in appendix.VARIANTS:  # main.py's, and block_ptr where it runs
-        why = appendix.UNAVAILABLE.get(style, f"not one of {list(appendix.VARIANTS)}")
+    if style not in STYLES:
+        why = appendix.UNAVAILABLE.get(style, f"not one of {STYLES}")
         raise ValueError(f"style {style!r}: {why}")
     if style in FLOAT32_STYLES and x.dtype == torch.float64:
         raise TypeError(f"style {style!r} sums in float32 only: use 'tuned' for float64")
@@ -88,6 +89,7 @@ KERNELS = {
     "tuned": column_sum_kernel,
     "block_ptr": block_ptr_kernel,
 }
+STYLES = [style for style in KERNELS if style in appendix.VARIANTS]  # block_ptr where it runs
 
 
 def forward(x, style, in_op=False):

@@ -21,10 +21,10 @@ DEVICE = common.DEVICE
 FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 VARIANTS = {**bp.VARIANTS, "any_x": ax.VARIANTS["any_x"]}  # every variant of the lesson's files
 ENTRY_AND_VARIANTS = {"blocked_sum": op.blocked_sum, **VARIANTS}
-STYLES = [s for s in bp.VARIANTS if s != "one_d"]  # one_d sums in float32: the comparison
+STYLES = [s for s in op.STYLES if s != "one_d"]  # one_d sums in float32: the comparison
 FIRST_KERNELS = ("simple", "one_d")  # a program per 64 columns
 # float32 sums and int32 offsets: the lesson keeps them simple; any_x.py (Part 3) lifts both
-FLOAT32_VARIANTS = ("simple", "one_d", "tuned", "block_ptr")
+FLOAT32_VARIANTS = ("simple", "split", "split_ahead", "tuned", "one_d", "block_ptr")
 
 
 def variants_for(dtype):
@@ -325,6 +325,8 @@ BAD_INPUT = {  # case: (arguments, error, message)
     "1-D": (lambda: (torch.ones(3),), ValueError, r"x has shape \(3,\): expected a 2-D"),
     "3-D": (lambda: (torch.ones(2, 3, 4),), ValueError, r"shape \(2, 3, 4\): expected a 2-D"),
     "style": (lambda: (torch.ones(2, 3), "nope"), ValueError, "style 'nope': not one of"),
+    # the lesson's steps of "tuned" at a fixed tile are variants, not styles
+    "split": (lambda: (torch.ones(2, 3), "split"), ValueError, "style 'split': not one of"),
     "one_d in float64": (
         lambda: (torch.ones(2, 3, dtype=torch.float64), "one_d"),
         TypeError,
@@ -526,11 +528,13 @@ def test_main_runs(capsys, lesson):
 
 
 def test_block_ptr_py_adds_its_variant_where_it_runs():
-    assert list(bs.VARIANTS) == ["simple", "one_d", "tuned"]
-    assert list(bp.VARIANTS) == ["simple", "one_d", "tuned"] + (
+    lesson = ["simple", "split", "split_ahead", "tuned", "one_d"]
+    assert list(bs.VARIANTS) == lesson
+    assert list(bp.VARIANTS) == lesson + ([] if bp.BLOCK_PTR_PROBLEM else ["block_ptr"])
+    assert list(ax.VARIANTS) == [*lesson, "any_x"]
+    assert op.STYLES == ["simple", "one_d", "tuned"] + (
         [] if bp.BLOCK_PTR_PROBLEM else ["block_ptr"]
     )
-    assert list(ax.VARIANTS) == ["simple", "one_d", "tuned", "any_x"]
 
 
 @pytest.mark.parametrize("flag", ["--rows", "--cols"])

@@ -17,7 +17,7 @@ from tools import host, train_step
 PLOTTED = {
     "01_matmul_elementwise": ["scalar", "vector_k", "vector_k_kernel[grid]"],
     "02_matmul_tiled": ["simple", "tuned", "fused", "persistent", "matmul_kernel[grid] bare"],
-    "03_blocked_sum": ["simple", "one_d", "tuned", "column_sum_kernel[grid] bare"],
+    "03_blocked_sum": ["simple", "split", "tuned", "one_d", "column_sum_kernel[grid] bare"],
     "04_weighted_sum": ["simple", "tuned", "wide", "forward_wide_kernel[grid] bare"],
 }
 

@@ -18,6 +18,7 @@ on the CPU.
 """
 
 import importlib.util
+import itertools
 from pathlib import Path
 
 import torch
@@ -147,6 +148,23 @@ def compile_both_widths(kernel, rules, args):
         kernel.warmup(**config, grid=(1,))
 
 
+# The fused kernel's kinds of product (its tuning key, the strides, dtype, device, bias and
+# epilogue) whose pick is compiled for every class of M and K. Triton compiles a kernel again
+# for an int that is 1, a multiple of 16 or neither, and a new token count may move M (or K,
+# in a weight gradient) to another class: 0.4 to 0.9 s in the middle of a run (results/NOTES.md
+# item 168). So the first launch of each kind compiles its pick for all six.
+COMPILED_EVERY_CLASS = set()
+
+
+def compile_every_class(kernel, args, consts):
+    """Compiles the config that the autotuned `kernel` picked at its last launch (best_config)
+    with M in (1, 16, 17) and K in (16, 17): the classes Triton specializes an int on. Triton's
+    warmup() compiles without running (a no-op under the interpreter)."""
+    config = consts | kernel.best_config.all_kwargs()
+    for m, k in itertools.product((1, 16, 17), (16, 17)):
+        kernel.fn.warmup(*args[:4], m, args[5], k, *args[7:], **config, grid=(1,))
+
+
 def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
     """c = activation(a @ b + bias) by the kernel pick() names, written into c; P = a @ b + bias
     into pre where given. For validated inputs with c.numel() > 0. in_op: from a registered op's
@@ -187,10 +205,13 @@ def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
     into, launched = (c, activation) if pre is None else (pre, None)
     # lesson.tile_grid's grid, by common.cdiv (a host microsecond or two less a call)
     grid = lambda meta: (common.cdiv(m, meta["BLOCK_M"]) * common.cdiv(n, meta["BLOCK_N"]),)  # noqa: E731
-    kernel[grid](
-        a, b, into, bias, m, n, k, *a.stride(), *b.stride(), *into.stride(), *buckets,
-        INPUT_PRECISION=precision, ACTIVATION=launched,
-    )  # fmt: skip
+    args = (a, b, into, bias, m, n, k, *a.stride(), *b.stride(), *into.stride(), *buckets)
+    consts = dict(INPUT_PRECISION=precision, ACTIVATION=launched)
+    kernel[grid](*args, **consts)
+    kind = (*buckets, n, a.stride(), b.stride(), into.stride(), c.dtype, c.device, bias is None)
+    if not in_op and (kind := (*kind, *consts.values())) not in COMPILED_EVERY_CLASS:
+        compile_every_class(bucketed_matmul_kernel, args, consts)
+        COMPILED_EVERY_CLASS.add(kind)
     if pre is not None:
         torch.ops.aten.gelu.out(pre, approximate="tanh", out=c)
 

@@ -560,6 +560,25 @@ def test_first_persistent_launch_of_a_kind_compiles_both_tile_widths(monkeypatch
     assert len(warmed) == 4 and warmed[-1]["A_TRANSPOSED"] is True
 
 
+def test_first_fused_launch_of_a_kind_compiles_its_pick_for_every_class(monkeypatch):
+    # Triton compiles again for an int that is 1, a multiple of 16 or neither: the first launch
+    # of a kind compiles the pick with M in (1, 16, 17) and K in (16, 17), the rest nothing more.
+    warmed = []
+    monkeypatch.setattr(op, "COMPILED_EVERY_CLASS", set())
+    monkeypatch.setattr(
+        op.bucketed_matmul_kernel.fn, "warmup", lambda *args, grid, **config: warmed.append(args)
+    )
+    b = torch.randn(40, 24, device=DEVICE)  # float32, "highest": the fused kernel
+    with support.float32_matmul_precision("highest"):
+        for m in (300, 301, 316):  # one bucket of M: 512
+            c = op.matmul(a := torch.randn(m, 40, device=DEVICE), b)
+            common.assert_close(c, *reference64(a, b), 40, f"fused m={m}")
+    assert [(args[4], args[6]) for args in warmed] == [
+        (m, k) for m in (1, 16, 17) for k in (16, 17)
+    ]
+    assert all(args[5] == 24 and args[-2:] == (512, 64) for args in warmed)
+
+
 def test_column_major_out_is_written_where_it_lies(monkeypatch):
     # An out= that is a transposed view: a descriptor writes C row by row, so matmul runs the
     # fused kernel, which writes through any strides.

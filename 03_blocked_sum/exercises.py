@@ -113,11 +113,11 @@ def launch_3(x, out):
 # ## Exercise 4. A tall x split over more programs (main.py: "Part
 # 2", change (1))
 # x is tall and narrow (300 x 20): one program per column block
-# would be one program. Split the rows into chunks of
-# ROWS_PER_SPLIT = 40. Program (c, s), on a grid of two axes (c:
+# would be one program. Cut the rows into chunks of
+# rows_per_chunk = 40. Program (c, s), on a grid of two axes (c:
 # tl.program_id(0), s: tl.program_id(1)), adds up rows s * 40 to
 # s * 40 + 39 of column block c, those below M, and stores the sums
-# at partial[s, cols], a float32 (splits, N) buffer the checker
+# at partial[s, cols], a float32 (n_chunks, N) buffer the checker
 # gives the launch. The launch's second pass (written) then adds
 # up partial's rows. Write the kernel's body and its launch.
 def reference_4(x):
@@ -126,23 +126,23 @@ def reference_4(x):
 
 @triton.jit
 def split_column_sum_kernel(
-    x_ptr, partial_ptr,  # partial: a contiguous (splits, N)
-    M, N, stride_m, stride_n, ROWS_PER_SPLIT,
+    x_ptr, partial_ptr,  # partial: a contiguous (n_chunks, N)
+    M, N, stride_m, stride_n, rows_per_chunk,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    split = tl.program_id(1)
+    chunk = tl.program_id(1)
     # Your code: the chunk's rows, BLOCK_M at a time (masked: below
     # M, and inside the chunk), a 2-D acc, and its column sums
-    # stored at partial[split, cols].
+    # stored at partial[chunk, cols].
     pass
 
 
 def launch_4(x, partial, out):
     M, N = x.shape
-    splits = partial.shape[0]  # triton.cdiv(M, 40)
+    n_chunks = partial.shape[0]  # triton.cdiv(M, 40)
     # Your code, in place of the next line: split_column_sum_kernel[
-    # grid](...), with ROWS_PER_SPLIT=40, BLOCK_M=16, BLOCK_N=16:
+    # grid](...), with rows_per_chunk=40, BLOCK_M=16, BLOCK_N=16:
     # a chunk is not whole tiles, so its last tile needs the mask.
     raise NotImplementedError("exercise 4: write the launch")
     out.copy_(partial.sum(0))  # the second pass

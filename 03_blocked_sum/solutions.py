@@ -97,27 +97,27 @@ def launch_3(x, out):
 @triton.jit
 def split_column_sum_kernel(
     x_ptr, partial_ptr,
-    M, N, stride_m, stride_n, ROWS_PER_SPLIT,
+    M, N, stride_m, stride_n, rows_per_chunk,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    split = tl.program_id(1)
+    chunk = tl.program_id(1)
     col_mask = cols < N
-    first = split * ROWS_PER_SPLIT
-    end = tl.minimum(first + ROWS_PER_SPLIT, M)  # the chunk's end, or M
+    first = chunk * rows_per_chunk
+    end = tl.minimum(first + rows_per_chunk, M)  # the chunk's end, or M
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i0 in range(first, first + ROWS_PER_SPLIT, BLOCK_M):
+    for i0 in range(first, first + rows_per_chunk, BLOCK_M):
         rows = i0 + tl.arange(0, BLOCK_M)
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
         mask = (rows < end)[:, None] & col_mask[None, :]
         acc += tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-    tl.store(partial_ptr + split * N + cols, tl.sum(acc, axis=0), mask=col_mask)
+    tl.store(partial_ptr + chunk * N + cols, tl.sum(acc, axis=0), mask=col_mask)
 
 
 def launch_4(x, partial, out):
     M, N = x.shape
-    splits = partial.shape[0]
-    grid = (triton.cdiv(N, 16), splits)
+    n_chunks = partial.shape[0]
+    grid = (triton.cdiv(N, 16), n_chunks)
     split_column_sum_kernel[grid](x, partial, M, N, *x.stride(), 40, BLOCK_M=16, BLOCK_N=16)
     out.copy_(partial.sum(0))  # the second pass
 

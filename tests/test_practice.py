@@ -363,13 +363,13 @@ def test_an_error_inside_a_kernel_names_the_learners_line():
 
 @triton.jit
 def split_sum_kernel_past_its_chunk(
-    x_ptr, partial_ptr, M, N, stride_m, stride_n, ROWS_PER_SPLIT,
+    x_ptr, partial_ptr, M, N, stride_m, stride_n, rows_per_chunk,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    first = tl.program_id(1) * ROWS_PER_SPLIT
+    first = tl.program_id(1) * rows_per_chunk
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i0 in range(first, first + ROWS_PER_SPLIT + BLOCK_M, BLOCK_M):  # a tile past the chunk
+    for i0 in range(first, first + rows_per_chunk + BLOCK_M, BLOCK_M):  # a tile past the chunk
         rows = i0 + tl.arange(0, BLOCK_M)
         mask = (rows < M)[:, None] & (cols < N)[None, :]  # no chunk end: next chunk's rows too
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
@@ -379,13 +379,13 @@ def split_sum_kernel_past_its_chunk(
 
 @triton.jit
 def split_sum_kernel_masked_on_m(
-    x_ptr, partial_ptr, M, N, stride_m, stride_n, ROWS_PER_SPLIT,
+    x_ptr, partial_ptr, M, N, stride_m, stride_n, rows_per_chunk,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    first = tl.program_id(1) * ROWS_PER_SPLIT
+    first = tl.program_id(1) * rows_per_chunk
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i0 in range(first, first + ROWS_PER_SPLIT, BLOCK_M):  # the chunk's tiles, the last past it
+    for i0 in range(first, first + rows_per_chunk, BLOCK_M):  # the chunk's tiles, the last past it
         rows = i0 + tl.arange(0, BLOCK_M)
         mask = (rows < M)[:, None] & (cols < N)[None, :]  # no chunk end in the mask
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
@@ -448,14 +448,14 @@ def test_a_swapped_grid_leaves_a_d_tile_unwritten_and_stores_past_partial():
 
 @triton.jit
 def split_sum_kernel_into_row_0(
-    x_ptr, partial_ptr, M, N, stride_m, stride_n, ROWS_PER_SPLIT,
+    x_ptr, partial_ptr, M, N, stride_m, stride_n, rows_per_chunk,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    first = tl.program_id(1) * ROWS_PER_SPLIT
-    end = tl.minimum(first + ROWS_PER_SPLIT, M)
+    first = tl.program_id(1) * rows_per_chunk
+    end = tl.minimum(first + rows_per_chunk, M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for i0 in range(first, first + ROWS_PER_SPLIT, BLOCK_M):
+    for i0 in range(first, first + rows_per_chunk, BLOCK_M):
         rows = i0 + tl.arange(0, BLOCK_M)
         mask = (rows < end)[:, None] & (cols < N)[None, :]
         offsets = rows[:, None] * stride_m + cols[None, :] * stride_n

@@ -208,10 +208,12 @@ def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
     args = (a, b, into, bias, m, n, k, *a.stride(), *b.stride(), *into.stride(), *buckets)
     consts = dict(INPUT_PRECISION=precision, ACTIVATION=launched)
     kernel[grid](*args, **consts)
-    kind = (*buckets, n, a.stride(), b.stride(), into.stride(), c.dtype, c.device, bias is None)
-    if not in_op and (kind := (*kind, *consts.values())) not in COMPILED_EVERY_CLASS:
-        compile_every_class(bucketed_matmul_kernel, args, consts)
-        COMPILED_EVERY_CLASS.add(kind)
+    if not in_op:  # (torch.compile compiles its own)
+        kind = (*buckets, n, a.stride(), b.stride(), into.stride(), c.dtype, c.device)
+        kind += (bias is None, precision, launched)
+        if kind not in COMPILED_EVERY_CLASS:
+            compile_every_class(bucketed_matmul_kernel, args, consts)
+            COMPILED_EVERY_CLASS.add(kind)
     if pre is not None:
         torch.ops.aten.gelu.out(pre, approximate="tanh", out=c)
 

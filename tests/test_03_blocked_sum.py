@@ -358,9 +358,10 @@ def test_float32_styles_refuse_float64_through_the_entry_and_the_op(style):
             fn()
 
 
-def test_the_lessons_split_wrapper_sends_float64_to_any_x():
+@pytest.mark.parametrize("name", ["split", "split_ahead", "tuned"])
+def test_the_lessons_split_wrappers_send_float64_to_any_x(name):
     with pytest.raises(AssertionError, match="float32 sums: see any_x.py"):
-        bs.VARIANTS["tuned"](torch.ones(300, 3, dtype=torch.float64, device=DEVICE))
+        bs.VARIANTS[name](torch.ones(300, 3, dtype=torch.float64, device=DEVICE))
 
 
 @pytest.mark.parametrize("case", list(BAD_INPUT))

@@ -20,6 +20,8 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() and not INTERPRETED el
 
 import triton  # noqa: E402  (imported after the interpreter switch on purpose)
 
+from common import launch  # noqa: E402
+
 # A call costs the GPU its kernels' time and the host (Python) the time to queue them. The host
 # does not wait, so in a loop a call costs about the larger ("loop ms"); a CUDA graph replays the
 # kernels without Python ("GPU ms").
@@ -380,9 +382,12 @@ def register_op(name):
 def traceable(kernel, in_op):
     """kernel as op.py launches it. in_op: from a registered op's body, where on a GPU it goes
     through wrap_triton, so that torch.compile records the launch (an eager call of the op
-    launches directly). Elsewhere the kernel itself: an eager launch through wrap_triton passes
-    through a higher-order op's dispatch, which torch's own source calls too slow for eager use."""
-    return torch.library.wrap_triton(kernel) if in_op and not INTERPRETED else kernel
+    launches directly). Elsewhere on a GPU its Launcher (common/launch.py): the kernel Triton
+    compiled for the call, launched with less of the host's time. Under the interpreter the
+    kernel itself."""
+    if INTERPRETED:
+        return kernel
+    return torch.library.wrap_triton(kernel) if in_op else launch.launcher(kernel)
 
 
 def heuristics_applied(kernel, args):

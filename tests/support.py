@@ -90,6 +90,7 @@ def pinned_config(module, index):
     a shorter list wraps around): alone in the list, it runs untimed and unpruned. Yields each
     kernel's config, by kernel name; an exception inside gets a note naming them."""
     pinned = {}
+    common.launch.forget()  # op.py's Launchers keep the picks of the configs before (and after)
     with pytest.MonkeyPatch.context() as patch:
         for kernel in autotuned_kernels(module):
             configs = ALL_CONFIGS.get(kernel, kernel.configs)
@@ -102,6 +103,8 @@ def pinned_config(module, index):
                 f"pinned configs: { ({name: str(config) for name, config in pinned.items()}) }"
             )
             raise
+        finally:
+            common.launch.forget()
 
 
 def dispatched_ops(fn):

@@ -1,5 +1,6 @@
 """What every lesson promises (CONTRIBUTING.md), and the shared helpers in common/."""
 
+import inspect
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import triton  # after support, whose import of common may switch on the interpr
 import triton.language as tl
 from functorch.compile import make_boxed_func
 from torch._dynamo.backends.common import aot_autograd
+from common import launch
 from tools import example_paths, host, layouts, train_step
 
 EXAMPLES = [path.parent.name for path in example_paths()]
@@ -466,21 +468,24 @@ def test_the_interpreter_has_no_host_time_and_times_wall_clock():
 
 
 def test_host_table_replays_exactly_the_launches_an_entry_makes():
-    """host.bare records each kernel[grid] launch of an op.py entry and replays it: the same
-    kernels, grids and arguments, so its output buffers receive the entry's values again."""
+    """host.replays records each launch of an op.py entry and replays it, as kernel[grid] and as
+    the entry launches it: the same kernels, grids and arguments, so its output buffers receive
+    the entry's values again."""
     op3, op4 = support.load_op("03_blocked_sum"), support.load_op("04_weighted_sum")
     x, w = torch.randn(3000, 40, device=common.DEVICE), torch.randn(40, device=common.DEVICE)
-    replay, launches = host.bare(lambda: op3.blocked_sum(x))
+    _, _, launches = host.replays(lambda: op3.blocked_sum(x))
     assert launches == 2  # the split's first pass, then the second pass over its partial rows
     recorded = []
     with host.recording(recorded):
         expected = op4.weighted_sum(x, w).clone()
     assert len(recorded) == 1
-    kernel, grid, args, kwargs = recorded[0]
+    kernel, launched, grid, args, kwargs = recorded[0]
+    assert kernel is op4.forward_wide_kernel  # the kernel itself, for the bare replay
     y = args[2]  # the output the entry wrote
-    y.fill_(float("nan"))
-    kernel[grid](*args, **kwargs)  # as host.bare's replay launches it
-    assert torch.equal(y, expected)
+    for launcher in (kernel, launched):  # as host.replays' bare and launched calls launch it
+        y.fill_(float("nan"))
+        launcher[grid](*args, **kwargs)
+        assert torch.equal(y, expected)
     assert common.traceable is not None and not isinstance(common.traceable, host.Recorder)
 
 
@@ -544,3 +549,69 @@ def test_training_step_models_take_turns():
     assert [[i for _, i in w] for w in windows] == [b for b in batches for _ in "ab"]  # both alike
     assert ours == theirs == [float(i % 4) for i in range(count)]
     assert our_ms > 0 and their_ms > 0
+
+
+# ---- common/launch.py: the Launcher op.py launches through on a GPU ----
+
+
+class FakeKernel:
+    """A stand-in for a @triton.jit kernel (or, with a config, an autotune of one): kernel[grid]
+    logs ("triton", grid, args, kwargs) and returns a compiled kernel, which logs ("compiled",
+    grid, args); the two logs share one list."""
+
+    def __init__(self, config=None):
+        def kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr = False):
+            pass
+
+        self.signature = inspect.signature(kernel)
+        self.arg_names = list(self.signature.parameters)
+        self.log, self.best_config = [], config
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.log.append(("triton", grid, args, kwargs))
+            return FakeCompiled(self.log)
+
+        return launch
+
+
+class FakeCompiled:
+    def __init__(self, log):
+        self.log = log
+
+    def __getitem__(self, grid):
+        return lambda *args: self.log.append(("compiled", grid, args))
+
+
+def test_launcher_goes_through_triton_once_per_kind_of_call(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    kernel = FakeKernel(triton.Config({"BLOCK": 64}, num_warps=4))
+    launcher = launch.Launcher(kernel)
+    x, y = torch.randn(40), torch.empty(40)
+    grid = lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)  # noqa: E731
+    launcher[grid](x, y, 40)
+    launcher[grid](x, y, 40)  # the same kind: the compiled kernel, every argument in order
+    assert kernel.log == [
+        ("triton", grid, (x, y, 40), {}),
+        ("compiled", (1, 1, 1), (x, y, 40, 64, False)),  # the tuned BLOCK, EVEN's default
+    ]
+    kernel.log.clear()
+    launcher[grid](x[1:], y[1:], 39)  # addresses off 16 bytes, another n: Triton again
+    launcher[grid](x.double(), y.double(), 40)  # another dtype: Triton again
+    launcher[(3, 2)](x, y, 40, EVEN=True)  # a keyword given: Triton again, then kept
+    launcher[(3, 2)](x, y, 40, EVEN=True)
+    assert [entry[0] for entry in kernel.log] == ["triton"] * 3 + ["compiled"]
+    assert kernel.log[-1] == ("compiled", (3, 2, 1), (x, y, 40, 64, True))
+
+
+def test_launcher_leaves_a_config_with_a_pre_hook_to_triton(monkeypatch):
+    # Triton runs a config's pre_hook before each launch; a compiled kernel would skip it.
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    kernel = FakeKernel(triton.Config({"BLOCK": 64}, pre_hook=lambda args: None))
+    x, y = torch.randn(40), torch.empty(40)
+    for _ in range(3):
+        launch.Launcher(kernel)[(1,)](x, y, 40)
+    launcher = launch.Launcher(kernel)
+    for _ in range(3):
+        launcher[(1,)](x, y, 40)
+    assert [entry[0] for entry in kernel.log] == ["triton"] * 6

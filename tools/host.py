@@ -4,8 +4,11 @@ op for the job. A small size each, so that the GPU waits for the host, not the o
 
 The bare launches are the entry's own: the first call records each launch it makes (the kernel,
 grid and arguments, through common.traceable, which every op.py launches through), and the bare
-call replays them, arguments made ahead. So "entry / bare" is what the entry adds to its kernels:
-checking its inputs, allocating its output, picking a kernel, and autograd where it records."""
+call replays them, arguments made ahead. "launched" replays them as the entry launches them, through
+common/launch.py's Launcher, which skips the work kernel[grid] repeats each call. So "entry /
+bare" compares the whole call with its kernels' plain launches, and "entry" - "launched" is what
+the entry adds: checking its inputs, allocating its output, picking a kernel, and autograd where
+it records."""
 
 import contextlib
 
@@ -15,24 +18,24 @@ from tools import REPO_ROOT, load_example
 
 
 class Recorder:
-    """common.traceable's stand-in while a call is recorded: launches, and keeps each launch."""
+    """common.traceable's stand-in while a call is recorded: launches as the entry does, and
+    keeps each launch with the kernel itself, which the bare call launches as kernel[grid]."""
 
     def __init__(self, launches, traceable):
         self.launches, self.traceable = launches, traceable
 
     def __call__(self, kernel, in_op):
-        kernel = self.traceable(kernel, in_op)
-        return Launcher(kernel, self.launches)
+        return Launcher(kernel, self.traceable(kernel, in_op), self.launches)
 
 
 class Launcher:
-    def __init__(self, kernel, launches):
-        self.kernel, self.launches = kernel, launches
+    def __init__(self, kernel, launched, launches):
+        self.kernel, self.launched, self.launches = kernel, launched, launches
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
-            self.launches.append((self.kernel, grid, args, kwargs))
-            return self.kernel[grid](*args, **kwargs)
+            self.launches.append((self.kernel, self.launched, grid, args, kwargs))
+            return self.launched[grid](*args, **kwargs)
 
         return launch
 
@@ -47,17 +50,23 @@ def recording(launches):
         common.traceable = traceable
 
 
-def bare(fn):
-    """A call that makes the launches fn() makes, as kernel[grid](*args), arguments made ahead."""
+def replays(fn):
+    """(bare, launched, launches): two calls that make the launches fn() makes, arguments made
+    ahead. bare launches each as kernel[grid](*args); launched as the entry does, through
+    common.traceable (on a GPU, common/launch.py's Launcher)."""
     launches = []
     with recording(launches):
         fn()
 
-    def replay():
-        for kernel, grid, args, kwargs in launches:
+    def bare():
+        for kernel, _, grid, args, kwargs in launches:
             kernel[grid](*args, **kwargs)
 
-    return replay, len(launches)
+    def launched():
+        for _, launcher, grid, args, kwargs in launches:
+            launcher[grid](*args, **kwargs)
+
+    return bare, launched, len(launches)
 
 
 def cases():
@@ -87,13 +96,13 @@ def cases():
 def measure():
     rows = []
     for entry, size, call, torch_call in cases():
-        replay, launches = bare(call)
-        timed = (("entry", call), ("bare", replay), ("torch", torch_call))
+        bare, launched, launches = replays(call)
+        timed = (("entry", call), ("bare", bare), ("launched", launched), ("torch", torch_call))
         # us a call: the median over 15 rounds of a loop of 200 calls, each round on an idle GPU
         us = {name: common.host_us(fn, calls=200, rounds=15) for name, fn in timed}
         rows.append({
             "entry": entry, "size": size, "launches": launches,
-            "entry us": us["entry"], "bare us": us["bare"],
+            "entry us": us["entry"], "bare us": us["bare"], "launched us": us["launched"],
             "entry / bare": us["entry"] / us["bare"],
             "torch us": us["torch"], "x torch": us["torch"] / us["entry"],  # as the lessons' tables
         })  # fmt: skip

@@ -47,10 +47,10 @@ ACTIVATIONS = (None, "gelu_tanh")  # what the kernels' epilogue applies after th
 # The lesson's fused kernel, keyed as a model needs it: fused.py's fused_matmul_kernel is
 # called inside this one, and Triton compiles it in (a @triton.jit function may call another).
 # The key rounds M and K up to powers of 2, so that a new token count reuses a pick (M = 3000
-# and 4000 share 4096's; K too, since dB = A^T @ dC sums over the tokens), and tells apart
-# transposed operands (stride_ak or stride_bn not 1) and TF32, which run best with other tiles.
-# The name is the lesson's: torch.compile copies a called kernel's source, `def
-# fused_matmul_kernel(...)`, beside this.
+# and 4000 share 4096's, every M up to 128 one; K too, since dB = A^T @ dC sums over the tokens),
+# and tells apart transposed operands (stride_ak or stride_bn not 1) and TF32, which run best
+# with other tiles. The name is the lesson's: torch.compile copies a called kernel's source,
+# `def fused_matmul_kernel(...)`, beside this.
 fused_matmul_kernel = fused.fused_matmul_kernel.fn  # the lesson's kernel, without its autotuner
 
 
@@ -165,6 +165,27 @@ def compile_every_class(kernel, args, consts):
         kernel.fn.warmup(*args[:4], m, args[5], k, *args[7:], **config, grid=(1,))
 
 
+# Every M up to SMALL_M shares the fused kernel's pick (M_BUCKET = SMALL_M). Bucketed by powers
+# of 2, each new one tuned: 0.3 to 8 s at a first call (results/NOTES.md item 170).
+SMALL_M = 128
+
+
+def tune_small_bucket(a, b, into, bias, consts):
+    """Tunes the fused kernel for the bucket of every M up to SMALL_M at its largest M: a launch
+    into scratch rows, SMALL_M of them, before the first launch of a kind. Tuned at the first M
+    that came, the pick would depend on it: tuned at M = 1, M = 128 ran 1.6 times slower
+    (results/NOTES.md item 168). Takes A with rows of K (stride_ak 1, a key of the tuning)."""
+    if common.INTERPRETED:  # the interpreter's autotuner holds one config: nothing to tune
+        return
+    (k, n), rows = b.shape, SMALL_M
+    scratch_a, scratch_c = a.new_empty((rows, k)).normal_(), into.new_empty((rows, n))
+    strides = (*scratch_a.stride(), *b.stride(), *scratch_c.stride())
+    buckets = (rows, common.next_power_of_2(int(k)))
+    bucketed_matmul_kernel[lesson.tile_grid(rows, n)](
+        scratch_a, b, scratch_c, bias, rows, n, k, *strides, *buckets, **consts
+    )
+
+
 def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
     """c = activation(a @ b + bias) by the kernel pick() names, written into c; P = a @ b + bias
     into pre where given. For validated inputs with c.numel() > 0. in_op: from a registered op's
@@ -199,7 +220,8 @@ def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
         # exact float32 reads a row-major B faster (NOTES 60, 63)
         b = persistent.rows_contiguous(b, kernel=transpose)
     # The tuning key's M_BUCKET, K_BUCKET (a size torch.compile traces is fixed to its value).
-    buckets = (common.next_power_of_2(int(m)), common.next_power_of_2(int(k)))
+    # Every M up to SMALL_M is one bucket: a model decoding a few tokens at a time tunes once.
+    buckets = (max(SMALL_M, common.next_power_of_2(int(m))), common.next_power_of_2(int(k)))
     kernel = common.traceable(bucketed_matmul_kernel, in_op)
     # The lesson's kernel keeps no P: where P is asked for, it computes P, then torch the GELU.
     into, launched = (c, activation) if pre is None else (pre, None)
@@ -207,13 +229,17 @@ def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
     grid = lambda meta: (common.cdiv(m, meta["BLOCK_M"]) * common.cdiv(n, meta["BLOCK_N"]),)  # noqa: E731
     args = (a, b, into, bias, m, n, k, *a.stride(), *b.stride(), *into.stride(), *buckets)
     consts = dict(INPUT_PRECISION=precision, ACTIVATION=launched)
-    kernel[grid](*args, **consts)
-    if not in_op:  # (torch.compile compiles its own)
+    first_of_kind = False
+    if not in_op:  # (torch.compile tunes and compiles its own)
         kind = (*buckets, n, a.stride(), b.stride(), into.stride(), c.dtype, c.device)
         kind += (bias is None, precision, launched)
-        if kind not in COMPILED_EVERY_CLASS:
-            compile_every_class(bucketed_matmul_kernel, args, consts)
-            COMPILED_EVERY_CLASS.add(kind)
+        first_of_kind = kind not in COMPILED_EVERY_CLASS
+    if first_of_kind and m < SMALL_M and a.stride(1) == 1:
+        tune_small_bucket(a, b, into, bias, consts)
+    kernel[grid](*args, **consts)
+    if first_of_kind:
+        compile_every_class(bucketed_matmul_kernel, args, consts)
+        COMPILED_EVERY_CLASS.add(kind)
     if pre is not None:
         torch.ops.aten.gelu.out(pre, approximate="tanh", out=c)
 

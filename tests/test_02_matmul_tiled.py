@@ -579,6 +579,24 @@ def test_first_fused_launch_of_a_kind_compiles_its_pick_for_every_class(monkeypa
     assert all(args[5] == 24 and args[-2:] == (512, 64) for args in warmed)
 
 
+def test_first_small_m_launch_of_a_kind_tunes_the_bucket_at_its_largest_m(monkeypatch):
+    # Every M up to SMALL_M shares one pick of the fused kernel, tuned on SMALL_M scratch rows
+    # before the first launch of a kind (at the first M that came, the pick would depend on it).
+    # The next M of the kind tunes nothing; an A without rows of K (stride_ak, a key) is left be.
+    tuned = []
+    real = op.tune_small_bucket
+    monkeypatch.setattr(op, "COMPILED_EVERY_CLASS", set())
+    monkeypatch.setattr(op, "tune_small_bucket", lambda *args: tuned.append(args) or real(*args))
+    b = torch.randn(40, 24, device=DEVICE)  # float32, "highest": the fused kernel
+    with support.float32_matmul_precision("highest"):
+        for a in [torch.randn(m, 40, device=DEVICE) for m in (1, 17, 100, 128)] + [
+            torch.randn(40, 5, device=DEVICE).T  # stride_ak 5
+        ]:
+            c = op.matmul(a, b)
+            common.assert_close(c, *reference64(a, b), 40, f"fused {tuple(a.shape)}")
+    assert [tuple(args[0].shape) for args in tuned] == [(1, 40)]
+
+
 def test_column_major_out_is_written_where_it_lies(monkeypatch):
     # An out= that is a transposed view: a descriptor writes C row by row, so matmul runs the
     # fused kernel, which writes through any strides.

@@ -7,25 +7,34 @@ and whether its address is a multiple of 16, and whether each int is 1 or a mult
 looks up the compiled kernel, and an autotuner looks up its tuned config. A Launcher does that
 once per kind of call, through kernel[grid] itself, and keeps what it returns: the compiled
 kernel, which Triton launches as compiled[grid](*every argument in the signature's order). On an
-H200 an autotuned kernel's launch then costs the host a third to a half less; a @triton.jit
-kernel's about the same (results/README.md's host table)."""
+H200 an autotuned kernel's launch then costs the host 0.42 to 0.88 of kernel[grid]'s time; a
+@triton.jit kernel's about the same (results/README.md's host table)."""
 
+import inspect
 import operator
+import threading
 
 import torch
 import triton
 
 KINDS_KEPT = 1024  # kinds of call a Launcher keeps: past that, it forgets them and starts again
 LAUNCHERS = {}  # id(kernel) -> its Launcher
+# The arguments whose kind call_kind knows (besides tensors); a call with another, such as a
+# tuple or a host-side tensor descriptor, goes through Triton each time.
+SCALARS = (bool, int, float, str, type(None))
 
 
 def launcher(kernel):
     """kernel's Launcher, made at its first launch; kernel itself where it is neither a
-    @triton.jit kernel nor a @triton.autotune of one (a @triton.heuristics kernel, for one)."""
+    @triton.jit kernel nor a @triton.autotune of one (a @triton.heuristics kernel, for one), or
+    takes *args or **kwargs."""
     if (found := LAUNCHERS.get(id(kernel))) is not None:
         return found
     jit = kernel.fn if isinstance(kernel, triton.runtime.Autotuner) else kernel
     if not isinstance(jit, triton.runtime.JITFunction):
+        return kernel
+    kinds = {p.kind for p in jit.signature.parameters.values()}
+    if kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}:
         return kernel
     LAUNCHERS[id(kernel)] = found = Launcher(kernel)
     return found
@@ -33,7 +42,8 @@ def launcher(kernel):
 
 def forget():
     """Drops every Launcher and what it keeps: call it after changing an autotuner's configs,
-    whose earlier pick a Launcher would otherwise launch again."""
+    whose earlier pick a Launcher would otherwise launch again, or Triton's knobs (debug), or a
+    global that a kernel reads (Triton raises; a Launcher would launch what it compiled before)."""
     LAUNCHERS.clear()
 
 
@@ -47,18 +57,23 @@ class Launcher:
         parameters = self.jit.signature.parameters.values()
         self.defaults = {p.name: p.default for p in parameters if p.default is not p.empty}
         self.kinds = {}  # kind of call -> (compiled kernel, arguments left out, their order)
+        # One first call at a time: reusable() reads the autotuner's best_config, which a first
+        # call in another thread would set to its own pick.
+        self.first_calls = threading.Lock()
 
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.launch(grid, args, kwargs)
 
     def launch(self, grid, args, kwargs):
         kind = call_kind(args, kwargs)
-        known = self.kinds.get(kind)
+        known = None if kind is None else self.kinds.get(kind)
         if known is None:  # Triton binds, compiles or tunes, and launches
-            compiled = self.kernel[grid](*args, **kwargs)
-            if len(self.kinds) >= KINDS_KEPT:
-                self.kinds.clear()
-            self.kinds[kind] = self.reusable(compiled, len(args), kwargs)
+            with self.first_calls:
+                compiled = self.kernel[grid](*args, **kwargs)
+                if kind is not None:
+                    if len(self.kinds) >= KINDS_KEPT:
+                        self.kinds.clear()
+                    self.kinds[kind] = self.reusable(compiled, len(args), kwargs)
             return
         if known is False:  # a kind this Launcher leaves to Triton each call
             self.kernel[grid](*args, **kwargs)
@@ -72,13 +87,15 @@ class Launcher:
     def reusable(self, compiled, given, kwargs):
         """(compiled, the values of the arguments a call of this kind leaves out: defaults and
         the tuned config's, a function that puts the call's and those in the signature's order),
-        or False where a launch must go through Triton: a config's pre_hook runs each launch."""
+        or False where a launch must go through Triton each time: a config's pre_hook, the
+        kernel's pre-run hooks, or a compiled kernel that Triton did not return."""
         config = getattr(self.kernel, "best_config", None)  # an autotuner's pick for this kind
-        if config is not None and config.pre_hook is not None:
+        names = self.jit.arg_names
+        hooks = (config is not None and config.pre_hook is not None) or self.jit.pre_run_hooks
+        if hooks or compiled is None or not names:
             return False
         if hasattr(compiled, "result"):  # Triton may compile asynchronously
             compiled = compiled.result()
-        names = self.jit.arg_names
         # its options too (num_warps), which are no arguments
         tuned = {} if config is None else config.all_kwargs()
         left_out = self.defaults | {k: v for k, v in tuned.items() if k in names}
@@ -91,13 +108,17 @@ class Launcher:
 
 
 def call_kind(args, kwargs):
-    """What Triton compiles and tunes a kernel for, of a call with these arguments (a key): the
-    current device; each tensor's dtype and whether its address is a multiple of 16; the type
-    and value of every other argument (an int's decides whether it is 1 or a multiple of 16, and
-    an autotuner's key reads ints); the names of those given by name."""
-    values = (*args, *kwargs.values())
-    kinds = [
-        (v.dtype, v.data_ptr() % 16 == 0) if isinstance(v, torch.Tensor) else (type(v), v)
-        for v in values
-    ]
+    """What Triton compiles and tunes a kernel for, of a call with these arguments (a key), or
+    None for an argument of a type not in SCALARS: the current device; each tensor's dtype and
+    whether its address is a multiple of 16; the type and value of every other argument (an
+    int's decides whether it is 1 or a multiple of 16, and an autotuner's key reads ints); the
+    names of those given by name."""
+    kinds = []
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            kinds.append((value.dtype, value.data_ptr() % 16 == 0))
+        elif type(value) in SCALARS:
+            kinds.append((type(value), value))
+        else:
+            return None
     return (torch.cuda.current_device(), *kinds, *kwargs)

@@ -565,7 +565,7 @@ class FakeKernel:
 
         self.signature = inspect.signature(kernel)
         self.arg_names = list(self.signature.parameters)
-        self.log, self.best_config = [], config
+        self.log, self.best_config, self.pre_run_hooks = [], config, []
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
@@ -604,14 +604,49 @@ def test_launcher_goes_through_triton_once_per_kind_of_call(monkeypatch):
     assert kernel.log[-1] == ("compiled", (3, 2, 1), (x, y, 40, 64, True))
 
 
-def test_launcher_leaves_a_config_with_a_pre_hook_to_triton(monkeypatch):
-    # Triton runs a config's pre_hook before each launch; a compiled kernel would skip it.
+def test_launcher_leaves_to_triton_what_a_compiled_kernel_would_skip(monkeypatch):
+    # Triton runs a config's pre_hook and a kernel's pre-run hooks before each launch; a compiled
+    # kernel would skip them. An argument call_kind does not know (a tuple here) has no kind.
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    kernel = FakeKernel(triton.Config({"BLOCK": 64}, pre_hook=lambda args: None))
     x, y = torch.randn(40), torch.empty(40)
-    for _ in range(3):
-        launch.Launcher(kernel)[(1,)](x, y, 40)
-    launcher = launch.Launcher(kernel)
-    for _ in range(3):
-        launcher[(1,)](x, y, 40)
-    assert [entry[0] for entry in kernel.log] == ["triton"] * 6
+    with_pre_hook = FakeKernel(triton.Config({"BLOCK": 64}, pre_hook=lambda args: None))
+    with_run_hook = FakeKernel(triton.Config({"BLOCK": 64}))
+    with_run_hook.pre_run_hooks.append(lambda *args, **kwargs: None)
+    for kernel, args in ((with_pre_hook, (x, y, 40)), (with_run_hook, (x, y, 40))):
+        launcher = launch.Launcher(kernel)
+        for _ in range(3):
+            launcher[(1,)](*args)
+        assert [entry[0] for entry in kernel.log] == ["triton"] * 3
+    plain = FakeKernel(triton.Config({"BLOCK": 64}))
+    launcher = launch.Launcher(plain)
+    for _ in range(2):
+        launcher[(1,)](x, y, (40,))
+    assert [entry[0] for entry in plain.log] == ["triton"] * 2 and not launcher.kinds
+
+
+def test_every_launch_of_the_host_tables_entries_has_a_kind(monkeypatch):
+    # Each op.py launch's arguments are tensors or SCALARS, so that on a GPU the Launcher keeps
+    # its compiled kernel (a call without a kind would go through Triton each time).
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    for entry, size, call, _ in host.cases():
+        launches = []
+        with host.recording(launches):
+            call()
+        assert launches, entry
+        for kernel, _, grid, args, kwargs in launches:
+            assert launch.call_kind(args, kwargs) is not None, (entry, size, kernel)
+
+
+def test_launcher_is_made_for_jit_kernels_and_their_autotuners_only():
+    def kernel(x_ptr, n, BLOCK: tl.constexpr = 4):
+        pass
+
+    jit = triton.runtime.JITFunction(kernel)  # @triton.jit's object, made here without a GPU
+    tuned = triton.autotune(configs=[triton.Config({"BLOCK": 8})], key=["n"])(jit)
+    made = launch.launcher(tuned)
+    assert isinstance(launch.launcher(jit), launch.Launcher) and launch.launcher(tuned) is made
+    assert made.jit is jit and made.defaults == {"BLOCK": 4}
+    rules = triton.heuristics({"BLOCK": lambda args: 4})(jit)  # its rules run at each launch
+    assert launch.launcher(rules) is rules
+    launch.forget()
+    assert launch.launcher(tuned) is not made

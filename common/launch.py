@@ -33,8 +33,8 @@ def launcher(kernel):
     jit = kernel.fn if isinstance(kernel, triton.runtime.Autotuner) else kernel
     if not isinstance(jit, triton.runtime.JITFunction):
         return kernel
-    kinds = {p.kind for p in jit.signature.parameters.values()}
-    if kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}:
+    parameter_kinds = {p.kind for p in jit.signature.parameters.values()}
+    if parameter_kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}:
         return kernel
     LAUNCHERS[id(kernel)] = found = Launcher(kernel)
     return found

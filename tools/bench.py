@@ -119,7 +119,7 @@ def main(argv=None):
     # The tables that are not a lesson's: --only's word, what measures it, its title, its file.
     tables = (
         ("host", host.measure, "us of an eager call in a plain loop, beside its kernels' bare "
-         "launches", "host.csv"),
+         "launches (kernel[grid]) and the same launches through common/launch.py", "host.csv"),
         ("train", train_step.measure, "ms per step, ours (02's matmul, 04's weighted_sum) and "
          "PyTorch's ops", "train_step.csv"),
     )  # fmt: skip

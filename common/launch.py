@@ -30,7 +30,7 @@ def launcher(kernel):
     takes *args or **kwargs."""
     if (found := LAUNCHERS.get(id(kernel))) is not None:
         return found
-    jit = kernel.fn if isinstance(kernel, triton.runtime.Autotuner) else kernel
+    jit = jit_function(kernel)
     if not isinstance(jit, triton.runtime.JITFunction):
         return kernel
     parameter_kinds = {p.kind for p in jit.signature.parameters.values()}
@@ -38,6 +38,10 @@ def launcher(kernel):
         return kernel
     LAUNCHERS[id(kernel)] = found = Launcher(kernel)
     return found
+
+
+def jit_function(kernel):  # the @triton.jit kernel that kernel launches: an autotuner's, or itself
+    return kernel.fn if isinstance(kernel, triton.runtime.Autotuner) else kernel
 
 
 def forget():
@@ -53,7 +57,7 @@ class Launcher:
 
     def __init__(self, kernel):
         self.kernel = kernel
-        self.jit = kernel.fn if isinstance(kernel, triton.runtime.Autotuner) else kernel
+        self.jit = jit_function(kernel)
         parameters = self.jit.signature.parameters.values()
         self.defaults = {p.name: p.default for p in parameters if p.default is not p.empty}
         self.kinds = {}  # kind of call -> (compiled kernel, arguments left out, their order)
@@ -66,16 +70,15 @@ class Launcher:
 
     def launch(self, grid, args, kwargs):
         kind = call_kind(args, kwargs)
-        known = None if kind is None else self.kinds.get(kind)
+        known = False if kind is None else self.kinds.get(kind)
         if known is None:  # Triton binds, compiles or tunes, and launches
             with self.first_calls:
                 compiled = self.kernel[grid](*args, **kwargs)
-                if kind is not None:
-                    if len(self.kinds) >= KINDS_KEPT:
-                        self.kinds.clear()
-                    self.kinds[kind] = self.reusable(compiled, len(args), kwargs)
+                if len(self.kinds) >= KINDS_KEPT:
+                    self.kinds.clear()
+                self.kinds[kind] = self.reusable(compiled, len(args), kwargs)
             return
-        if known is False:  # a kind this Launcher leaves to Triton each call
+        if known is False:  # no kind, or one this Launcher leaves to Triton: Triton each call
             self.kernel[grid](*args, **kwargs)
             return
         compiled, left_out, in_order = known

@@ -25,10 +25,10 @@ class Recorder:
         self.launches, self.traceable = launches, traceable
 
     def __call__(self, kernel, in_op):
-        return Launcher(kernel, self.traceable(kernel, in_op), self.launches)
+        return RecordingLauncher(kernel, self.traceable(kernel, in_op), self.launches)
 
 
-class Launcher:
+class RecordingLauncher:  # what the Recorder hands out: [grid](...) records, then launches
     def __init__(self, kernel, launched, launches):
         self.kernel, self.launched, self.launches = kernel, launched, launches
 

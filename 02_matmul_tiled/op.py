@@ -99,11 +99,6 @@ def validate(a, b, bias=None, activation=None):
     return a.shape[0], b.shape[1], a.shape[1]
 
 
-# persistent_problem()'s answers by layout(a, b, c), which holds all that it reads: a model calls a
-# few shapes again and again, and the descriptor checks cost the host about 5 us a call.
-DESCRIPTOR_PROBLEMS = {}
-
-
 def layout(a, b, c):
     """a's and b's shapes (c's follows from them), the strides, dtype and 16-byte alignment of all
     three, and torch's float32 matmul precision."""
@@ -113,22 +108,15 @@ def layout(a, b, c):
     return (*shapes, c.dtype, *aligned, precision)
 
 
-def pick(a, b, c, in_op=False):
+def pick(a, b, c):
     """The lesson's kernel that computes c = a @ b fastest: "persistent" for 16-bit and TF32 dots
     that descriptors can take, unless M <= 128 (one row of 128-row tiles: the fused kernel's
-    smaller tiles win, results/NOTES.md items 43 and 60); else "fused". in_op: as launch's (then
-    a, b and c may be tensors that torch.compile traces, with no address)."""
+    smaller tiles win, results/NOTES.md items 43 and 60); else "fused"."""
     fast_dot = c.dtype in (torch.float16, torch.bfloat16)
     fast_dot = fast_dot or fused.input_precision(c.dtype) == "tf32"
     if not fast_dot or a.shape[0] <= 128:
         return "fused"
-    if in_op:
-        problem = persistent.persistent_problem(a, b, c)
-    elif (key := layout(a, b, c)) in DESCRIPTOR_PROBLEMS:
-        problem = DESCRIPTOR_PROBLEMS[key]
-    else:
-        problem = DESCRIPTOR_PROBLEMS[key] = persistent.persistent_problem(a, b, c)
-    return "persistent" if problem is None else "fused"
+    return "persistent" if persistent.persistent_problem(a, b, c) is None else "fused"
 
 
 # The persistent kernel's kinds of product (what Triton compiles it for, but for the sizes and
@@ -186,48 +174,111 @@ def tune_small_bucket(a, b, into, bias, consts):
     )
 
 
+# A plan: what launch() works out for a call from its layout, kept as a function that launches
+# the same for the next call of that layout. A model calls a few layouts again and again, and
+# working out the kernel, the operands' views, the heuristics and the arguments costs the host
+# more than the launch (results/NOTES.md item 172). Keyed by plan_key(): all that decides the
+# kernels and their arguments but the tensors' addresses.
+PLANS = {}
+PLANS_KEPT = 1024  # layouts kept: past that, forgotten and planned again
+
+
+def plan_key(a, b, c, bias, pre, activation):
+    """layout(a, b, c), the device, the epilogue, and bias's and pre's alignment and strides."""
+    ends = [None if t is None else (t.data_ptr() % 16, t.stride()) for t in (bias, pre)]
+    return (*layout(a, b, c), c.device, activation, *ends)
+
+
 def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
     """c = activation(a @ b + bias) by the kernel pick() names, written into c; P = a @ b + bias
     into pre where given. For validated inputs with c.numel() > 0. in_op: from a registered op's
-    body (common.traceable)."""
-    kernel, (m, k), n = pick(a, b, c, in_op), a.shape, b.shape[1]
+    body (common.traceable), which torch.compile traces: planned each call, as a plan there
+    would outlive the traced tensors."""
     a, b = common.dot_inputs(a, b)  # bfloat16 as float32 under the interpreter
-    precision = fused.input_precision(c.dtype)
-    transpose = common.traceable(persistent.transpose_kernel, in_op)
-    if kernel == "persistent":
-        if precision == "tf32":  # persistent.persistent_operands, its copies launched as here
-            a_arg, a_t = persistent.rows_contiguous(a, kernel=transpose), False
-            b_arg, b_t = persistent.rows_contiguous(b.T, kernel=transpose), True
-        else:
-            a_arg, a_t, b_arg, b_t = persistent.persistent_operands(a, b)
-        programs = common.sm_count(a.device)
-        common.set_descriptor_allocator()
-        rules_kernel = persistent.persistent_matmul_kernel  # its @triton.heuristics applied here
-        persistent_kernel, args = common.heuristics_applied(rules_kernel, dict(
-            a_ptr=a_arg, b_ptr=b_arg, c_ptr=c, bias_ptr=bias, pre_ptr=pre, M=m, N=n, K=k,
-            stride_a=a_arg.stride(0), stride_b=b_arg.stride(0), stride_cm=c.stride(0),
-            PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t,
-            INPUT_PRECISION=precision, ACTIVATION=activation,
-        ))  # fmt: skip
-        kind = (a_arg.dtype, c.dtype, c.device, a_t, b_t, precision, activation)
-        kind += (bias is None, pre is None)
-        if not in_op and kind not in COMPILED_BOTH_WIDTHS:  # (torch.compile compiles its own)
-            compile_both_widths(persistent_kernel, rules_kernel.values, args)
-            COMPILED_BOTH_WIDTHS.add(kind)
-        common.traceable(persistent_kernel, in_op)[(programs,)](**args)
+    if in_op:
+        first_launch(a, b, c, bias, pre, activation, in_op=True)
         return
-    if c.dtype == torch.float32 and precision == "ieee" and persistent.transposed(b):
-        # exact float32 reads a row-major B faster (NOTES 60, 63)
-        b = persistent.rows_contiguous(b, kernel=transpose)
+    key = plan_key(a, b, c, bias, pre, activation)
+    if (plan := PLANS.get(key)) is not None:
+        plan(a, b, c, bias, pre)
+        return
+    if len(PLANS) >= PLANS_KEPT:
+        PLANS.clear()
+    PLANS[key] = first_launch(a, b, c, bias, pre, activation, key=key)
+
+
+def first_launch(a, b, c, bias, pre, activation, in_op=False, key=None):
+    """launch()'s first call of a layout: launches, and returns its plan, a function of (a, b,
+    c, bias, pre) that launches the same for tensors of that layout. key: the layout's
+    plan_key, the Launcher's kind for its launches (launch.Named)."""
+    if pick(a, b, c) == "persistent":
+        return first_persistent_launch(a, b, c, bias, pre, activation, in_op, key)
+    return first_fused_launch(a, b, c, bias, pre, activation, in_op, key)
+
+
+def first_persistent_launch(a, b, c, bias, pre, activation, in_op, key):
+    (m, k), n = a.shape, b.shape[1]
+    precision = fused.input_precision(c.dtype)
+    if precision == "tf32":  # as persistent.persistent_operands, with traceable copies
+        a_t, b_t = False, True
+
+        def operands(a, b):  # A as rows of K; B as B^T, whose rows are B's columns
+            transpose = common.traceable(persistent.transpose_kernel, in_op)
+            a = persistent.rows_contiguous(a, kernel=transpose)
+            return a, persistent.rows_contiguous(b.T, kernel=transpose)
+    else:
+        a_t, b_t = persistent.transposed(a), persistent.transposed(b)
+
+        def operands(a, b):
+            return (a.T if a_t else a), (b.T if b_t else b)
+
+    a_arg, b_arg = operands(a, b)
+    programs = common.sm_count(a.device)
+    rules_kernel = persistent.persistent_matmul_kernel  # its @triton.heuristics applied here
+    persistent_kernel, args = common.heuristics_applied(rules_kernel, dict(
+        a_ptr=a_arg, b_ptr=b_arg, c_ptr=c, bias_ptr=bias, pre_ptr=pre, M=m, N=n, K=k,
+        stride_a=a_arg.stride(0), stride_b=b_arg.stride(0), stride_cm=c.stride(0),
+        PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t,
+        INPUT_PRECISION=precision, ACTIVATION=activation,
+    ))  # fmt: skip
+    kind = (a_arg.dtype, c.dtype, c.device, a_t, b_t, precision, activation)
+    kind += (bias is None, pre is None)
+    if not in_op and kind not in COMPILED_BOTH_WIDTHS:  # (torch.compile compiles its own)
+        compile_both_widths(persistent_kernel, rules_kernel.values, args)
+        COMPILED_BOTH_WIDTHS.add(kind)
+    tensors = ("a_ptr", "b_ptr", "c_ptr", "bias_ptr", "pre_ptr")
+    rest = {name: value for name, value in args.items() if name not in tensors}
+
+    def launch_operands(a_arg, b_arg, c, bias, pre):
+        common.set_descriptor_allocator()
+        kernel = common.traceable(persistent_kernel, in_op, key)
+        kernel[(programs,)](a_arg, b_arg, c, bias, pre, **rest)
+
+    launch_operands(a_arg, b_arg, c, bias, pre)
+    return lambda a, b, c, bias, pre: launch_operands(*operands(a, b), c, bias, pre)
+
+
+def first_fused_launch(a, b, c, bias, pre, activation, in_op, key):
+    (m, k), n = a.shape, b.shape[1]
+    precision = fused.input_precision(c.dtype)
+    # exact float32 reads a row-major B faster (NOTES 60, 63)
+    copy_b = c.dtype == torch.float32 and precision == "ieee" and persistent.transposed(b)
+
+    def operand_b(b):
+        if not copy_b:
+            return b
+        transpose = common.traceable(persistent.transpose_kernel, in_op)
+        return persistent.rows_contiguous(b, kernel=transpose)
+
+    b = operand_b(b)
     # The tuning key's M_BUCKET, K_BUCKET (a size torch.compile traces is fixed to its value).
     # Every M up to SMALL_M is one bucket: a model decoding a few tokens at a time tunes once.
     buckets = (max(SMALL_M, common.next_power_of_2(int(m))), common.next_power_of_2(int(k)))
-    kernel = common.traceable(bucketed_matmul_kernel, in_op)
     # The lesson's kernel keeps no P: where P is asked for, it computes P, then torch the GELU.
     into, launched = (c, activation) if pre is None else (pre, None)
     # lesson.tile_grid's grid, by common.cdiv (a host microsecond or two less a call)
     grid = lambda meta: (common.cdiv(m, meta["BLOCK_M"]) * common.cdiv(n, meta["BLOCK_N"]),)  # noqa: E731
-    args = (a, b, into, bias, m, n, k, *a.stride(), *b.stride(), *into.stride(), *buckets)
+    sizes = (m, n, k, *a.stride(), *b.stride(), *into.stride(), *buckets)
     consts = dict(INPUT_PRECISION=precision, ACTIVATION=launched)
     first_of_kind = False
     if not in_op:  # (torch.compile tunes and compiles its own)
@@ -236,12 +287,19 @@ def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
         first_of_kind = kind not in COMPILED_EVERY_CLASS
     if first_of_kind and m < SMALL_M and a.stride(1) == 1:
         tune_small_bucket(a, b, into, bias, consts)
-    kernel[grid](*args, **consts)
+
+    def launch_operands(a, b, c, bias, pre):
+        into = c if pre is None else pre
+        kernel = common.traceable(bucketed_matmul_kernel, in_op, key)
+        kernel[grid](a, b, into, bias, *sizes, **consts)
+        if pre is not None:
+            torch.ops.aten.gelu.out(pre, approximate="tanh", out=c)
+
+    launch_operands(a, b, c, bias, pre)
     if first_of_kind:
-        compile_every_class(bucketed_matmul_kernel, args, consts)
+        compile_every_class(bucketed_matmul_kernel, (a, b, into, bias, *sizes), consts)
         COMPILED_EVERY_CLASS.add(kind)
-    if pre is not None:
-        torch.ops.aten.gelu.out(pre, approximate="tanh", out=c)
+    return lambda a, b, c, bias, pre: launch_operands(a, operand_b(b), c, bias, pre)
 
 
 def forward(a, b, bias=None, activation=None, out=None, keep_pre=False, in_op=False):

@@ -379,15 +379,15 @@ def register_op(name):
     return lambda fn: register(name, fn, mutates_args=())
 
 
-def traceable(kernel, in_op):
+def traceable(kernel, in_op, kind=None):
     """kernel as op.py launches it. in_op: from a registered op's body, where on a GPU it goes
     through wrap_triton, so that torch.compile records the launch (an eager call of the op
     launches directly). Elsewhere on a GPU its Launcher (common/launch.py): the kernel Triton
-    compiled for the call, launched with less of the host's time. Under the interpreter the
-    kernel itself."""
+    compiled for the call, launched with less of the host's time; kind: the caller's key for
+    what Triton compiles for (launch.Named). Under the interpreter the kernel itself."""
     if INTERPRETED:
         return kernel
-    return torch.library.wrap_triton(kernel) if in_op else launch.launcher(kernel)
+    return torch.library.wrap_triton(kernel) if in_op else launch.launcher(kernel, kind)
 
 
 def heuristics_applied(kernel, args):

@@ -7,8 +7,9 @@ and whether its address is a multiple of 16, and whether each int is 1 or a mult
 looks up the compiled kernel, and an autotuner looks up its tuned config. A Launcher does that
 once per kind of call, through kernel[grid] itself, and keeps what it returns: the compiled
 kernel, which Triton launches as compiled[grid](*every argument in the signature's order). On an
-H200 an autotuned kernel's launch then costs the host 0.42 to 0.88 of kernel[grid]'s time; a
-@triton.jit kernel's about the same (results/README.md's host table)."""
+H200 an autotuned kernel's launch then costs the host 0.42 to 0.88 of kernel[grid]'s time, in
+our runs; a @triton.jit kernel's about the same, or 0.65 where the caller names the kind itself
+(a Named launcher: results/README.md's host table)."""
 
 import inspect
 import operator
@@ -24,20 +25,20 @@ LAUNCHERS = {}  # id(kernel) -> its Launcher
 SCALARS = (bool, int, float, str, type(None))
 
 
-def launcher(kernel):
+def launcher(kernel, kind=None):
     """kernel's Launcher, made at its first launch; kernel itself where it is neither a
     @triton.jit kernel nor a @triton.autotune of one (a @triton.heuristics kernel, for one), or
-    takes *args or **kwargs."""
-    if (found := LAUNCHERS.get(id(kernel))) is not None:
-        return found
-    jit = jit_function(kernel)
-    if not isinstance(jit, triton.runtime.JITFunction):
-        return kernel
-    parameter_kinds = {p.kind for p in jit.signature.parameters.values()}
-    if parameter_kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}:
-        return kernel
-    LAUNCHERS[id(kernel)] = found = Launcher(kernel)
-    return found
+    takes *args or **kwargs. kind: the caller's name for the kind of the calls it makes through
+    what this returns, in place of call_kind's (a Named launcher)."""
+    if (found := LAUNCHERS.get(id(kernel))) is None:
+        jit = jit_function(kernel)
+        if not isinstance(jit, triton.runtime.JITFunction):
+            return kernel
+        parameter_kinds = {p.kind for p in jit.signature.parameters.values()}
+        if parameter_kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}:
+            return kernel
+        LAUNCHERS[id(kernel)] = found = Launcher(kernel)
+    return found if kind is None else Named(found, kind)
 
 
 def jit_function(kernel):  # the @triton.jit kernel that kernel launches: an autotuner's, or itself
@@ -47,7 +48,10 @@ def jit_function(kernel):  # the @triton.jit kernel that kernel launches: an aut
 def forget():
     """Drops every Launcher and what it keeps: call it after changing an autotuner's configs,
     whose earlier pick a Launcher would otherwise launch again, or Triton's knobs (debug), or a
-    global that a kernel reads (Triton raises; a Launcher would launch what it compiled before)."""
+    global that a kernel reads (Triton raises; a Launcher would launch what it compiled before).
+    A Named launcher that a caller keeps goes through Triton again at its next call."""
+    for found in LAUNCHERS.values():
+        found.kinds.clear()
     LAUNCHERS.clear()
 
 
@@ -68,8 +72,11 @@ class Launcher:
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.launch(grid, args, kwargs)
 
-    def launch(self, grid, args, kwargs):
-        kind = call_kind(args, kwargs)
+    def launch(self, grid, args, kwargs, named=None):
+        if named is None:
+            kind = call_kind(args, kwargs)
+        else:  # the caller's kind (a Named launcher's), on the current device
+            kind = (torch.cuda.current_device(), "named", named)
         known = False if kind is None else self.kinds.get(kind)
         if known is None:  # Triton binds, compiles or tunes, and launches
             with self.first_calls:
@@ -108,6 +115,20 @@ class Launcher:
         pick = operator.itemgetter(*[where[name] for name in names])
         in_order = pick if len(names) > 1 else lambda values: (pick(values),)
         return compiled, tuple(left_out.values()), in_order
+
+
+class Named:
+    """named[grid](*args, **kwargs) launches as launcher[grid](*args, **kwargs), but keys the
+    launch by the caller's kind instead of call_kind's: computing call_kind costs the host about
+    4 us for 18 arguments, and a caller may know the kind already (op.py's plans do). The kind
+    must tell apart every two calls that call_kind() tells apart, but for the current device,
+    and every call made with one kind must give the same arguments by position and by name."""
+
+    def __init__(self, launcher, kind):
+        self.launcher, self.kind = launcher, kind
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.launcher.launch(grid, args, kwargs, self.kind)
 
 
 def call_kind(args, kwargs):

@@ -489,10 +489,12 @@ def test_transposed_stride_past_2_to_31_on_gpu(name):
 
 
 def spy_on_pick(monkeypatch):
-    """A list of the kernels op.launch picks, one a launch."""
+    """A list of the kernels op.launch picks, one a layout (it plans each layout once: no plans
+    are kept before)."""
     picks, real = [], op.pick
-    spy = lambda a, b, c, in_op=False: picks.append(real(a, b, c, in_op)) or picks[-1]  # noqa: E731
+    spy = lambda a, b, c: picks.append(real(a, b, c)) or picks[-1]  # noqa: E731
     monkeypatch.setattr(op, "pick", spy)
+    monkeypatch.setattr(op, "PLANS", {})
     return picks
 
 
@@ -525,19 +527,42 @@ def test_pick_names_the_kernel_matmul_runs():
     assert op.pick(a.double(), b.double(), c.double()) == "fused"  # no fast dot for float64
 
 
-def test_pick_asks_again_for_an_address_off_16_bytes(monkeypatch):
-    # pick() keeps its answer per layout: the same shape and strides at an address that is not
+def test_an_address_off_16_bytes_is_planned_again(monkeypatch):
+    # launch() keeps a plan per layout: the same shape and strides at an address that is not
     # 16-byte aligned are a new layout, which a descriptor cannot read.
     picks = spy_on_pick(monkeypatch)
     buffer = torch.randn(BIG * 32 + 1, device=DEVICE, dtype=torch.float16)
     b = torch.randn(32, BIG, device=DEVICE, dtype=torch.float16)
-    for start in (0, 1, 0):
+    for start in (0, 1, 0, 1):
+        buffer.normal_()
         a = buffer[start : start + BIG * 32].view(BIG, 32)
         c = op.matmul(a, b)
         common.assert_close(
             c, a.double() @ b.double(), a.double().abs() @ b.double().abs(), 32, "c"
         )
-    assert picks == ["persistent", "fused", "persistent"]
+    assert picks == ["persistent", "fused"] and len(op.PLANS) == 2
+
+
+@pytest.mark.parametrize("kernel", ["persistent", "fused"])
+def test_a_plan_launches_new_tensors_of_its_layout(monkeypatch, kernel):
+    # The second call of a layout runs the first's plan with its own tensors: new values, a new
+    # bias (P kept for the backward too); a bias 2 bytes off 16 is another layout.
+    picks = spy_on_pick(monkeypatch)
+    half = dict(device=DEVICE, dtype=torch.float16)
+    rows = BIG if kernel == "persistent" else 40
+    bias_buffer = torch.empty(BIG + 1, **half)
+    for start in (0, 0, 1):
+        a, b = torch.randn(rows, 32, **half), torch.randn(BIG, 32, **half).T
+        bias = bias_buffer[start : start + BIG].normal_()
+        with common.uninitialized_memory_is_nan():
+            c, pre = op.forward(a, b, bias, "gelu_tanh", keep_pre=True)
+        want, scale = reference64(a, b)
+        want, scale = want + bias.double(), scale + bias.double().abs()
+        common.assert_close(pre, want, scale, 32, f"P, bias at {start}")
+        # C: P's GELU, one more rounding to float16
+        rounded = epilogue_tolerance(torch.float16)
+        common.assert_close(c, gelu64(want), 1.2 * scale, 32, f"C, bias at {start}", rounded)
+    assert picks == [kernel, kernel] and len(op.PLANS) == 2
 
 
 def test_first_persistent_launch_of_a_kind_compiles_both_tile_widths(monkeypatch):
@@ -547,6 +572,7 @@ def test_first_persistent_launch_of_a_kind_compiles_both_tile_widths(monkeypatch
     warmed = []
     kernel = pe.persistent_matmul_kernel.fn
     monkeypatch.setattr(op, "COMPILED_BOTH_WIDTHS", set())
+    monkeypatch.setattr(op, "PLANS", {})
     monkeypatch.setattr(kernel, "warmup", lambda grid, **config: warmed.append(config))
     b = torch.randn(32, BIG, device=DEVICE, dtype=torch.float16)
     for m in (BIG, 3 * BIG, 2 * BIG):
@@ -565,6 +591,7 @@ def test_first_fused_launch_of_a_kind_compiles_its_pick_for_every_class(monkeypa
     # of a kind compiles the pick with M in (1, 16, 17) and K in (16, 17), the rest nothing more.
     warmed = []
     monkeypatch.setattr(op, "COMPILED_EVERY_CLASS", set())
+    monkeypatch.setattr(op, "PLANS", {})
     monkeypatch.setattr(
         op.bucketed_matmul_kernel.fn, "warmup", lambda *args, grid, **config: warmed.append(args)
     )
@@ -586,6 +613,7 @@ def test_first_small_m_launch_of_a_kind_tunes_the_bucket_at_its_largest_m(monkey
     tuned = []
     real = op.tune_small_bucket
     monkeypatch.setattr(op, "COMPILED_EVERY_CLASS", set())
+    monkeypatch.setattr(op, "PLANS", {})
     monkeypatch.setattr(op, "tune_small_bucket", lambda *args: tuned.append(args) or real(*args))
     b = torch.randn(40, 24, device=DEVICE)  # float32, "highest": the fused kernel
     with support.float32_matmul_precision("highest"):
@@ -857,7 +885,8 @@ def test_bias_and_gelu_every_kernel(dtype, transposed, m, n, k):
 
 @pytest.mark.parametrize("kernel", ["fused", "persistent"])
 def test_the_kept_pre_activation_is_a_at_b_plus_bias(kernel, monkeypatch):
-    monkeypatch.setattr(op, "pick", lambda a, b, c, in_op=False: kernel)
+    monkeypatch.setattr(op, "pick", lambda a, b, c: kernel)
+    monkeypatch.setattr(op, "PLANS", {})  # each layout picked again
     a, b, bias = epilogue_inputs(BIG, 64, 32, torch.float32)
     with common.uninitialized_memory_is_nan():
         c, pre = op.forward(a, b, bias, "gelu_tanh", keep_pre=True)

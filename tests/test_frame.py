@@ -604,6 +604,28 @@ def test_launcher_goes_through_triton_once_per_kind_of_call(monkeypatch):
     assert kernel.log[-1] == ("compiled", (3, 2, 1), (x, y, 40, 64, True))
 
 
+def test_a_named_launcher_keys_by_the_callers_kind(monkeypatch):
+    # A Named launcher's calls are keyed by the kind its caller gives (op.py's plan key), with
+    # no call_kind: the first goes through Triton, the next are compiled launches. forget()
+    # sends a kept Named launcher through Triton again.
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(launch, "call_kind", lambda *_: pytest.fail("call_kind was computed"))
+    kernel = FakeKernel(triton.Config({"BLOCK": 64}))
+    launch.LAUNCHERS[id(kernel)] = launch.Launcher(kernel)  # (launcher() takes jit kernels)
+    named = launch.launcher(kernel, kind=("a plan's key", 40))
+    try:
+        x, y = torch.randn(40), torch.empty(40)
+        for _ in range(2):
+            named[(2,)](x, y, 40, EVEN=True)
+        assert [entry[0] for entry in kernel.log] == ["triton", "compiled"]
+        assert kernel.log[-1] == ("compiled", (2, 1, 1), (x, y, 40, 64, True))
+        launch.forget()
+        named[(2,)](x, y, 40, EVEN=True)
+        assert kernel.log[-1][0] == "triton"
+    finally:
+        launch.forget()
+
+
 def test_launcher_leaves_to_triton_what_a_compiled_kernel_would_skip(monkeypatch):
     # Triton runs a config's pre_hook and a kernel's pre-run hooks before each launch; a compiled
     # kernel would skip them. An argument call_kind does not know (a tuple here) has no kind.

@@ -24,8 +24,8 @@ class Recorder:
     def __init__(self, launches, traceable):
         self.launches, self.traceable = launches, traceable
 
-    def __call__(self, kernel, in_op):
-        return RecordingLauncher(kernel, self.traceable(kernel, in_op), self.launches)
+    def __call__(self, kernel, in_op, kind=None):
+        return RecordingLauncher(kernel, self.traceable(kernel, in_op, kind), self.launches)
 
 
 class RecordingLauncher:  # what the Recorder hands out: [grid](...) records, then launches

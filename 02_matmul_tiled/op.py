@@ -194,13 +194,12 @@ def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
     into pre where given. For validated inputs with c.numel() > 0. in_op: from a registered op's
     body (common.traceable), which torch.compile traces: planned each call, as a plan there
     would outlive the traced tensors."""
-    a, b = common.dot_inputs(a, b)  # bfloat16 as float32 under the interpreter
     if in_op:
         first_launch(a, b, c, bias, pre, activation, in_op=True)
         return
     key = plan_key(a, b, c, bias, pre, activation)
     if (plan := PLANS.get(key)) is not None:
-        plan(a, b, c, bias, pre)
+        plan(*common.dot_inputs(a, b), c, bias, pre)  # (as first_launch)
         return
     if len(PLANS) >= PLANS_KEPT:
         PLANS.clear()
@@ -211,7 +210,9 @@ def first_launch(a, b, c, bias, pre, activation, in_op=False, key=None):
     """launch()'s first call of a layout: launches, and returns its plan, a function of (a, b,
     c, bias, pre) that launches the same for tensors of that layout. key: the layout's
     plan_key, the Launcher's kind for its launches (launch.Named)."""
-    if pick(a, b, c) == "persistent":
+    kernel = pick(a, b, c)  # of the tensors as given, as on a GPU
+    a, b = common.dot_inputs(a, b)  # bfloat16 as float32 under the interpreter
+    if kernel == "persistent":
         return first_persistent_launch(a, b, c, bias, pre, activation, in_op, key)
     return first_fused_launch(a, b, c, bias, pre, activation, in_op, key)
 

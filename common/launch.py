@@ -38,7 +38,7 @@ def launcher(kernel, kind=None):
         if parameter_kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}:
             return kernel
         LAUNCHERS[id(kernel)] = found = Launcher(kernel)
-    return found if kind is None else Named(found, kind)
+    return found if kind is None else Named(kernel, kind)
 
 
 def jit_function(kernel):  # the @triton.jit kernel that kernel launches: an autotuner's, or itself
@@ -49,9 +49,7 @@ def forget():
     """Drops every Launcher and what it keeps: call it after changing an autotuner's configs,
     whose earlier pick a Launcher would otherwise launch again, or Triton's knobs (debug), or a
     global that a kernel reads (Triton raises; a Launcher would launch what it compiled before).
-    A Named launcher that a caller keeps goes through Triton again at its next call."""
-    for found in LAUNCHERS.values():
-        found.kinds.clear()
+    A Named launcher that a caller keeps launches through the kernel's new Launcher."""
     LAUNCHERS.clear()
 
 
@@ -124,11 +122,12 @@ class Named:
     must tell apart every two calls that call_kind() tells apart, but for the current device,
     and every call made with one kind must give the same arguments by position and by name."""
 
-    def __init__(self, launcher, kind):
-        self.launcher, self.kind = launcher, kind
+    def __init__(self, kernel, kind):
+        self.kernel, self.kind = kernel, kind
 
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.launcher.launch(grid, args, kwargs, self.kind)
+        found = launcher(self.kernel)  # the kernel's Launcher now (forget() makes a new one)
+        return lambda *args, **kwargs: found.launch(grid, args, kwargs, self.kind)
 
 
 def call_kind(args, kwargs):

@@ -527,6 +527,21 @@ def test_pick_names_the_kernel_matmul_runs():
     assert op.pick(a.double(), b.double(), c.double()) == "fused"  # no fast dot for float64
 
 
+def test_bfloat16_rows_off_16_bytes_run_the_fused_kernel_with_tf32_on(monkeypatch):
+    # A's rows of 17 bfloat16 (34 bytes) cannot be read by a descriptor: the fused kernel runs.
+    # (Under the interpreter, launch() hands the kernels float32 copies of bfloat16 inputs,
+    # which TF32 would copy again: the pick reads the inputs as given, as on a GPU.)
+    picks = spy_on_pick(monkeypatch)
+    bf16 = dict(device=DEVICE, dtype=torch.bfloat16)
+    a, b = torch.randn(BIG, 17, **bf16), torch.randn(17, 64, **bf16)
+    with support.float32_matmul_precision("high"):
+        for fn in (op.matmul, torch.ops.triton_lessons.matmul):
+            with common.uninitialized_memory_is_nan():
+                c = fn(a, b)
+            common.assert_close(c, *reference64(a, b), 17, f"{fn}")
+    assert picks == ["fused", "fused"]
+
+
 def test_an_address_off_16_bytes_is_planned_again(monkeypatch):
     # launch() keeps a plan per layout: the same shape and strides at an address that is not
     # 16-byte aligned are a new layout, which a descriptor cannot read.

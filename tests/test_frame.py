@@ -606,22 +606,25 @@ def test_launcher_goes_through_triton_once_per_kind_of_call(monkeypatch):
 
 def test_a_named_launcher_keys_by_the_callers_kind(monkeypatch):
     # A Named launcher's calls are keyed by the kind its caller gives (op.py's plan key), with
-    # no call_kind: the first goes through Triton, the next are compiled launches. forget()
-    # sends a kept Named launcher through Triton again.
+    # no call_kind: the first of a kind goes through Triton, the next are compiled launches.
+    # After forget(), each time, a kept Named launcher goes through Triton again.
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(launch, "call_kind", lambda *_: pytest.fail("call_kind was computed"))
     kernel = FakeKernel(triton.Config({"BLOCK": 64}))
-    launch.LAUNCHERS[id(kernel)] = launch.Launcher(kernel)  # (launcher() takes jit kernels)
-    named = launch.launcher(kernel, kind=("a plan's key", 40))
+    monkeypatch.setattr(triton.runtime, "JITFunction", FakeKernel)  # launcher() takes it
+    first, second = (launch.launcher(kernel, kind=(key, 40)) for key in ("one", "another"))
     try:
         x, y = torch.randn(40), torch.empty(40)
-        for _ in range(2):
+        for named in (first, first, second, second):
             named[(2,)](x, y, 40, EVEN=True)
-        assert [entry[0] for entry in kernel.log] == ["triton", "compiled"]
+        assert [entry[0] for entry in kernel.log] == ["triton", "compiled"] * 2
         assert kernel.log[-1] == ("compiled", (2, 1, 1), (x, y, 40, 64, True))
-        launch.forget()
-        named[(2,)](x, y, 40, EVEN=True)
-        assert kernel.log[-1][0] == "triton"
+        for _ in range(2):
+            launch.forget()
+            kernel.log.clear()
+            for _ in range(2):
+                first[(2,)](x, y, 40, EVEN=True)
+            assert [entry[0] for entry in kernel.log] == ["triton", "compiled"]
     finally:
         launch.forget()
 

@@ -446,6 +446,19 @@ def test_large_on_gpu(dtype, precision):
     )
 
 
+@support.gpu_only
+def test_fused_kernel_tunes_tf32_apart_from_exact_float32_on_gpu():
+    # Tuned for exact float32 first, a pick that TF32 ran with took 288 KB of shared memory
+    # (the H200 has 227 KB) and failed to launch: INPUT_PRECISION is in the tuning key.
+    a, b = torch.randn(3001, 5000, device=DEVICE), torch.randn(5000, 1001, device=DEVICE)
+    for precision in ("highest", "high"):
+        with support.float32_matmul_precision(precision):
+            with common.uninitialized_memory_is_nan():
+                c = fu.matmul_fused(a, b)
+            tf32 = common.TF32_ROUNDOFF if precision == "high" else 0.0
+            common.assert_close(c, *reference64(a, b), 5000, precision, tf32)
+
+
 def assert_first_and_last_rows(a, b, c, name):
     """Check the first and last 64 rows of c = a @ b, where 64-bit offsets matter most."""
     m = a.shape[0]

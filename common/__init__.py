@@ -70,11 +70,23 @@ def backward_call(fn, inputs, grad_out):
 
 
 def host_us(fn, calls=100, rounds=9):  # host us of a call of fn() on a GPU, as measure() says
-    fn()  # the first call compiles and tunes
-    # Each round starts on an idle GPU (setup is not timed), so the host never waits for it.
-    seconds = timeit.repeat(fn, setup=torch.cuda.synchronize, number=calls, repeat=rounds)
+    return host_us_each({"fn": fn}, calls, rounds)["fn"]
+
+
+def host_us_each(fns, calls=100, rounds=9):
+    """host_us of each of fns (calls by name): the median over `rounds` of a loop of `calls`
+    calls. The rounds of all fns are taken in turn, so that each sees the host as the others
+    do: a host's speed drifts, and timed one after another, one row of the host table
+    (tools/host.py) ranged 1.36 to 2.56 times its bare launches over three runs."""
+    for fn in fns.values():
+        fn()  # the first call compiles and tunes
+    seconds = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            # Each round starts on an idle GPU (setup is not timed): the host never waits for it.
+            seconds[name] += timeit.repeat(fn, setup=torch.cuda.synchronize, number=calls, repeat=1)
     torch.cuda.synchronize()
-    return statistics.median(seconds) / calls * 1e6
+    return {name: statistics.median(times) / calls * 1e6 for name, times in seconds.items()}
 
 
 def timing_row(case, variant, times, torch_times, throughput, unit, ceiling=None):

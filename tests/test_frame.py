@@ -551,6 +551,18 @@ def test_training_step_models_take_turns():
     assert our_ms > 0 and their_ms > 0
 
 
+def test_host_us_each_takes_the_rounds_in_turn(monkeypatch):
+    # The host table times each row's calls round by round in turn, so that a drift of the
+    # host's speed reaches entry and bare alike; each first call (compiles, tunes) is untimed.
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    log = []
+    fns = {name: (lambda name=name: log.append(name)) for name in ("entry", "bare")}
+    us = common.host_us_each(fns, calls=2, rounds=3)
+    assert log == ["entry", "bare"] + ["entry", "entry", "bare", "bare"] * 3
+    assert set(us) == {"entry", "bare"} and all(value > 0 for value in us.values())
+    assert common.host_us(fns["bare"], calls=1, rounds=2) > 0 and log[-3:] == ["bare"] * 3
+
+
 # ---- common/launch.py: the Launcher op.py launches through on a GPU ----
 
 

@@ -97,9 +97,9 @@ def measure():
     rows = []
     for entry, size, call, torch_call in cases():
         bare, launched, launches = replays(call)
-        timed = (("entry", call), ("bare", bare), ("launched", launched), ("torch", torch_call))
-        # us a call: the median over 15 rounds of a loop of 200 calls, each round on an idle GPU
-        us = {name: common.host_us(fn, calls=200, rounds=15) for name, fn in timed}
+        timed = dict(entry=call, bare=bare, launched=launched, torch=torch_call)
+        # us a call: the median over 15 rounds of a loop of 200 calls, the rows' rounds in turn
+        us = common.host_us_each(timed, calls=200, rounds=15)
         rows.append({
             "entry": entry, "size": size, "launches": launches,
             "entry us": us["entry"], "bare us": us["bare"], "launched us": us["launched"],

@@ -615,15 +615,38 @@ def test_first_persistent_launch_of_a_kind_compiles_both_tile_widths(monkeypatch
     assert len(warmed) == 4 and warmed[-1]["A_TRANSPOSED"] is True
 
 
+class FakeCompiled:  # what warmup() returns: a compiled kernel, indexed by a grid to load it
+    def __init__(self, loads):
+        self.loads = loads
+
+    def __getitem__(self, grid):
+        self.loads.append(grid)
+        return lambda *args: pytest.fail("loaded() launched a kernel")
+
+
+class FakeFuture:  # a compile Triton runs asynchronously
+    def __init__(self, compiled):
+        self.compiled = compiled
+
+    def result(self):
+        return self.compiled
+
+
 def test_first_fused_launch_of_a_kind_compiles_its_pick_for_every_class(monkeypatch):
     # Triton compiles again for an int that is 1, a multiple of 16 or neither: the first launch
     # of a kind compiles the pick with M in (1, 16, 17) and K in (16, 17), the rest nothing more.
-    warmed = []
+    # Each is loaded too (its launcher built, as at a first launch: a C compile for M = 1), and
+    # none is launched; a compile Triton runs asynchronously is waited for.
+    warmed, loads = [], []
+
+    def warmup(*args, grid, **config):
+        warmed.append(args)
+        compiled = FakeCompiled(loads)
+        return FakeFuture(compiled) if len(warmed) % 2 else compiled
+
     monkeypatch.setattr(op, "COMPILED_EVERY_CLASS", set())
     monkeypatch.setattr(op, "PLANS", {})
-    monkeypatch.setattr(
-        op.bucketed_matmul_kernel.fn, "warmup", lambda *args, grid, **config: warmed.append(args)
-    )
+    monkeypatch.setattr(op.bucketed_matmul_kernel.fn, "warmup", warmup)
     b = torch.randn(40, 24, device=DEVICE)  # float32, "highest": the fused kernel
     with support.float32_matmul_precision("highest"):
         for m in (300, 301, 316):  # one bucket of M: 512
@@ -633,6 +656,7 @@ def test_first_fused_launch_of_a_kind_compiles_its_pick_for_every_class(monkeypa
         (m, k) for m in (1, 16, 17) for k in (16, 17)
     ]
     assert all(args[5] == 24 and args[-2:] == (512, 64) for args in warmed)
+    assert loads == [(1, 1, 1)] * 6
 
 
 def test_first_small_m_launch_of_a_kind_tunes_the_bucket_at_its_largest_m(monkeypatch):

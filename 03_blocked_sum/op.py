@@ -94,23 +94,57 @@ STYLES = [style for style in KERNELS if style in appendix.VARIANTS]  # block_ptr
 
 def forward(x, style, in_op=False):
     """x.sum(0) by the lesson's kernels of `style`, launched as its wrappers launch them, for a
-    validated x; records no gradient. in_op: from the registered op's body (common.traceable)."""
-    (M, N), sum_dtype = x.shape, torch.promote_types(x.dtype, torch.float32)
+    validated x; records no gradient. in_op: from the registered op's body (common.traceable),
+    which torch.compile traces: planned each call, as a plan there would outlive the traced x."""
     if x.numel() == 0:  # a sum of no rows is 0; no launch, nothing for an autotuner to time
-        return x.new_zeros(N)
-    out = x.new_empty(N)
-    kernel = common.traceable(KERNELS[style], in_op)
+        return x.new_zeros(x.shape[1])
+    if in_op:
+        return plan(x, style, in_op=True)(x)
+    key = (x.shape, x.stride(), x.dtype, x.data_ptr() % 16, x.device, style)
+    if (planned := PLANS.get(key)) is None:
+        if len(PLANS) >= PLANS_KEPT:
+            PLANS.clear()
+        PLANS[key] = planned = plan(x, style, key=key)
+    return planned(x)
+
+
+# A plan: what forward() works out from x's layout (the kernel, the split, the grid), kept as a
+# function that launches the same for the next x of that layout. Keyed by all that decides the
+# kernels and their arguments but x's address; its launches are keyed by the same (a Named
+# launcher, common/launch.py), so the Launcher skips its own key for each.
+PLANS = {}
+PLANS_KEPT = 1024  # layouts kept: past that, forgotten and planned again
+
+
+def plan(x, style, in_op=False, key=None):
+    """A function of an x of this x's layout that returns x.sum(0) by the kernels of `style`.
+    key: the layout's key, the Launcher's kind for its launches."""
+    (M, N), sum_dtype = x.shape, torch.promote_types(x.dtype, torch.float32)
     if style in FIRST_KERNELS:  # lesson.column_sums_simple: a program per 64 columns
-        kernel[(common.cdiv(N, 64),)](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=64)
-        return out
-    # any_x.column_sums_any_x (a plan is cached by its sizes: a size torch.compile traces is fixed)
+        grid = (common.cdiv(N, 64),)
+
+        def first_kernel_sums(x):
+            out = x.new_empty(N)
+            kernel = common.traceable(KERNELS[style], in_op, key)
+            kernel[grid](x, out, M, N, *x.stride(), BLOCK_M=16, BLOCK_N=64)
+            return out
+
+        return first_kernel_sums
+    # any_x.column_sums_any_x (a size torch.compile traces is fixed to its value)
     splits, rows_per_chunk = any_x.plan_splits(int(M), int(N), x.device)
-    partial = out if splits == 1 else x.new_empty((splits, N), dtype=sum_dtype)
     grid = lambda meta: (common.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
-    kernel[grid](x, partial, M, N, *x.stride(), rows_per_chunk)
-    if splits > 1:  # the lesson's second pass, partial as one chunk, by any_x.py's kernel
-        any_x.sum_partials(partial, out, common.traceable(any_x.split_any_x_kernel, in_op))
-    return out
+
+    def split_sums(x):
+        out = x.new_empty(N)
+        partial = out if splits == 1 else x.new_empty((splits, N), dtype=sum_dtype)
+        kernel = common.traceable(KERNELS[style], in_op, key)
+        kernel[grid](x, partial, M, N, *x.stride(), rows_per_chunk)
+        if splits > 1:  # the lesson's second pass, partial as one chunk, by any_x.py's kernel
+            second_pass = common.traceable(any_x.split_any_x_kernel, in_op, key)
+            any_x.sum_partials(partial, out, second_pass)
+        return out
+
+    return split_sums
 
 
 def setup_context(ctx, inputs, output):  # what the backward needs: BlockedSum's and the op's

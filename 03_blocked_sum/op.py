@@ -133,6 +133,8 @@ def plan(x, style, in_op=False, key=None):
     # any_x.column_sums_any_x (a size torch.compile traces is fixed to its value)
     splits, rows_per_chunk = any_x.plan_splits(int(M), int(N), x.device)
     grid = lambda meta: (common.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
+    # The second pass launches other arguments: its own kind, whichever kernel a style runs first.
+    second_kind = None if key is None else (key, "second pass")
 
     def split_sums(x):
         out = x.new_empty(N)
@@ -140,7 +142,7 @@ def plan(x, style, in_op=False, key=None):
         kernel = common.traceable(KERNELS[style], in_op, key)
         kernel[grid](x, partial, M, N, *x.stride(), rows_per_chunk)
         if splits > 1:  # the lesson's second pass, partial as one chunk, by any_x.py's kernel
-            second_pass = common.traceable(any_x.split_any_x_kernel, in_op, key)
+            second_pass = common.traceable(any_x.split_any_x_kernel, in_op, second_kind)
             any_x.sum_partials(partial, out, second_pass)
         return out
 

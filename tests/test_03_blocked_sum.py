@@ -325,6 +325,20 @@ def test_a_plan_sums_each_new_x_of_its_layout(monkeypatch, style):
 real_plan = op.plan
 
 
+def test_a_plans_two_launches_have_two_kinds(monkeypatch):
+    # On a GPU a plan's launches are keyed by the kind it names (common/launch.py's Named): its
+    # second pass launches other arguments, so it names another kind, whichever kernel it is.
+    kinds = []
+    monkeypatch.setattr(op, "PLANS", {})
+    monkeypatch.setattr(
+        common, "traceable", lambda kernel, in_op, kind=None: kinds.append(kind) or kernel
+    )
+    x = layout(2100, 24)  # split in chunks: two launches
+    assert_sums(op.blocked_sum(x), x, "tuned")
+    (key,) = op.PLANS
+    assert kinds == [key, (key, "second pass")]
+
+
 def test_check_catches_an_output_element_left_unwritten(monkeypatch):
     def forgets_the_last_column(x):
         out = torch.empty(x.shape[1], device=x.device)  # NaN inside check

@@ -311,18 +311,15 @@ def test_a_plan_sums_each_new_x_of_its_layout(monkeypatch, style):
     # forward() plans each layout once (the kernel, the split, the grid) and runs the plan for
     # the next x of that layout, with its own values; the same shape at an address 4 bytes off
     # 16 is another layout, and so is another style. Outputs start as NaN: each is written.
-    planned = []
+    planned, real = [], op.plan
     monkeypatch.setattr(op, "PLANS", {})
-    monkeypatch.setattr(op, "plan", lambda *a, **k: planned.append(a[1]) or real_plan(*a, **k))
+    monkeypatch.setattr(op, "plan", lambda *a, **k: planned.append(a[1]) or real(*a, **k))
     buffer = torch.empty(2100 * 24 + 1, device=DEVICE)
     for start in (0, 0, 1, 1, 0):
         x = buffer[start : start + 2100 * 24].normal_().view(2100, 24)  # split in chunks
         with common.uninitialized_memory_is_nan():
             assert_sums(op.blocked_sum(x, style=style), x, f"{style}, x at {start}")
     assert planned == [style, style] and len(op.PLANS) == 2
-
-
-real_plan = op.plan
 
 
 def test_a_plans_two_launches_have_two_kinds(monkeypatch):

@@ -1,0 +1,238 @@
+"""Stream-K: lesson 02's Part 5, for products with few tiles.
+
+What you learn: how to keep every SM busy when C has too few
+tiles to fill the GPU's SMs, by splitting the K loop between
+programs. Read persistent.py (Part 4) first: this kernel keeps
+its descriptors, its one program per SM and its epilogue.
+
+Take a model's weight gradient at d = 768: C = X^T @ G, with
+C of 768 x 3072 and K = 8192 tokens. Part 4's 128 x 256 tiles
+make 6 x 12 = 72 tiles, and an H200 has 132 SMs: 60 of them
+idle. Narrow tiles make 144, which take two turns, the second
+with 12 tiles. Either way the SMs are busy 55% of the time.
+
+Stream-K counts work in iterations: one K step of one tile.
+C has (tiles x K steps) iterations, and each program takes an
+equal run of them, in order. So every SM works to the end. A
+tile may then be split between two or more programs: the one
+holding the tile's last K step (the tile's owner) adds the
+others' partial sums to its own, and stores the tile.
+
+Worked example: 2 tiles of 4 K steps, 3 SMs. 8 iterations, so
+the programs take 3, 3 and 2 of them:
+
+    program 0: tile 0, steps 0 to 2
+    program 1: tile 0, step 3;  tile 1, steps 0 and 1
+    program 2: tile 1, steps 2 and 3
+
+Program 1 owns tile 0: it waits for program 0's partial sum of
+steps 0 to 2, adds it, and stores tile 0. Program 2 owns tile
+1, and waits for program 1's partial sum of steps 0 and 1.
+"""
+
+import sys
+from pathlib import Path
+
+import torch
+
+# The repository's root holds common and lesson_loader.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import common  # noqa: E402  (before triton, which it configures)
+import lesson_loader  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+# persistent.py beside this file (Part 4, which loads Parts 1
+# to 3): this kernel calls their helpers as theirs do.
+HERE = Path(__file__).resolve().parent
+persistent = lesson_loader.load_lesson(HERE, "persistent.py")
+fused = persistent.fused  # Part 3: the epilogue
+lesson = persistent.lesson  # main.py: Parts 1 and 2
+grouped_tile = lesson.grouped_tile
+add_bias, activate = fused.add_bias, fused.activate
+input_precision = fused.input_precision
+
+
+# ## (runs) Each program's run of iterations
+# With I iterations and P programs, each takes I // P, and the
+# first I % P programs one more. Program p's run starts at
+# p * (I // P) + min(p, I % P), as in the worked example:
+# I = 8, P = 3 gives runs of 3, 3, 2, starting at 0, 3, 6.
+@triton.jit
+def run_start(p, iterations, PROGRAMS: tl.constexpr):
+    """The first iteration of program p's run."""
+    share = iterations // PROGRAMS
+    return p * share + tl.minimum(p, iterations % PROGRAMS)
+
+
+# ## (fixup) Partial sums, and flags that say they are ready
+# A program whose run ends inside a tile stores its partial
+# sum (float32) in its own slot of `partials`, then sets its
+# flag to 1. The tile's owner waits until each such flag is 1,
+# adds the partial, and sets the flag back to 0, ready for the
+# next launch. Two atomic operations, which other programs see
+# whole, do the flags' work:
+# - tl.atomic_xchg(flag, 1, sem="release") sets the flag, and
+#   "release" makes every store before it (the partial) seen
+#   by any program that then sees the flag;
+# - tl.atomic_cas(flag, 1, 0, sem="acquire") sets the flag to
+#   0 if it is 1, and returns what it was: a loop calls it until
+#   it returns 1. "acquire" makes loads after it see what was
+#   stored before the release.
+#
+# Only a run's last tile can be a partial one, and only its
+# first tile can have an owner waiting on other programs. So a
+# program walks its run backwards, last tile first: its partial
+# is ready early, and its wait comes last, when the partial it
+# waits for is most likely ready too.
+#
+# ## (resident) Every program must be running at once
+# A waiting owner keeps its SM. If the program it waits for
+# could not start until an SM is free, both would wait forever.
+# So the kernel starts one program per SM, each small enough
+# that one fits on an SM. And an owner only waits for programs
+# with lower ids, which the GPU starts first. (The interpreter
+# on a CPU runs the programs one after another in that order:
+# each partial is ready before its owner asks.)
+@triton.jit
+def stream_k_kernel(
+    a_ptr, b_ptr, c_ptr, bias_ptr,  # as persistent.py's
+    partial_ptr,  # float32 (PROGRAMS, BLOCK_M, BLOCK_N)
+    flag_ptr,  # int32 (PROGRAMS,), all 0
+    M, N, K, stride_a, stride_b, stride_cm,  # row strides
+    PROGRAMS: tl.constexpr,  # one per SM
+    A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, ACTIVATION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):  # fmt: skip
+    # Descriptors as persistent.py's (trans), made once.
+    if A_TRANSPOSED:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [K, M], [stride_a, 1], [BLOCK_K, BLOCK_M])
+    else:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_a, 1], [BLOCK_M, BLOCK_K])
+    if B_TRANSPOSED:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_b, 1], [BLOCK_N, BLOCK_K])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, BLOCK_N])
+    pid = tl.program_id(0)
+    steps = tl.cdiv(K, BLOCK_K)  # K steps in a tile
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    iterations = tiles * steps
+    start = run_start(pid, iterations, PROGRAMS)  # (runs)
+    end = run_start(pid + 1, iterations, PROGRAMS)
+    # A partial's elements, row by row, in its slot
+    slot = BLOCK_M * BLOCK_N
+    in_slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N
+    in_slot += tl.arange(0, BLOCK_N)[None, :]
+    done = end  # (fixup) the run backwards: [start, done)
+    while done > start:
+        tile = (done - 1) // steps  # the last tile left
+        tile_start = tile * steps  # its first iteration
+        first = tl.maximum(tile_start, start)
+        pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        row, col = pid_m * BLOCK_M, pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+        for step in range(first - tile_start, done - tile_start):
+            k = step * BLOCK_K
+            if A_TRANSPOSED:
+                a = a_desc.load([k, row]).T
+            else:
+                a = a_desc.load([row, k])
+            if B_TRANSPOSED:
+                b = b_desc.load([col, k]).T
+            else:
+                b = b_desc.load([k, col])
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        if done == tile_start + steps:  # this program owns it
+            # (fixup) lower programs hold the tile's first steps
+            other = pid - 1
+            waiting = first > tile_start
+            while waiting:
+                flag = flag_ptr + other
+                while tl.atomic_cas(flag, 1, 0, sem="acquire") != 1:
+                    pass
+                # .cg: read from L2, where the release left it
+                partial = partial_ptr + other * slot + in_slot
+                acc += tl.load(partial, cache_modifier=".cg")
+                # Does the tile start before that program's run?
+                waiting = run_start(other, iterations, PROGRAMS) > tile_start
+                other -= 1
+            cols = col + tl.arange(0, BLOCK_N)
+            acc = add_bias(acc, bias_ptr, cols, N)  # (epilogue)
+            c = activate(acc, ACTIVATION)
+            c_desc.store([row, col], c.to(c_desc.dtype))
+        else:  # the run ends inside this tile: a partial
+            tl.store(partial_ptr + pid * slot + in_slot, acc)
+            tl.atomic_xchg(flag_ptr + pid, 1, sem="release")
+        done = first
+
+
+def matmul_stream_k(a, b, bias=None, activation=None):
+    """As persistent.py's matmul_persistent, by stream_k_kernel."""
+    (M, K), N = a.shape, b.shape[1]
+    assert K == b.shape[0], "a's columns must match b's rows"
+    a, b = (t.contiguous() if 0 in t.stride() else t for t in (a, b))
+    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    problem = persistent.persistent_problem(a, b, c)
+    assert problem is None, problem
+    a, b = common.dot_inputs(a, b)  # on a CPU: bfloat16 as float32
+    a_arg, a_t, b_arg, b_t = persistent.persistent_operands(a, b)
+    strides = (a_arg.stride(0), b_arg.stride(0), c.stride(0))
+    programs = common.sm_count(a.device)  # (resident)
+    tile = dict(BLOCK_M=128, BLOCK_N=128, GROUP_M=8)
+    # A K step reads 128 bytes of each row, as in persistent.py.
+    tile["BLOCK_K"] = 128 // a_arg.element_size()
+    f32 = dict(dtype=torch.float32, device=a.device)
+    partials = torch.empty((programs, 128, 128), **f32)
+    # New flags each call: two calls on two streams may overlap.
+    flags = torch.zeros(programs, dtype=torch.int32, device=a.device)
+    # A float32 C tile needs more shared memory to store: fewer
+    # K steps in flight leave it room.
+    stages = 5 if c.element_size() == 2 else 4
+    common.set_descriptor_allocator()  # as persistent.py's
+    stream_k_kernel[(programs,)](
+        a_arg, b_arg, c, bias, partials, flags, M, N, K, *strides,
+        PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t,
+        INPUT_PRECISION=input_precision(c.dtype),
+        ACTIVATION=activation, **tile, num_warps=4, num_stages=stages,
+    )  # fmt: skip
+    return c
+
+
+VARIANTS = {**persistent.VARIANTS, "stream_k": matmul_stream_k}
+
+
+# ## Timing (the harness: skip it on a first read)
+def variants_for(a, b):
+    """The VARIANTS that take a @ b and its backward's products:
+    stream_k takes what the persistent kernel takes."""
+    variants = persistent.variants_for(a, b)
+    if "persistent" in variants:
+        variants["stream_k"] = matmul_stream_k
+    return variants
+
+
+def check_epilogue(a, b):
+    """fused.py's check of the fused epilogue, and the same for
+    this file's kernel, where it takes a @ b."""
+    fused.check_epilogue(a, b)
+    if "stream_k" in variants_for(a, b):
+        fused.check_epilogue(a, b, matmul_stream_k, "stream_k")
+
+
+def benchmark(m, n, k, dtype="float16"):
+    """main.py's timing table, with the stream-K kernel's row."""
+    return lesson.benchmark(m, n, k, dtype, sys.modules[__name__])
+
+
+SWEEP = lesson.SWEEP  # `make bench` times main.py's cases
+
+
+def main(argv=None):
+    return lesson.main(argv, sys.modules[__name__])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

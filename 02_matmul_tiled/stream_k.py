@@ -5,18 +5,23 @@ tiles to fill the GPU's SMs, by splitting the K loop between
 programs. Read persistent.py (Part 4) first: this kernel keeps
 its descriptors, its one program per SM and its epilogue.
 
-Take a model's weight gradient at d = 768: C = X^T @ G, with
-C of 768 x 3072 and K = 8192 tokens. Part 4's 128 x 256 tiles
-make 6 x 12 = 72 tiles, and an H200 has 132 SMs: 60 of them
-idle. Narrow tiles make 144, which take two turns, the second
-with 12 tiles. Either way the SMs are busy 55% of the time.
+Take a model's weight gradient at d = 768: C = X^T @ G (X the
+layer's input, G the gradient of its output), with C of 768 x
+3072 and K = 8192 tokens. Part 4's programs work in turns: a
+turn is one tile on each SM. Its 128 x 256 tiles make 6 x 12 =
+72 tiles, and an H200 has 132 SMs: one turn, 60 SMs idle, so
+72 / 132 = 55% busy. Its 128 x 128 tiles make 144: two turns,
+the second with 12 tiles, 144 / 264 = 55% busy again.
 
 Stream-K counts work in iterations: one K step of one tile.
 C has (tiles x K steps) iterations, and each program takes an
 equal run of them, in order. So every SM works to the end. A
 tile may then be split between two or more programs: the one
 holding the tile's last K step (the tile's owner) adds the
-others' partial sums to its own, and stores the tile.
+others' partial sums to its own, and stores the tile. This file
+uses 128 x 128 tiles. On an H200 it ran that weight gradient
+at 0.79 to 0.83 of cuBLAS's speed; persistent.py's kernel runs
+it at 0.60 to 0.66.
 
 Worked example: 2 tiles of 4 K steps, 3 SMs. 8 iterations, so
 the programs take 3, 3 and 2 of them:
@@ -48,8 +53,11 @@ HERE = Path(__file__).resolve().parent
 persistent = lesson_loader.load_lesson(HERE, "persistent.py")
 fused = persistent.fused  # Part 3: the epilogue
 lesson = persistent.lesson  # main.py: Parts 1 and 2
+# Part 2's tile order: which tile of C a number names
 grouped_tile = lesson.grouped_tile
+# Part 3's epilogue: + bias, then GELU, before the store
 add_bias, activate = fused.add_bias, fused.activate
+# "tf32" or "ieee", as torch's float32 matmul precision says
 input_precision = fused.input_precision
 
 
@@ -69,16 +77,18 @@ def run_start(p, iterations, PROGRAMS: tl.constexpr):
 # A program whose run ends inside a tile stores its partial
 # sum (float32) in its own slot of `partials`, then sets its
 # flag to 1. The tile's owner waits until each such flag is 1,
-# adds the partial, and sets the flag back to 0, ready for the
-# next launch. Two atomic operations, which other programs see
-# whole, do the flags' work:
-# - tl.atomic_xchg(flag, 1, sem="release") sets the flag, and
-#   "release" makes every store before it (the partial) seen
-#   by any program that then sees the flag;
+# then adds the partial. An atomic operation reads and writes
+# a value in one step, which no other program can split:
+# - tl.atomic_xchg(flag, 1, sem="release") sets the flag; with
+#   "release", a program that then reads the flag as 1 also
+#   sees the stores made before it;
 # - tl.atomic_cas(flag, 1, 0, sem="acquire") sets the flag to
 #   0 if it is 1, and returns what it was: a loop calls it until
-#   it returns 1. "acquire" makes loads after it see what was
-#   stored before the release.
+#   it returns 1. With "acquire", loads after it see the stores
+#   made before that release.
+# A program's threads store the partial, but one thread does
+# the atomic: tl.debug_barrier() first waits until every thread
+# of the program has stored its part (tutorial 05 does this).
 #
 # Only a run's last tile can be a partial one, and only its
 # first tile can have an owner waiting on other programs. So a
@@ -86,14 +96,16 @@ def run_start(p, iterations, PROGRAMS: tl.constexpr):
 # is ready early, and its wait comes last, when the partial it
 # waits for is most likely ready too.
 #
-# ## (resident) Every program must be running at once
+# ## (resident) Waiting needs the awaited program running
 # A waiting owner keeps its SM. If the program it waits for
 # could not start until an SM is free, both would wait forever.
 # So the kernel starts one program per SM, each small enough
-# that one fits on an SM. And an owner only waits for programs
-# with lower ids, which the GPU starts first. (The interpreter
-# on a CPU runs the programs one after another in that order:
-# each partial is ready before its owner asks.)
+# that one fits on an SM, and an owner only waits for programs
+# with lower ids, which NVIDIA GPUs start first in practice
+# (CUDA does not promise it). The interpreter on a CPU runs the
+# programs one after another in that order, so each partial is
+# ready before its owner asks; it ignores `sem`, so a check on
+# a CPU tests the sums, not the memory ordering.
 @triton.jit
 def stream_k_kernel(
     a_ptr, b_ptr, c_ptr, bias_ptr,  # as persistent.py's
@@ -126,15 +138,15 @@ def stream_k_kernel(
     slot = BLOCK_M * BLOCK_N
     in_slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N
     in_slot += tl.arange(0, BLOCK_N)[None, :]
-    done = end  # (fixup) the run backwards: [start, done)
-    while done > start:
-        tile = (done - 1) // steps  # the last tile left
+    until = end  # (fixup) the run backwards: [start, until) left
+    while until > start:
+        tile = (until - 1) // steps  # the last tile left
         tile_start = tile * steps  # its first iteration
         first = tl.maximum(tile_start, start)
         pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         row, col = pid_m * BLOCK_M, pid_n * BLOCK_N
         acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
-        for step in range(first - tile_start, done - tile_start):
+        for step in range(first - tile_start, until - tile_start):
             k = step * BLOCK_K
             if A_TRANSPOSED:
                 a = a_desc.load([k, row]).T
@@ -145,15 +157,17 @@ def stream_k_kernel(
             else:
                 b = b_desc.load([k, col])
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-        if done == tile_start + steps:  # this program owns it
-            # (fixup) lower programs hold the tile's first steps
+        if until == tile_start + steps:  # this program owns it
+            # (fixup) Each lower program whose run reaches into
+            # this tile ends there, with this tile's partial.
             other = pid - 1
             waiting = first > tile_start
             while waiting:
                 flag = flag_ptr + other
                 while tl.atomic_cas(flag, 1, 0, sem="acquire") != 1:
                     pass
-                # .cg: read from L2, where the release left it
+                # .cg: past the SM's own cache (L1), which may
+                # hold stale values, to the GPU's shared one (L2)
                 partial = partial_ptr + other * slot + in_slot
                 acc += tl.load(partial, cache_modifier=".cg")
                 # Does the tile start before that program's run?
@@ -165,8 +179,9 @@ def stream_k_kernel(
             c_desc.store([row, col], c.to(c_desc.dtype))
         else:  # the run ends inside this tile: a partial
             tl.store(partial_ptr + pid * slot + in_slot, acc)
+            tl.debug_barrier()  # every thread's part stored
             tl.atomic_xchg(flag_ptr + pid, 1, sem="release")
-        done = first
+        until = first
 
 
 def matmul_stream_k(a, b, bias=None, activation=None):

@@ -560,6 +560,50 @@ def spy_on_pick(monkeypatch):
     return picks
 
 
+def test_stream_k_rule():
+    # Stream-K where the persistent kernel's turns are mostly idle and K has steps to spread,
+    # on 132 SMs: d = 768's weight gradients (72 wide tiles, 55% busy), not d = 1024's (97%),
+    # nor a tall product whose narrow tiles fill 98% of their turns, nor a short K.
+    assert op.stream_k_pays(768, 3072, 8192, 132) and op.stream_k_pays(3072, 768, 6000, 132)
+    assert not op.stream_k_pays(1024, 4096, 8192, 132)
+    assert not op.stream_k_pays(6400, 1600, 6000, 132)
+    assert not op.stream_k_pays(768, 3072, 512, 132)
+
+
+@pytest.mark.parametrize("transpose_a, transpose_b", LAYOUTS)
+def test_matmul_runs_stream_k_where_it_pays(monkeypatch, transpose_a, transpose_b):
+    # On the interpreter's 3 "SMs", 256 x 256 makes 2 wide or 4 narrow tiles: 67% busy, and K =
+    # 1024 has 16 steps: stream-K, with a bias, every layout; P kept for a backward, the
+    # persistent kernel (pick names stream_k, but stream_k.py keeps no P); float32 (TF32) and a
+    # short K, persistent.
+    picks = spy_on_pick(monkeypatch)
+    half = torch.float16
+    a = common.random_matrix(256, 1024, half, transpose_a)
+    b = common.random_matrix(1024, 256, half, transpose_b)
+    bias = torch.randn(256, device=DEVICE, dtype=half)
+    for _ in range(2):  # the second call runs the first's plan
+        with common.uninitialized_memory_is_nan():
+            c = op.matmul(a, b, bias=bias)
+        want, scale = reference64(a, b)
+        common.assert_close(c, want + bias.double(), scale + bias.double().abs(), 1024, "c")
+    with common.uninitialized_memory_is_nan():
+        c, pre = op.forward(a, b, bias, "gelu_tanh", keep_pre=True)
+    common.assert_close(pre, want + bias.double(), scale + bias.double().abs(), 1024, "P")
+    with support.float32_matmul_precision("high"):
+        op.matmul(a.float(), b.float())
+    op.matmul(a[:, :512], b[:512])
+    assert picks == ["stream_k", "stream_k", "persistent", "persistent"]
+
+
+def test_the_registered_op_runs_stream_k(monkeypatch):
+    picks = spy_on_pick(monkeypatch)
+    a = common.random_matrix(256, 1024, torch.bfloat16)
+    b = common.random_matrix(1024, 256, torch.bfloat16)
+    c = torch.ops.triton_lessons.matmul(a, b)
+    common.assert_close(c, *reference64(a, b), 1024, "the op, by stream-K")
+    assert picks == ["stream_k"]
+
+
 def test_matmul_takes_the_persistent_kernel_when_it_can(monkeypatch):
     picks = spy_on_pick(monkeypatch)
     half = dict(device=DEVICE, dtype=torch.float16)

@@ -24,11 +24,12 @@ at 0.79 to 0.83 of cuBLAS's speed; persistent.py's kernel runs
 it at 0.60 to 0.66.
 
 Worked example: 2 tiles of 4 K steps, 3 SMs. 8 iterations, so
-the programs take 3, 3 and 2 of them:
+the programs take 3, 3 and 2 of them (schedule(2, 4, 3), below,
+prints this for any sizes):
 
     program 0: tile 0, steps 0 to 2
-    program 1: tile 0, step 3;  tile 1, steps 0 and 1
-    program 2: tile 1, steps 2 and 3
+    program 1: tile 0, steps 3 to 3 (owner); tile 1, steps 0 to 1
+    program 2: tile 1, steps 2 to 3 (owner)
 
 Program 1 owns tile 0: it waits for program 0's partial sum of
 steps 0 to 2, adds it, and stores tile 0. Program 2 owns tile
@@ -71,6 +72,27 @@ def run_start(p, iterations, PROGRAMS: tl.constexpr):
     """The first iteration of program p's run."""
     share = iterations // PROGRAMS
     return p * share + tl.minimum(p, iterations % PROGRAMS)
+
+
+def schedule(tiles, steps, programs):
+    """The same runs in plain Python, as text: what each program
+    computes, tile by tile. schedule(2, 4, 3) prints the worked
+    example at the top of this file."""
+    iterations = tiles * steps
+    share, extra = divmod(iterations, programs)
+    lines = []
+    for p in range(programs):
+        start = p * share + min(p, extra)
+        end = start + share + (p < extra)
+        pieces = []
+        for tile in range(start // steps, -(-end // steps)):
+            first = max(start, tile * steps) - tile * steps
+            last = min(end, (tile + 1) * steps) - tile * steps - 1
+            owner = last == steps - 1  # it holds the last step
+            pieces.append(f"tile {tile}, steps {first} to {last}"
+                          + (" (owner)" if owner else ""))  # fmt: skip
+        lines.append(f"program {p}: " + "; ".join(pieces))
+    return "\n".join(lines)
 
 
 # ## (fixup) Partial sums, and flags that say they are ready

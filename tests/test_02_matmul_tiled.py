@@ -560,6 +560,14 @@ def spy_on_pick(monkeypatch):
     return picks
 
 
+def test_stream_k_schedule_prints_the_worked_example():
+    # The docstring's worked example is schedule()'s text; every iteration is in one run.
+    assert sk.schedule(2, 4, 3) in sk.__doc__.replace("\n    ", "\n")
+    text = sk.schedule(5, 7, 4)
+    steps = [range(int(a), int(b) + 1) for a, b in re.findall(r"steps (\d+) to (\d+)", text)]
+    assert sum(len(r) for r in steps) == 5 * 7 and text.count("(owner)") == 5
+
+
 def test_stream_k_rule():
     # Stream-K where the persistent kernel's turns are mostly idle and K has steps to spread,
     # on 132 SMs: d = 768's weight gradients (72 wide tiles, 55% busy), not d = 1024's (97%),

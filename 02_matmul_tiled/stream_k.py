@@ -100,17 +100,19 @@ def schedule(tiles, steps, programs):
 # sum (float32) in its own slot of `partials`, then sets its
 # flag to 1. The tile's owner waits until each such flag is 1,
 # then adds the partial. An atomic operation reads and writes
-# a value in one step, which no other program can split:
-# - tl.atomic_xchg(flag, 1, sem="release") sets the flag; with
-#   "release", a program that then reads the flag as 1 also
-#   sees the stores made before it;
-# - tl.atomic_cas(flag, 1, 0, sem="acquire") sets the flag to
-#   0 if it is 1, and returns what it was: a loop calls it until
-#   it returns 1. With "acquire", loads after it see the stores
-#   made before that release.
-# A program's threads store the partial, but one thread does
-# the atomic: tl.debug_barrier() first waits until every thread
-# of the program has stored its part (tutorial 05 does this).
+# a value in one step, which no other program can split. The
+# two below work as a pair:
+# - tl.atomic_xchg(flag, 1, sem="release") sets the flag, after
+#   the stores made before it ("release");
+# - tl.atomic_cas(flag, 1, 0, sem="acquire") returns the flag's
+#   value (and sets it to 0 if it is 1, which nothing needs);
+#   a loop calls it until it returns 1. With "acquire", the
+#   loads after it see what was stored before that release. A
+#   plain tl.load of the flag would promise no such order.
+# A program runs as num_warps x 32 threads (128 here): they
+# all store the partial, but one thread does the atomic. So
+# tl.debug_barrier() first waits until every thread of the
+# program has stored its part (tutorial 05 does the same).
 #
 # Only a run's last tile can be a partial one, and only its
 # first tile can have an owner waiting on other programs. So a
@@ -126,8 +128,8 @@ def schedule(tiles, steps, programs):
 # with lower ids, which NVIDIA GPUs start first in practice
 # (CUDA does not promise it). The interpreter on a CPU runs the
 # programs one after another in that order, so each partial is
-# ready before its owner asks; it ignores `sem`, so a check on
-# a CPU tests the sums, not the memory ordering.
+# ready before its owner asks: a check on a CPU tests the sums,
+# and cannot see a mistake in the memory ordering.
 @triton.jit
 def stream_k_kernel(
     a_ptr, b_ptr, c_ptr, bias_ptr,  # as persistent.py's
@@ -188,8 +190,11 @@ def stream_k_kernel(
                 flag = flag_ptr + other
                 while tl.atomic_cas(flag, 1, 0, sem="acquire") != 1:
                     pass
-                # .cg: past the SM's own cache (L1), which may
-                # hold stale values, to the GPU's shared one (L2)
+                # All threads load the partial, after the one
+                # thread's acquire (Triton puts a barrier after
+                # it). .cg reads past the SM's own cache (L1),
+                # which may hold stale values, from the GPU's
+                # shared one (L2), where the stores went.
                 partial = partial_ptr + other * slot + in_slot
                 acc += tl.load(partial, cache_modifier=".cg")
                 # Does the tile start before that program's run?

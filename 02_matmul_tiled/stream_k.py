@@ -120,6 +120,17 @@ def schedule(tiles, steps, programs):
 # is ready early, and its wait comes last, when the partial it
 # waits for is most likely ready too.
 #
+# Program 1 of the worked example (its run: iterations 3 to 5,
+# start = 3, end = 6), through the kernel's loop below:
+# - until = 6: tile = 5 // 4 = 1, first = 4, steps 0 and 1;
+#   6 is not tile 1's end (8): it stores a partial, flag 1;
+# - until = 4: tile 0, first = 3, step 3; 4 is tile 0's end:
+#   it owns tile 0; first = 3 > 0, so it waits for program
+#   0's flag and adds its partial; program 0's run starts at
+#   0, not after tile 0's start: no more to wait for. It
+#   stores tile 0;
+# - until = 3 = start: the run is done.
+#
 # ## (resident) Waiting needs the awaited program running
 # A waiting owner keeps its SM. If the program it waits for
 # could not start until an SM is free, both would wait forever.

@@ -58,6 +58,9 @@ lesson = persistent.lesson  # main.py: Parts 1 and 2
 grouped_tile = lesson.grouped_tile
 # Part 3's epilogue: + bias, then GELU, before the store
 add_bias, activate = fused.add_bias, fused.activate
+# Part 4's descriptors of A and B, and its loads of a K step
+operand_descriptors = persistent.operand_descriptors
+load_k_step = persistent.load_k_step
 # "tf32" or "ieee", as torch's float32 matmul precision says
 input_precision = fused.input_precision
 
@@ -153,15 +156,10 @@ def stream_k_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):  # fmt: skip
-    # Descriptors as persistent.py's (trans), made once.
-    if A_TRANSPOSED:
-        a_desc = tl.make_tensor_descriptor(a_ptr, [K, M], [stride_a, 1], [BLOCK_K, BLOCK_M])
-    else:
-        a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_a, 1], [BLOCK_M, BLOCK_K])
-    if B_TRANSPOSED:
-        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_b, 1], [BLOCK_N, BLOCK_K])
-    else:
-        b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
+    a_desc, b_desc = operand_descriptors(  # as persistent.py's
+        a_ptr, b_ptr, M, N, K, stride_a, stride_b,
+        A_TRANSPOSED, B_TRANSPOSED, BLOCK_M, BLOCK_N, BLOCK_K,
+    )  # fmt: skip
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, BLOCK_N])
     pid = tl.program_id(0)
     steps = tl.cdiv(K, BLOCK_K)  # K steps in a tile
@@ -183,14 +181,7 @@ def stream_k_kernel(
         acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
         for step in range(first - tile_start, until - tile_start):
             k = step * BLOCK_K
-            if A_TRANSPOSED:
-                a = a_desc.load([k, row]).T
-            else:
-                a = a_desc.load([row, k])
-            if B_TRANSPOSED:
-                b = b_desc.load([col, k]).T
-            else:
-                b = b_desc.load([k, col])
+            a, b = load_k_step(a_desc, b_desc, row, col, k, A_TRANSPOSED, B_TRANSPOSED)
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
         if until == tile_start + steps:  # this program owns it
             # (fixup) Each lower program whose run reaches into
@@ -281,6 +272,13 @@ def benchmark(m, n, k, dtype="float16"):
 
 
 SWEEP = lesson.SWEEP  # `make bench` times main.py's cases
+# main()'s default case: the docstring's weight gradient, few
+# tiles and a long K, where stream-K pays. The interpreter's is
+# smaller: 2 tiles of 16 K steps.
+if common.INTERPRETED:
+    CASE = (128, 256, 1024, "float16")
+else:
+    CASE = (768, 3072, 8192, "bfloat16")
 
 
 def main(argv=None):

@@ -413,6 +413,21 @@ def test_main_runs(capsys, lesson):
         assert f" {name} " in printed
 
 
+@pytest.mark.parametrize("lesson", [ex, sk], ids=["main.py", "stream_k.py"])
+def test_main_defaults_to_the_case_of_its_file(capsys, lesson):
+    size = 256 if common.INTERPRETED else 4096
+    m, n, k, dtype = getattr(lesson, "CASE", (size, size, size, "float16"))
+    if lesson is sk:  # few tiles, long K: where stream-K pays
+        assert k > max(m, n) and dtype in ("float16", "bfloat16")
+    with pytest.raises(SystemExit):
+        lesson.main(["--help"])
+    printed = " ".join(capsys.readouterr().out.split())
+    for about, value in [("rows of A and C", m), ("columns of B and C", n)]:
+        assert f"{about} (default: {value})" in printed
+    assert f"columns of A, rows of B (default: {k})" in printed
+    assert f"of A, B and C (default: {dtype})" in printed
+
+
 def test_each_part_adds_its_kernel_to_the_lessons_variants():
     assert list(ex.VARIANTS) == ["simple", "tuned"]
     assert list(fu.VARIANTS) == ["simple", "tuned", "fused"]

@@ -160,10 +160,11 @@ def matmul_fused(a, b, bias=None, activation=None):
     return c
 
 
-def check_epilogue(a, b):
-    """matmul_fused(a, b, bias, "gelu_tanh") against PyTorch's
-    GELU(a @ b + bias) in float64 (GELU's slope stays under
-    1.2, so it grows a rounding error by 1.2 at most)."""
+def check_epilogue(a, b, fn=None, name="fused"):
+    """fn(a, b, bias, "gelu_tanh") (matmul_fused unless given)
+    against PyTorch's GELU(a @ b + bias) in float64 (GELU's
+    slope stays under 1.2, so it grows a rounding error by 1.2
+    at most)."""
     bias = torch.randn(b.shape[1], device=a.device).to(a.dtype)
     a64, b64, bias64 = a.double(), b.double(), bias.double()
     p = a64 @ b64 + bias64
@@ -171,8 +172,8 @@ def check_epilogue(a, b):
     magnitude = 1.2 * (a64.abs() @ b64.abs() + bias64.abs())
     tf32 = common.TF32_ROUNDOFF if input_precision(a.dtype) == "tf32" else 0.0
     with common.uninitialized_memory_is_nan():
-        c = matmul_fused(a, b, bias, "gelu_tanh")
-    what = "fused + bias + GELU"
+        c = (fn or matmul_fused)(a, b, bias, "gelu_tanh")
+    what = f"{name} + bias + GELU"
     common.assert_close(c, expected, magnitude, a.shape[1], what, tf32)
 
 

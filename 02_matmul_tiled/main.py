@@ -528,11 +528,13 @@ def main(argv=None, module=sys.modules[__name__]):
 
     parser = tools.lesson_parser(module)
     size = 256 if common.INTERPRETED else 4096  # smaller, as the interpreter is slow
+    # A Part's file may name the case it is for (stream_k.py).
+    m, n, k, dtype = getattr(module, "CASE", (size, size, size, "float16"))
     add = parser.add_argument
-    add("--m", type=int, default=size, help="rows of A and C")
-    add("--n", type=int, default=size, help="columns of B and C")
-    add("--k", type=int, default=size, help="columns of A, rows of B")
-    add("--dtype", choices=list(DTYPES), default="float16", help="of A, B and C")
+    add("--m", type=int, default=m, help="rows of A and C")
+    add("--n", type=int, default=n, help="columns of B and C")
+    add("--k", type=int, default=k, help="columns of A, rows of B")
+    add("--dtype", choices=list(DTYPES), default=dtype, help="of A, B and C")
     precision, about = torch.get_float32_matmul_precision(), "float32's matmul precision"
     add("--precision", choices=["highest", "high", "medium"], default=precision, help=about)
     args = parser.parse_args(argv)

@@ -35,6 +35,7 @@ spec.loader.exec_module(loader := importlib.util.module_from_spec(spec))
 lesson = loader.load_lesson(HERE)
 fused = loader.load_lesson(HERE, "fused.py")  # the lesson's Part 3
 persistent = loader.load_lesson(HERE, "persistent.py")  # the lesson's Part 4
+stream_k = loader.load_lesson(HERE, "stream_k.py")  # the lesson's Part 5
 common = lesson.common  # the device, and the checks of out= that every op shares
 # triton from the lesson, which imported it after common set TRITON_INTERPRET=1 on a CPU:
 # imported before that, Triton's own @triton.jit helpers (tl.sum) would not run interpreted.
@@ -111,12 +112,40 @@ def layout(a, b, c):
 def pick(a, b, c):
     """The lesson's kernel that computes c = a @ b fastest: "persistent" for 16-bit and TF32 dots
     that descriptors can take, unless M <= 128 (one row of 128-row tiles: the fused kernel's
-    smaller tiles win, results/NOTES.md items 43 and 60); else "fused"."""
-    fast_dot = c.dtype in (torch.float16, torch.bfloat16)
-    fast_dot = fast_dot or fused.input_precision(c.dtype) == "tf32"
+    smaller tiles win, results/NOTES.md items 43 and 60), or "stream_k" for 16-bit ones whose
+    tiles leave the persistent kernel's SMs idle (stream_k_pays); else "fused"."""
+    half = c.dtype in (torch.float16, torch.bfloat16)
+    fast_dot = half or fused.input_precision(c.dtype) == "tf32"
     if not fast_dot or a.shape[0] <= 128:
         return "fused"
-    return "persistent" if persistent.persistent_problem(a, b, c) is None else "fused"
+    if persistent.persistent_problem(a, b, c) is not None:
+        return "fused"
+    (m, k), n = a.shape, b.shape[1]
+    return (
+        "stream_k" if half and stream_k_pays(m, n, k, common.sm_count(c.device)) else "persistent"
+    )
+
+
+# Stream-K (stream_k.py) splits the K loop between programs, so that every SM works to the end.
+# It pays where the persistent kernel's tiles leave SMs idle: d = 768's weight gradients, 72
+# tiles of 128 x 256 on 132 SMs, ran at 0.79 to 0.83 of cuBLAS's speed against 0.60 to 0.66;
+# where tiles kept 97% of the SMs busy it lost, 0.73 to 0.86 against 0.93 to 0.96 (H200,
+# results/NOTES.md item 180). Its float32 partials and flags cost a few microseconds, so a
+# short K (few steps to spread) stays with the persistent kernel.
+STREAM_K_BUSY_BELOW = 0.75  # the persistent kernel's busy share under which stream-K runs
+STREAM_K_MIN_K = 1024
+
+
+def stream_k_pays(m, n, k, programs):
+    """Whether stream-K beats the persistent kernel on C (m, n) with k: the persistent kernel's
+    best tile width keeps under STREAM_K_BUSY_BELOW of its program turns busy."""
+    if k < STREAM_K_MIN_K:
+        return False
+    busy = []
+    for width in (128, 256):
+        tiles = common.cdiv(m, 128) * common.cdiv(n, width)
+        busy.append(tiles / (common.cdiv(tiles, programs) * programs))
+    return max(busy) < STREAM_K_BUSY_BELOW
 
 
 # The persistent kernel's kinds of product (what Triton compiles it for, but for the sizes and
@@ -225,7 +254,9 @@ def first_launch(a, b, c, bias, pre, activation, in_op=False, key=None):
     plan_key, the Launcher's kind for its launches (launch.Named)."""
     kernel = pick(a, b, c)  # of the tensors as given, as on a GPU
     a, b = common.dot_inputs(a, b)  # bfloat16 as float32 under the interpreter
-    if kernel == "persistent":
+    if kernel == "stream_k" and pre is None:  # (stream_k.py's kernel keeps no P)
+        return first_stream_k_launch(a, b, c, bias, activation, in_op, key)
+    if kernel in ("persistent", "stream_k"):
         return first_persistent_launch(a, b, c, bias, pre, activation, in_op, key)
     return first_fused_launch(a, b, c, bias, pre, activation, in_op, key)
 
@@ -270,6 +301,33 @@ def first_persistent_launch(a, b, c, bias, pre, activation, in_op, key):
 
     launch_operands(a_arg, b_arg, c, bias, pre)
     return lambda a, b, c, bias, pre: launch_operands(*operands(a, b), c, bias, pre)
+
+
+def first_stream_k_launch(a, b, c, bias, activation, in_op, key):
+    """As stream_k.matmul_stream_k launches it, for 16-bit a and b."""
+    (m, k), n = a.shape, b.shape[1]
+    a_t, b_t = persistent.transposed(a), persistent.transposed(b)
+    programs = common.sm_count(a.device)
+    stages = 5  # (16-bit C: stream_k.py's choice)
+    rest = dict(
+        M=m, N=n, K=k, PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t,
+        INPUT_PRECISION=fused.input_precision(c.dtype), ACTIVATION=activation,
+        BLOCK_M=128, BLOCK_N=128, BLOCK_K=128 // a.element_size(), GROUP_M=8,
+        num_warps=4, num_stages=stages,
+    )  # fmt: skip
+
+    def launch_operands(a, b, c, bias):
+        a_arg, b_arg = (a.T if a_t else a), (b.T if b_t else b)
+        strides = dict(stride_a=a_arg.stride(0), stride_b=b_arg.stride(0), stride_cm=c.stride(0))
+        partials = torch.empty((programs, 128, 128), dtype=torch.float32, device=c.device)
+        # New flags each call: two calls on two streams may overlap.
+        flags = torch.zeros(programs, dtype=torch.int32, device=c.device)
+        common.set_descriptor_allocator()
+        kernel = common.traceable(stream_k.stream_k_kernel, in_op, key)
+        kernel[(programs,)](a_arg, b_arg, c, bias, partials, flags, **strides, **rest)
+
+    launch_operands(a, b, c, bias)
+    return lambda a, b, c, bias, pre: launch_operands(a, b, c, bias)
 
 
 def first_fused_launch(a, b, c, bias, pre, activation, in_op, key):

@@ -131,6 +131,39 @@ def transposed(t):
     return t.stride(-1) != 1 and t.stride(0) == 1
 
 
+# The kernel's operands, as it reads them: (desc) a descriptor
+# for each of A and B, made once for the whole loop, and (trans)
+# a_ptr holding A^T (K x M) or b_ptr B^T (N x K) as they lie.
+@triton.jit
+def operand_descriptors(
+    a_ptr, b_ptr, M, N, K, stride_a, stride_b,
+    A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    if A_TRANSPOSED:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [K, M], [stride_a, 1], [BLOCK_K, BLOCK_M])
+    else:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_a, 1], [BLOCK_M, BLOCK_K])
+    if B_TRANSPOSED:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_b, 1], [BLOCK_N, BLOCK_K])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
+    return a_desc, b_desc
+
+
+@triton.jit
+def load_k_step(
+    a_desc, b_desc, row, col, k,
+    A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,
+):  # fmt: skip
+    """A's tile at [row, k] and B's at [k, col]."""
+    # (trans) A^T's tile at [k, row], turned back by .T; the
+    # branch is decided when Triton compiles.
+    a = a_desc.load([k, row]).T if A_TRANSPOSED else a_desc.load([row, k])
+    b = b_desc.load([col, k]).T if B_TRANSPOSED else b_desc.load([k, col])
+    return a, b
+
+
 # TF32 tensor cores need each row of A and each column of B
 # contiguous in memory (K contiguous). transpose_kernel copies
 # an operand that is not, X into X^T, a tile per program.
@@ -222,15 +255,10 @@ def persistent_matmul_kernel(
 ):  # fmt: skip
     BLOCK_M: tl.constexpr = 128  # the tile's rows
     GROUP_M: tl.constexpr = 8
-    # (desc) made once for the whole loop; (trans) of A^T, B^T
-    if A_TRANSPOSED:
-        a_desc = tl.make_tensor_descriptor(a_ptr, [K, M], [stride_a, 1], [BLOCK_K, BLOCK_M])
-    else:
-        a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_a, 1], [BLOCK_M, BLOCK_K])
-    if B_TRANSPOSED:
-        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_b, 1], [BLOCK_N, BLOCK_K])
-    else:
-        b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
+    a_desc, b_desc = operand_descriptors(  # (desc), (trans)
+        a_ptr, b_ptr, M, N, K, stride_a, stride_b,
+        A_TRANSPOSED, B_TRANSPOSED, BLOCK_M, BLOCK_N, BLOCK_K,
+    )  # fmt: skip
     C_COLUMNS: tl.constexpr = BLOCK_N // (1 + STORE_HALVES)  # (halves)
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, C_COLUMNS])
     if pre_ptr is not None:  # P has C's strides
@@ -246,9 +274,7 @@ def persistent_matmul_kernel(
         row, col = pid_m * BLOCK_M, pid_n * BLOCK_N
         acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
         for k in range(0, K, BLOCK_K):
-            # (trans) decided when Triton compiles
-            a = a_desc.load([k, row]).T if A_TRANSPOSED else a_desc.load([row, k])
-            b = b_desc.load([col, k]).T if B_TRANSPOSED else b_desc.load([k, col])
+            a, b = load_k_step(a_desc, b_desc, row, col, k, A_TRANSPOSED, B_TRANSPOSED)
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
         store_tile += PROGRAMS
         pid_m, pid_n = grouped_tile(store_tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)

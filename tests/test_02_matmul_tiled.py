@@ -15,6 +15,7 @@ from tools import asm
 ex = support.load("02_matmul_tiled")
 fu = support.load_beside("02_matmul_tiled", "fused.py")  # Part 3: the fused kernel
 pe = support.load_beside("02_matmul_tiled", "persistent.py")  # Part 4: the persistent kernel
+sk = support.load_beside("02_matmul_tiled", "stream_k.py")  # Part 5: stream-K
 op = support.load_op("02_matmul_tiled")
 DEVICE = common.DEVICE
 
@@ -130,6 +131,49 @@ def test_every_persistent_tile_on_gpu(dtype, m, n, block_n, transpose_a, transpo
     for precision in ("highest", "high") if dtype == torch.float32 else (None,):
         with support.float32_matmul_precision(precision):
             check_all(pe.VARIANTS["persistent"], a, b, f"persistent {m}x{n} {dtype} {precision}")
+
+
+@pytest.mark.parametrize("dtype, precision", DTYPE_PRECISIONS[:4])
+@pytest.mark.parametrize("transpose_a, transpose_b", LAYOUTS)
+def test_stream_k_every_layout_every_dtype(dtype, precision, transpose_a, transpose_b):
+    # 4 tiles of 128 x 128 and K = 200 (4 to 7 K steps a tile) on the interpreter's 3 "SMs": runs
+    # end inside tiles, so owners add partials. C, the backward's products and the epilogue.
+    a = common.random_matrix(256, 200, dtype, transpose_a)
+    b = common.random_matrix(200, 136, dtype, transpose_b)
+    with support.float32_matmul_precision(precision):
+        check_all(sk.matmul_stream_k, a, b, f"stream_k {dtype} {precision}")
+        sk.check_epilogue(a, b)
+
+
+@pytest.mark.parametrize("k", [16, 64, 640])
+def test_stream_k_with_fewer_tiles_than_programs(k):
+    # One tile: at K = 640 (10 steps) three programs share it, the owner waiting on two; at
+    # K = 16 (one step) two programs have no iteration at all.
+    a, b = common.random_matrix(64, k, torch.float16), common.random_matrix(k, 64, torch.float16)
+    check_all(sk.matmul_stream_k, a, b, f"stream_k 64x64x{k}")
+
+
+@support.gpu_only
+@pytest.mark.parametrize("transpose_a, transpose_b", LAYOUTS)
+def test_stream_k_is_deterministic_and_replays_in_a_cuda_graph_on_gpu(transpose_a, transpose_b):
+    # An owner adds the partials in a fixed order, so two calls give the same bits: a race on a
+    # flag or a partial would show as a difference. The flags start at 0 each call, and a CUDA
+    # graph replays the kernel with them. d = 768's weight gradient, at 1024 tokens.
+    a = common.random_matrix(768, 1024, torch.bfloat16, transpose_a)
+    b = common.random_matrix(1024, 3072, torch.bfloat16, transpose_b)
+    first = sk.matmul_stream_k(a, b)
+    common.assert_close(first, *reference64(a, b), 1024, "stream_k on the GPU")
+    for _ in range(3):
+        assert torch.equal(sk.matmul_stream_k(a, b), first)
+    sk.matmul_stream_k(a, b)  # compiled and loaded before the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        replayed = sk.matmul_stream_k(a, b)
+    for _ in range(2):
+        replayed.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(replayed, first)
 
 
 def test_persistent_tile_rule():
@@ -354,7 +398,9 @@ def test_check_epilogue_passes_the_fused_gelu_and_catches_a_wrong_one(monkeypatc
         fu.check_epilogue(a, b)
 
 
-@pytest.mark.parametrize("lesson", [ex, fu, pe], ids=["main.py", "fused.py", "persistent.py"])
+@pytest.mark.parametrize(
+    "lesson", [ex, fu, pe, sk], ids=["main.py", "fused.py", "persistent.py", "stream_k.py"]
+)
 def test_main_runs(capsys, lesson):
     assert lesson.main(["--m", "20", "--n", "24", "--k", "40", "--dtype", "float32"]) == 0
     printed = capsys.readouterr().out
@@ -367,11 +413,28 @@ def test_main_runs(capsys, lesson):
         assert f" {name} " in printed
 
 
+@pytest.mark.parametrize("lesson", [ex, sk], ids=["main.py", "stream_k.py"])
+def test_main_defaults_to_the_case_of_its_file(capsys, lesson):
+    size = 256 if common.INTERPRETED else 4096
+    m, n, k, dtype = getattr(lesson, "CASE", (size, size, size, "float16"))
+    if lesson is sk:  # few tiles, long K: where stream-K pays
+        assert k > max(m, n) and dtype in ("float16", "bfloat16")
+    with pytest.raises(SystemExit):
+        lesson.main(["--help"])
+    printed = " ".join(capsys.readouterr().out.split())
+    for about, value in [("rows of A and C", m), ("columns of B and C", n)]:
+        assert f"{about} (default: {value})" in printed
+    assert f"columns of A, rows of B (default: {k})" in printed
+    assert f"of A, B and C (default: {dtype})" in printed
+
+
 def test_each_part_adds_its_kernel_to_the_lessons_variants():
     assert list(ex.VARIANTS) == ["simple", "tuned"]
     assert list(fu.VARIANTS) == ["simple", "tuned", "fused"]
     assert list(pe.VARIANTS) == ["simple", "tuned", "fused", "persistent"]
+    assert list(sk.VARIANTS) == ["simple", "tuned", "fused", "persistent", "stream_k"]
     assert pe.grouped_tile is fu.grouped_tile is ex.grouped_tile  # one copy of Part 2's helpers
+    assert sk.grouped_tile is ex.grouped_tile and sk.persistent is pe
     assert pe.add_bias is fu.add_bias and pe.fused is fu and fu.lesson is ex
 
 
@@ -510,6 +573,58 @@ def spy_on_pick(monkeypatch):
     monkeypatch.setattr(op, "pick", spy)
     monkeypatch.setattr(op, "PLANS", {})
     return picks
+
+
+def test_stream_k_schedule_prints_the_worked_example():
+    # The docstring's worked example is schedule()'s text; every iteration is in one run.
+    assert sk.schedule(2, 4, 3) in sk.__doc__.replace("\n    ", "\n")
+    text = sk.schedule(5, 7, 4)
+    steps = [range(int(a), int(b) + 1) for a, b in re.findall(r"steps (\d+) to (\d+)", text)]
+    assert sum(len(r) for r in steps) == 5 * 7 and text.count("(owner)") == 5
+
+
+def test_stream_k_rule():
+    # Stream-K where the persistent kernel's turns are mostly idle and K has steps to spread,
+    # on 132 SMs: d = 768's weight gradients (72 wide tiles, 55% busy), not d = 1024's (97%),
+    # nor a tall product whose narrow tiles fill 98% of their turns, nor a short K.
+    assert op.stream_k_pays(768, 3072, 8192, 132) and op.stream_k_pays(3072, 768, 6000, 132)
+    assert not op.stream_k_pays(1024, 4096, 8192, 132)
+    assert not op.stream_k_pays(6400, 1600, 6000, 132)
+    assert not op.stream_k_pays(768, 3072, 512, 132)
+
+
+@pytest.mark.parametrize("transpose_a, transpose_b", LAYOUTS)
+def test_matmul_runs_stream_k_where_it_pays(monkeypatch, transpose_a, transpose_b):
+    # On the interpreter's 3 "SMs", 256 x 256 makes 2 wide or 4 narrow tiles: 67% busy, and K =
+    # 1024 has 16 steps: stream-K, with a bias, every layout; P kept for a backward, the
+    # persistent kernel (pick names stream_k, but stream_k.py keeps no P); float32 (TF32) and a
+    # short K, persistent.
+    picks = spy_on_pick(monkeypatch)
+    half = torch.float16
+    a = common.random_matrix(256, 1024, half, transpose_a)
+    b = common.random_matrix(1024, 256, half, transpose_b)
+    bias = torch.randn(256, device=DEVICE, dtype=half)
+    for _ in range(2):  # the second call runs the first's plan
+        with common.uninitialized_memory_is_nan():
+            c = op.matmul(a, b, bias=bias)
+        want, scale = reference64(a, b)
+        common.assert_close(c, want + bias.double(), scale + bias.double().abs(), 1024, "c")
+    with common.uninitialized_memory_is_nan():
+        c, pre = op.forward(a, b, bias, "gelu_tanh", keep_pre=True)
+    common.assert_close(pre, want + bias.double(), scale + bias.double().abs(), 1024, "P")
+    with support.float32_matmul_precision("high"):
+        op.matmul(a.float(), b.float())
+    op.matmul(a[:, :512], b[:512])
+    assert picks == ["stream_k", "stream_k", "persistent", "persistent"]
+
+
+def test_the_registered_op_runs_stream_k(monkeypatch):
+    picks = spy_on_pick(monkeypatch)
+    a = common.random_matrix(256, 1024, torch.bfloat16)
+    b = common.random_matrix(1024, 256, torch.bfloat16)
+    c = torch.ops.triton_lessons.matmul(a, b)
+    common.assert_close(c, *reference64(a, b), 1024, "the op, by stream-K")
+    assert picks == ["stream_k"]
 
 
 def test_matmul_takes_the_persistent_kernel_when_it_can(monkeypatch):

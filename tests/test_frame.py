@@ -218,6 +218,7 @@ LAST_PARTS = [
     "01_matmul_elementwise/any_x.py",
     "02_matmul_tiled/fused.py",
     "02_matmul_tiled/persistent.py",
+    "02_matmul_tiled/stream_k.py",
     "03_blocked_sum/block_ptr.py",
     "03_blocked_sum/any_x.py",
     "04_weighted_sum/wide.py",

@@ -13,19 +13,24 @@ turn is one tile on each SM. Its 128 x 256 tiles make 6 x 12 =
 72 / 132 = 55% busy. Its 128 x 128 tiles make 144: two turns,
 the second with 12 tiles, 144 / 264 = 55% busy again.
 
-Stream-K counts work in iterations: one K step of one tile.
-C has (tiles x K steps) iterations, and each program takes an
-equal run of them, in order. So every SM works to the end. A
-tile may then be split between two or more programs: the one
-holding the tile's last K step (the tile's owner) adds the
-others' partial sums to its own, and stores the tile. This file
-uses 128 x 128 tiles. On an H200 it ran that weight gradient
-at 0.79 to 0.83 of cuBLAS's speed; persistent.py's kernel runs
-it at 0.60 to 0.66.
+A tile of C is a sum over K: Part 2's kernel adds, at each K
+step, the product of an A tile and a B tile, BLOCK_K columns
+of A at a time. Stream-K counts work in iterations: one K step
+of one tile. C has (tiles x K steps) iterations, and each
+program takes an equal run of them, in order. So every SM
+works to the end. A tile may then be split between two or
+more programs: the one holding the tile's last K step (the
+tile's owner) adds the others' partial sums to its own, and
+stores the tile.
+
+This file uses 128 x 128 tiles (128 x 256 ones ran slower).
+On an H200 it ran that weight gradient at 0.79 to 0.83 of
+cuBLAS's speed; persistent.py's kernel runs it at 0.60 to
+0.66.
 
 Worked example: 2 tiles of 4 K steps, 3 SMs. 8 iterations, so
 the programs take 3, 3 and 2 of them (schedule(2, 4, 3), below,
-prints this for any sizes):
+writes this out; main() prints it):
 
     program 0: tile 0, steps 0 to 2
     program 1: tile 0, steps 3 to 3 (owner); tile 1, steps 0 to 1
@@ -48,17 +53,24 @@ import lesson_loader  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-# persistent.py beside this file (Part 4, which loads Parts 1
-# to 3): this kernel calls their helpers as theirs do.
+# ## What this file takes from Parts 2 to 4
+# persistent.py beside this file is Part 4 (it loads Parts 1
+# to 3). The kernel below calls their helpers:
+# - grouped_tile(tile, ...): the (row, column) block of C that
+#   the number `tile` names, in Part 2's grouped order;
+# - add_bias, activate: Part 3's epilogue, + bias and then
+#   GELU on a finished tile, before its store;
+# - operand_descriptors: Part 4's tensor descriptors of A and
+#   B. desc.load([row, col]) reads a whole tile, with 0 past
+#   the matrix's edges, so the kernel needs no masks;
+# - load_k_step(a_desc, b_desc, row, col, k, ...): one K
+#   step's operands, A's tile at [row, k] and B's at [k, col].
 HERE = Path(__file__).resolve().parent
 persistent = lesson_loader.load_lesson(HERE, "persistent.py")
-fused = persistent.fused  # Part 3: the epilogue
+fused = persistent.fused  # Part 3
 lesson = persistent.lesson  # main.py: Parts 1 and 2
-# Part 2's tile order: which tile of C a number names
 grouped_tile = lesson.grouped_tile
-# Part 3's epilogue: + bias, then GELU, before the store
 add_bias, activate = fused.add_bias, fused.activate
-# Part 4's descriptors of A and B, and its loads of a K step
 operand_descriptors = persistent.operand_descriptors
 load_k_step = persistent.load_k_step
 # "tf32" or "ieee", as torch's float32 matmul precision says
@@ -79,7 +91,7 @@ def run_start(p, iterations, PROGRAMS: tl.constexpr):
 
 def schedule(tiles, steps, programs):
     """The same runs in plain Python, as text: what each program
-    computes, tile by tile. schedule(2, 4, 3) prints the worked
+    computes, tile by tile. schedule(2, 4, 3) is the worked
     example at the top of this file."""
     iterations = tiles * steps
     share, extra = divmod(iterations, programs)
@@ -98,52 +110,58 @@ def schedule(tiles, steps, programs):
     return "\n".join(lines)
 
 
+# ## (threads) A program is many threads
+# So far a program has worked on whole tiles. On the GPU it
+# runs as num_warps x 32 threads (a warp is 32 threads; this
+# kernel runs 4 warps, 128 threads). A line such as tl.store
+# of a tile has each thread store its own part of the tile.
+# That matters now, since programs will signal each other.
+#
 # ## (fixup) Partial sums, and flags that say they are ready
 # A program whose run ends inside a tile stores its partial
 # sum (float32) in its own slot of `partials`, then sets its
 # flag to 1. The tile's owner waits until each such flag is 1,
 # then adds the partial. An atomic operation reads and writes
-# a value in one step, which no other program can split. The
-# two below work as a pair:
-# - tl.atomic_xchg(flag, 1, sem="release") sets the flag, after
-#   the stores made before it ("release");
-# - tl.atomic_cas(flag, 1, 0, sem="acquire") returns the flag's
-#   value (and sets it to 0 if it is 1, which nothing needs);
-#   a loop calls it until it returns 1. With "acquire", the
-#   loads after it see what was stored before that release. A
-#   plain tl.load of the flag would promise no such order.
-# A program runs as num_warps x 32 threads (128 here): they
-# all store the partial, but one thread does the atomic. So
-# tl.debug_barrier() first waits until every thread of the
-# program has stored its part (tutorial 05 does the same).
+# a value in one step, which no other program can split. An
+# atomic on one address is done by one thread of the program.
+# Two of them work as a pair:
+# - tl.atomic_xchg(flag, 1, sem="release") writes 1. With
+#   "release", it first waits until this thread's earlier
+#   stores can be seen by the whole GPU.
+# - tl.atomic_cas(flag, cmp, val, sem="acquire") compares and
+#   swaps: if the flag equals cmp, it writes val; either way it
+#   returns the value it found. Triton has no atomic load, so
+#   the owner reads the flag with tl.atomic_cas(flag, 1, 0):
+#   it returns 1 once the flag is set (and sets it back to 0,
+#   which does no harm). A loop calls it until it returns 1.
+#   With "acquire", this thread's loads after it see what was
+#   stored before the release it read. A plain tl.load of the
+#   flag would promise no such order.
+# A release orders the releasing thread's own stores, but all
+# 128 threads stored the partial. So tl.debug_barrier() first
+# waits until every thread of the program has stored its part
+# (Triton's tutorial 05-layer-norm puts one at the same place).
+# On the acquiring side Triton adds the barrier itself, as it
+# hands the one thread's result to every thread.
 #
-# Only a run's last tile can be a partial one, and only its
-# first tile can have an owner waiting on other programs. So a
-# program walks its run backwards, last tile first: its partial
-# is ready early, and its wait comes last, when the partial it
-# waits for is most likely ready too.
-#
-# Program 1 of the worked example (its run: iterations 3 to 5,
-# start = 3, end = 6), through the kernel's loop below:
-# - until = 6: tile = 5 // 4 = 1, first = 4, steps 0 and 1;
-#   6 is not tile 1's end (8): it stores a partial, flag 1;
-# - until = 4: tile 0, first = 3, step 3; 4 is tile 0's end:
-#   it owns tile 0; first = 3 > 0, so it waits for program
-#   0's flag and adds its partial; program 0's run starts at
-#   0, not after tile 0's start: no more to wait for. It
-#   stores tile 0;
-# - until = 3 = start: the run is done.
+# Only a run's last tile can be left unfinished (a partial).
+# Only its first tile can need other programs' partials: the
+# run may start after that tile's first K step. So a program
+# walks its run backwards, last tile first: its partial is
+# stored early, and its own wait comes last, when the partials
+# it waits for are most likely ready too.
 #
 # ## (resident) Waiting needs the awaited program running
 # A waiting owner keeps its SM. If the program it waits for
-# could not start until an SM is free, both would wait forever.
-# So the kernel starts one program per SM, each small enough
-# that one fits on an SM, and an owner only waits for programs
-# with lower ids, which NVIDIA GPUs start first in practice
-# (CUDA does not promise it). The interpreter on a CPU runs the
-# programs one after another in that order, so each partial is
-# ready before its owner asks: a check on a CPU tests the sums,
-# and cannot see a mistake in the memory ordering.
+# could not start until an SM is free, both would wait forever:
+# the kernel would hang. So the kernel starts one program per
+# SM, each within one SM's shared memory and registers, and an
+# owner only waits for programs with lower ids, which NVIDIA
+# GPUs start first in practice (CUDA does not promise it). The
+# interpreter on a CPU runs the programs one after another in
+# that order, so each partial is ready before its owner asks:
+# a check on a CPU tests the sums, and cannot see a mistake in
+# the memory ordering.
 @triton.jit
 def stream_k_kernel(
     a_ptr, b_ptr, c_ptr, bias_ptr,  # as persistent.py's
@@ -192,11 +210,12 @@ def stream_k_kernel(
                 flag = flag_ptr + other
                 while tl.atomic_cas(flag, 1, 0, sem="acquire") != 1:
                     pass
-                # All threads load the partial, after the one
-                # thread's acquire (Triton puts a barrier after
-                # it). .cg reads past the SM's own cache (L1),
-                # which may hold stale values, from the GPU's
-                # shared one (L2), where the stores went.
+                # All threads load the partial. .cg reads it
+                # from the GPU's shared cache (L2), where the
+                # stores went, past this SM's own cache (L1),
+                # which other SMs' stores do not update: a
+                # cautious choice, so no thread reads a stale
+                # copy.
                 partial = partial_ptr + other * slot + in_slot
                 acc += tl.load(partial, cache_modifier=".cg")
                 # Does the tile start before that program's run?
@@ -211,6 +230,22 @@ def stream_k_kernel(
             tl.debug_barrier()  # every thread's part stored
             tl.atomic_xchg(flag_ptr + pid, 1, sem="release")
         until = first
+
+
+# The worked example through this loop. Program 1's run is
+# iterations 3 to 5 (start = 3, end = 6); iteration i is K
+# step i % 4 of tile i // 4.
+# - until = 6: the last iteration left is 5, of tile 1, whose
+#   first iteration (tile_start) is 4; first = max(4, 3) = 4.
+#   It adds K steps 0 and 1. Tile 1 ends at iteration 8, not
+#   6: it stores a partial and sets flag 1.
+# - until = 4: iteration 3, of tile 0; tile_start = 0 and
+#   first = 3: K step 3. Tile 0 ends at 4: program 1 owns it.
+#   first > tile_start, so a lower program holds tile 0's
+#   earlier steps: it waits for program 0's flag and adds its
+#   partial. Program 0's run starts at 0, tile 0's start: no
+#   program before it to wait for. It stores tile 0.
+# - until = 3 = start: the run is done.
 
 
 def matmul_stream_k(a, b, bias=None, activation=None):
@@ -282,6 +317,8 @@ else:
 
 
 def main(argv=None):
+    print("The worked example's runs, schedule(2, 4, 3):")
+    print(schedule(2, 4, 3))
     return lesson.main(argv, sys.modules[__name__])
 
 

@@ -54,6 +54,22 @@ def test_block_layout_reads_the_first_2d_blocked_layout():
     assert asm.block_layout("module {}") is None
 
 
+def test_stream_k_asm_shows_its_flags_and_the_loads_of_partials(capfd):
+    stream_k = support.load_example(support.REPO_ROOT / "02_matmul_tiled" / "stream_k.py")
+    with pytest.raises(SystemExit) as exit_info:
+        stream_k.main(["--asm"])
+    out = capfd.readouterr().out
+    assert exit_info.value.code == 0
+    opcodes = [opcode(line) for line in out.splitlines() if line.startswith(" " * 6)]
+    for instruction in [
+        "bar.sync",
+        "atom.global.gpu.release",
+        "atom.global.acquire",
+        "ld.global.cg",
+    ]:
+        assert any(op.startswith(instruction) for op in opcodes), f"{instruction} not in {out}"
+
+
 def test_03_picture_places_the_tile_on_warps_as_asm_reads_the_layout():
     from tools import asm
 

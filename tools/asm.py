@@ -103,7 +103,7 @@ def probes_01(lesson, device):
 
 
 def probes_02(lesson, device):  # lesson: any of 02's files; main.py's and persistent.py's kernels
-    folder = Path(lesson.__file__).parent
+    folder, part5 = Path(lesson.__file__).parent, lesson  # stream_k.py's also its own kernel
     lesson, part4 = load_example(folder / "main.py"), load_example(folder / "persistent.py")
     a, w, c = (torch.randn(512, 512, device=device, dtype=torch.float16) for _ in range(3))
     epilogue = dict(INPUT_PRECISION="ieee", ACTIVATION=None)
@@ -126,11 +126,28 @@ def probes_02(lesson, device):  # lesson: any of 02's files; main.py's and persi
             "last number, B's transpose flag: 0, wgmma takes B K-contiguous, as W.T is",
         ),
     ]
-    return [
+    probes = [
         Probe("matmul_kernel, float16", lesson.matmul_kernel,
               lesson.tile_grid(512, 512), args, {}, pointer_looks),
         Probe("persistent_matmul_kernel, float16, B = W.T", part4.persistent_matmul_kernel,
               (132,), persistent_args, persistent, persistent_looks),
+    ]  # fmt: skip
+    if Path(part5.__file__).name != "stream_k.py":
+        return probes
+    partials = torch.empty(132, 128, 128, device=device)
+    flags = torch.zeros(132, dtype=torch.int32, device=device)
+    stream_k_args = (a, w, c, None, partials, flags, 512, 512, 512, 512, 512, 512)
+    tile = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=4, num_stages=5)
+    stream_k = dict(persistent, **tile)
+    stream_k_looks = [
+        (r"bar\.sync", "tl.debug_barrier(), and Triton's own: the program's threads wait here"),
+        (r"atom\.global\.gpu\.release", "tl.atomic_xchg(..., sem='release'): a partial is ready"),
+        (r"atom\.global\.acquire", "tl.atomic_cas(..., sem='acquire'): is the partial ready?"),
+        (r"ld\.global\.cg", "the owner's loads of a partial, from L2 (cache_modifier='.cg')"),
+    ]
+    return probes + [
+        Probe("stream_k_kernel, float16, B = W.T", part5.stream_k_kernel,
+              (132,), stream_k_args, stream_k, stream_k_looks),
     ]  # fmt: skip
 
 

@@ -7,7 +7,8 @@ its descriptors, its one program per SM and its epilogue.
 
 Take a model's weight gradient at d = 768: C = X^T @ G (X the
 layer's input, G the gradient of its output), with C of 768 x
-3072 and K = 8192 tokens. Part 4's programs work in turns: a
+3072 (3072 = 4 x 768, the MLP's hidden width) and K = 8192
+tokens. Part 4's programs work in turns: a
 turn is one tile on each SM. Its 128 x 256 tiles make 6 x 12 =
 72 tiles, and an H200 has 132 SMs: one turn, 60 SMs idle, so
 72 / 132 = 55% busy. Its 128 x 128 tiles make 144: two turns,
@@ -89,18 +90,23 @@ def run_start(p, iterations, PROGRAMS: tl.constexpr):
     return p * share + tl.minimum(p, iterations % PROGRAMS)
 
 
-def schedule(tiles, steps, programs):
-    """The same runs in plain Python, as text: what each program
-    computes, tile by tile. schedule(2, 4, 3) is the worked
-    example at the top of this file."""
-    iterations = tiles * steps
+def runs(iterations, programs):
+    """The same runs in plain Python: (start, end) for each
+    program, its iterations start to end - 1."""
     share, extra = divmod(iterations, programs)
+    starts = [p * share + min(p, extra) for p in range(programs + 1)]
+    return list(zip(starts, starts[1:]))
+
+
+def schedule(tiles, steps, programs):
+    """The runs as text: what each program computes, tile by
+    tile, first to last. schedule(2, 4, 3) is the worked example
+    at the top of this file."""
     lines = []
-    for p in range(programs):
-        start = p * share + min(p, extra)
-        end = start + share + (p < extra)
+    for p, (start, end) in enumerate(runs(tiles * steps, programs)):
         pieces = []
-        for tile in range(start // steps, -(-end // steps)):
+        last_tile = (end - 1) // steps
+        for tile in range(start // steps, last_tile + 1):
             first = max(start, tile * steps) - tile * steps
             last = min(end, (tile + 1) * steps) - tile * steps - 1
             owner = last == steps - 1  # it holds the last step
@@ -108,6 +114,51 @@ def schedule(tiles, steps, programs):
                           + (" (owner)" if owner else ""))  # fmt: skip
         lines.append(f"program {p}: " + "; ".join(pieces))
     return "\n".join(lines)
+
+
+# ## (plan) Stream-K in plain PyTorch
+# This function computes C as the kernel below will, without
+# threads or flags. It runs the programs one after another, in
+# order, so each partial sum is ready before its owner asks. A
+# program walks its run backwards, last tile first ((fixup),
+# below, says why). Its tiles go in row-major order; the
+# kernel's, in Part 2's grouped order.
+def stream_k_in_torch(a, b, programs, block=2, block_k=2):
+    """a @ b by stream-K on `programs` programs: tiles of C of
+    block x block, K steps of block_k columns of a."""
+    (M, K), N = a.shape, b.shape[1]
+    tiles_n = triton.cdiv(N, block)  # tiles in a row of C
+    tiles = triton.cdiv(M, block) * tiles_n
+    steps = triton.cdiv(K, block_k)  # K steps in a tile
+    c = a.new_empty(M, N)
+    partials = {}  # program -> its partial sum of one tile
+    spans = runs(tiles * steps, programs)
+    for p, (start, until) in enumerate(spans):
+        while until > start:  # iterations [start, until) left
+            tile = (until - 1) // steps  # the last tile left
+            tile_start = tile * steps  # its first iteration
+            first = max(tile_start, start)
+            row = tile // tiles_n * block
+            col = tile % tiles_n * block
+            rows, cols = slice(row, row + block), slice(col, col + block)
+            acc = 0
+            for step in range(first - tile_start, until - tile_start):
+                ks = slice(step * block_k, (step + 1) * block_k)
+                acc = acc + a[rows, ks] @ b[ks, cols]
+            if until == tile_start + steps:  # p owns the tile
+                other = p - 1
+                # Lower programs hold the tile's earlier steps
+                # while p's run starts after the tile's start.
+                waiting = first > tile_start
+                while waiting:
+                    acc = acc + partials.pop(other)
+                    waiting = spans[other][0] > tile_start
+                    other -= 1
+                c[rows, cols] = acc
+            else:  # p's run ends inside this tile
+                partials[p] = acc
+            until = first
+    return c
 
 
 # ## (threads) A program is many threads
@@ -132,8 +183,10 @@ def schedule(tiles, steps, programs):
 #   swaps: if the flag equals cmp, it writes val; either way it
 #   returns the value it found. Triton has no atomic load, so
 #   the owner reads the flag with tl.atomic_cas(flag, 1, 0):
-#   it returns 1 once the flag is set (and sets it back to 0,
-#   which does no harm). A loop calls it until it returns 1.
+#   it returns 1 once the flag is set, and sets it back to 0.
+#   No harm: a program sets its flag at most once a call (only
+#   a run's last tile can be partial), and one owner reads it.
+#   A loop calls it until it returns 1.
 #   With "acquire", this thread's loads after it see what was
 #   stored before the release it read. A plain tl.load of the
 #   flag would promise no such order.
@@ -149,16 +202,21 @@ def schedule(tiles, steps, programs):
 # run may start after that tile's first K step. So a program
 # walks its run backwards, last tile first: its partial is
 # stored early, and its own wait comes last, when the partials
-# it waits for are most likely ready too.
+# it waits for are most likely ready too. (After the kernel,
+# the worked example is traced through its loop.)
 #
 # ## (resident) Waiting needs the awaited program running
 # A waiting owner keeps its SM. If the program it waits for
 # could not start until an SM is free, both would wait forever:
-# the kernel would hang. So the kernel starts one program per
-# SM, each within one SM's shared memory and registers, and an
-# owner only waits for programs with lower ids, which NVIDIA
-# GPUs start first in practice (CUDA does not promise it). The
-# interpreter on a CPU runs the programs one after another in
+# the kernel would hang. Two things prevent that:
+# - one program per SM, each small enough for one SM (164 KB
+#   of shared memory in bfloat16, of an H200 SM's 227 KB), so
+#   all of them can run at once;
+# - an owner only waits for programs with lower ids, which
+#   NVIDIA GPUs start first in practice (CUDA does not promise
+#   it). So even when another kernel holds some SMs, the
+#   programs waited for have started.
+# The interpreter on a CPU runs the programs one after another in
 # that order, so each partial is ready before its owner asks:
 # a check on a CPU tests the sums, and cannot see a mistake in
 # the memory ordering.
@@ -213,9 +271,10 @@ def stream_k_kernel(
                 # All threads load the partial. .cg reads it
                 # from the GPU's shared cache (L2), where the
                 # stores went, past this SM's own cache (L1),
-                # which other SMs' stores do not update: a
-                # cautious choice, so no thread reads a stale
-                # copy.
+                # which other SMs' stores do not update. The
+                # acquire and its barrier should suffice; .cg
+                # is a second guard, free here: a partial is
+                # read once, so it comes from L2 either way.
                 partial = partial_ptr + other * slot + in_slot
                 acc += tl.load(partial, cache_modifier=".cg")
                 # Does the tile start before that program's run?
@@ -246,6 +305,10 @@ def stream_k_kernel(
 #   partial. Program 0's run starts at 0, tile 0's start: no
 #   program before it to wait for. It stores tile 0.
 # - until = 3 = start: the run is done.
+# On 5 programs, schedule(2, 4, 5) splits tile 1 three ways:
+# programs 2, 3 and 4 hold steps 0 to 1, 2 and 3. Program 4
+# owns it: it adds program 3's partial, then, since program
+# 3's run starts after tile 1's start, program 2's.
 
 
 def matmul_stream_k(a, b, bias=None, activation=None):
@@ -317,8 +380,15 @@ else:
 
 
 def main(argv=None):
-    print("The worked example's runs, schedule(2, 4, 3):")
-    print(schedule(2, 4, 3))
+    # The worked example, then a tile split three ways.
+    a = torch.randn(2, 8, dtype=torch.float64)
+    b = torch.randn(8, 4, dtype=torch.float64)
+    for programs in (3, 5):
+        print(f"schedule(2, 4, {programs}):")
+        print(schedule(2, 4, programs))
+        c = stream_k_in_torch(a, b, programs)
+        error = (c - a @ b).abs().max().item()
+        print(f"stream_k_in_torch, 2x8 @ 8x4: at most {error:.1e} off")
     return lesson.main(argv, sys.modules[__name__])
 
 

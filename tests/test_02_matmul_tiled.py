@@ -583,6 +583,29 @@ def test_stream_k_schedule_prints_the_worked_example():
     assert sum(len(r) for r in steps) == 5 * 7 and text.count("(owner)") == 5
 
 
+@pytest.mark.parametrize(
+    "m, n, k, programs, block, block_k",
+    [(2, 4, 8, 3, 2, 2), (2, 4, 8, 5, 2, 2), (5, 7, 9, 4, 2, 2), (17, 3, 33, 7, 4, 5),
+     (1, 1, 1, 3, 2, 2), (6, 6, 40, 2, 3, 4), (9, 10, 11, 1, 4, 3), (4, 4, 4, 64, 2, 2)],
+)  # fmt: skip
+def test_stream_k_in_torch_is_a_matmul(m, n, k, programs, block, block_k):
+    # The plain PyTorch version of the kernel: tiles split two and three ways, ragged edges,
+    # one program, programs with no iteration; against float64 with fresh random inputs.
+    a = torch.randn(m, k, dtype=torch.float64)
+    b = torch.randn(k, n, dtype=torch.float64)
+    c = sk.stream_k_in_torch(a, b, programs, block, block_k)
+    torch.testing.assert_close(c, a @ b, rtol=1e-12, atol=1e-12)
+
+
+def test_stream_k_runs_cover_every_iteration_once():
+    for iterations, programs in [(8, 3), (8, 5), (3, 7), (132 * 128 + 5, 132), (0, 4)]:
+        spans = sk.runs(iterations, programs)
+        assert len(spans) == programs and spans[0][0] == 0 and spans[-1][1] == iterations
+        assert all(end - start in (iterations // programs, iterations // programs + 1)
+                   for start, end in spans)  # fmt: skip
+        assert all(spans[p][1] == spans[p + 1][0] for p in range(programs - 1))
+
+
 def test_stream_k_rule():
     # Stream-K where the persistent kernel's turns are mostly idle and K has steps to spread,
     # on 132 SMs: d = 768's weight gradients (72 wide tiles, 55% busy), not d = 1024's (97%),

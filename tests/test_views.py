@@ -70,6 +70,19 @@ def test_stream_k_asm_shows_its_flags_and_the_loads_of_partials(capfd):
         assert any(op.startswith(instruction) for op in opcodes), f"{instruction} not in {out}"
 
 
+@pytest.mark.parametrize("programs", [3, 5])
+def test_stream_k_picture_records_the_runs_that_schedule_prints(programs):
+    # From runs of the kernel itself: 3 programs split both tiles two ways, 5 split tile 1
+    # three ways; each program adds the K steps that runs() gives it, and the last one stores.
+    stream_k = support.load_example(support.REPO_ROOT / "02_matmul_tiled" / "stream_k.py")
+    added_by, owner = pictures.stream_k_steps(stream_k, programs, tiles=2, steps=4)
+    expected = [-1] * 8
+    for p, (start, end) in enumerate(stream_k.runs(8, programs)):
+        expected[start:end] = [p] * (end - start)
+    assert added_by.flatten().tolist() == expected
+    assert owner.tolist() == [expected[3], expected[7]]
+
+
 def test_03_picture_places_the_tile_on_warps_as_asm_reads_the_layout():
     from tools import asm
 

@@ -10,10 +10,12 @@ How a run tells who wrote what, with public Triton only:
 - an input cut from a larger buffer of NaN (inside_nan) shows that the masks work: a load past
   the edge would read NaN, and the output would be NaN;
 - 02 runs its kernel's own helper, grouped_tile, in a small kernel that stores each program's tile;
+  stream_k.py's K steps are powers of two too, so each partial sum names its tile and steps;
 - 03's tile layout is the one Triton compiles its simple kernel with (tools.asm.tile_layout).
 Autotuned kernels are launched through .fn (the kernel under @triton.autotune) with small tiles."""
 
 import io
+import math
 import textwrap
 from pathlib import Path
 
@@ -174,8 +176,8 @@ def draw_02(lesson, figure):
     """02: the order of C's tiles, row-major and grouped (grouped_tile, whose comment draws 4 x 4
     tiles with GROUP_M = 2), the strips of A and B that one wave of programs reads, and the tiles
     each program of the persistent kernel walks"""
-    axes = figure.subplots(1, 3, width_ratios=[1, 1, 0.8])
     part4 = load_example(Path(lesson.__file__).parent / "persistent.py")  # 02's Part 4
+    axes = figure.subplots(1, 3, width_ratios=[1, 1, 0.8])
     draw_persistent_walk(part4, axes[2])
     tiles, wave, block, red, grey = 9, 9, 16, 6, 15
     for ax, group_m in zip(axes, (1, 3)):
@@ -362,7 +364,66 @@ def draw_persistent_walk(lesson, ax, programs=4, tiles=6):
     )  # fmt: skip
 
 
+def draw_02_stream_k(lesson, figure):
+    """02, Part 5 (stream_k.py): the persistent kernel's walk, a tile a program's turn, and
+    stream-K's split of each tile's K steps between programs"""
+    axes = figure.subplots(1, 2)
+    draw_persistent_walk(load_example(Path(lesson.__file__).parent / "persistent.py"), axes[0])
+    draw_stream_k_steps(lesson, axes[1])
+
+
+def stream_k_steps(lesson, programs=3, tiles=2, steps=4):
+    """From runs of stream_k_kernel with PROGRAMS = programs on C of 1 x `tiles` tiles of 128 x
+    128 and K of `steps` K steps: the program that added each K step of each tile, (tiles,
+    steps), and the program that stored each tile, (tiles,). A is ones, and B's block for tile t
+    and K step s holds 2 ** (steps * t + s) / 32: the bits of a partial sum (rows_in) name its
+    tile and steps. The owner's own steps are those in no partial."""
+    block_k = 32  # a float32 K step
+    m, n, k = 128, 128 * tiles, block_k * steps
+    a = torch.ones(m, k, device=common.DEVICE)
+    b = torch.empty(k, n, device=common.DEVICE)
+    for t in range(tiles):
+        for s in range(steps):
+            value = 2.0 ** (steps * t + s) / block_k
+            b[s * block_k : (s + 1) * block_k, t * 128 : (t + 1) * 128] = value
+    c = torch.empty(m, n, device=common.DEVICE)
+    partials = torch.full((programs, 128, 128), NAN, device=common.DEVICE)
+    common.set_descriptor_allocator()
+
+    def launch(count):  # the first `count` programs: each waits only for lower ones
+        flags = torch.zeros(programs, dtype=torch.int32, device=common.DEVICE)
+        lesson.stream_k_kernel[(count,)](
+            a, b, c, None, partials, flags, m, n, k, k, n, n, PROGRAMS=programs,
+            A_TRANSPOSED=False, B_TRANSPOSED=False, INPUT_PRECISION="ieee", ACTIVATION=None,
+            BLOCK_M=128, BLOCK_N=128, BLOCK_K=block_k, GROUP_M=8,
+        )  # fmt: skip
+
+    owner = programs_along_axis(launch, programs, c)[0, ::128]  # one a tile
+    added_by = torch.full((tiles, steps), -1, dtype=torch.int64)
+    for p, total in enumerate(partials[:, 0, 0].tolist()):
+        for bit in [] if math.isnan(total) else rows_in(total):
+            added_by[bit // steps, bit % steps] = p
+    for t in range(tiles):
+        added_by[t][added_by[t] < 0] = owner[t]
+    return added_by, owner
+
+
+def draw_stream_k_steps(lesson, ax, programs=3, tiles=2, steps=4):
+    """Who adds each K step of each tile in stream_k_kernel, and who stores the tile."""
+    added_by, owner = stream_k_steps(lesson, programs, tiles, steps)
+    labels = [[f"p{p}" + (" owner" if p == owner[t] else "") for p in row]
+              for t, row in enumerate(added_by.tolist())]  # fmt: skip
+    cells(
+        ax, 2 * added_by, labels,  # tab20's even colours: a hue a program
+        f"stream_k_kernel, PROGRAMS = {programs}, C of {tiles} tiles of {steps} K steps (columns)"
+        f": the program that added each K step (recorded from runs). The owner adds the others' "
+        f"partial sums and stores the tile. As schedule({tiles}, {steps}, {programs}) prints",
+        [f"tile {t}" for t in range(tiles)], width=70,
+    )  # fmt: skip
+
+
 DRAWINGS = {"01": draw_01, "02": draw_02, "03": draw_03, "04": draw_04}
+DRAWINGS["02_matmul_tiled/stream_k.py"] = draw_02_stream_k
 
 
 def draw(lesson, path):
@@ -371,7 +432,8 @@ def draw(lesson, path):
     from matplotlib.figure import Figure  # not pyplot: no display needed
 
     figure = Figure(figsize=(12, 5), layout="constrained")
-    drawing = DRAWINGS[Path(lesson.__file__).parent.name[:2]]
+    path_in_repo = f"{Path(lesson.__file__).parent.name}/{Path(lesson.__file__).name}"
+    drawing = DRAWINGS.get(path_in_repo) or DRAWINGS[path_in_repo[:2]]
     drawing(lesson, figure)
     # No versions or device in the title: the picture is the same wherever it is drawn, so
     # `make pictures` leaves the tracked PNGs unchanged.

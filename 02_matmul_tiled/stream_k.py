@@ -2,27 +2,36 @@
 
 What you learn: how to keep every SM busy when C has too few
 tiles to fill the GPU's SMs, by splitting the K loop between
-programs. Read persistent.py (Part 4) first: this kernel keeps
-its descriptors, its one program per SM and its epilogue.
+programs. Read persistent.py (Part 4) first. Its terms, again:
+- an SM (streaming multiprocessor) is one of the GPU's cores
+  that run programs; an H200 has 132;
+- a K step: Part 2's loop over K adds, at each step, the
+  product of an A tile and a B tile (BLOCK_K columns of A);
+- Part 4 starts one program per SM, and each program computes
+  tiles in turns: a turn is one tile on each SM;
+- shared memory is each SM's own fast memory, where tiles
+  wait for tl.dot (num_stages K steps are loaded ahead);
+- the epilogue (Part 3): + bias and GELU on a finished tile;
+- a descriptor (Part 4) describes a matrix, and reads a whole
+  tile at a time.
+`stream_k.py --draw FILE.png` draws who adds each K step.
 
 Take a model's weight gradient at d = 768: C = X^T @ G (X the
 layer's input, G the gradient of its output), with C of 768 x
 3072 (3072 = 4 x 768, the MLP's hidden width) and K = 8192
-tokens. Part 4's programs work in turns: a
-turn is one tile on each SM. Its 128 x 256 tiles make 6 x 12 =
-72 tiles, and an H200 has 132 SMs: one turn, 60 SMs idle, so
-72 / 132 = 55% busy. Its 128 x 128 tiles make 144: two turns,
-the second with 12 tiles, 144 / 264 = 55% busy again.
+tokens. Part 4's 128 x 256 tiles make 6 x 12 = 72 tiles: one
+turn, 60 of the 132 SMs idle, so 72 / 132 = 55% busy. Its 128
+x 128 tiles make 144: two turns, the second with 12 tiles,
+144 / (2 x 132) = 55% busy again.
 
-A tile of C is a sum over K: Part 2's kernel adds, at each K
-step, the product of an A tile and a B tile, BLOCK_K columns
-of A at a time. Stream-K counts work in iterations: one K step
-of one tile. C has (tiles x K steps) iterations, and each
-program takes an equal run of them, in order. So every SM
-works to the end. A tile may then be split between two or
-more programs: the one holding the tile's last K step (the
-tile's owner) adds the others' partial sums to its own, and
-stores the tile.
+Stream-K counts work in iterations: one K step of one tile. C
+has (tiles x K steps) iterations, and each program takes an
+equal run of them, in order. So every SM works to the end. A
+tile may then be split between two or more programs. The one
+holding the tile's last K step (the tile's owner) adds the
+others' partial sums to its own, and stores the tile. The
+owner is the last so that it waits only for programs with
+lower ids ((resident), below, says why that matters).
 
 This file uses 128 x 128 tiles (128 x 256 ones ran slower).
 On an H200 it ran that weight gradient at 0.79 to 0.83 of
@@ -120,9 +129,9 @@ def schedule(tiles, steps, programs):
 # This function computes C as the kernel below will, without
 # threads or flags. It runs the programs one after another, in
 # order, so each partial sum is ready before its owner asks. A
-# program walks its run backwards, last tile first ((fixup),
-# below, says why). Its tiles go in row-major order; the
-# kernel's, in Part 2's grouped order.
+# program walks its run backwards, last tile first, as the
+# kernel does ((fixup), below, says why). Its tiles go in
+# row-major order; the kernel's, in Part 2's grouped order.
 def stream_k_in_torch(a, b, programs, block=2, block_k=2):
     """a @ b by stream-K on `programs` programs: tiles of C of
     block x block, K steps of block_k columns of a."""
@@ -146,9 +155,12 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
                 ks = slice(step * block_k, (step + 1) * block_k)
                 acc = acc + a[rows, ks] @ b[ks, cols]
             if until == tile_start + steps:  # p owns the tile
+                # A run's only partial is of its last tile. So
+                # the tile's earlier steps are held by p - 1,
+                # p - 2, ... in turn: add each one's partial,
+                # up to the first whose run starts at or before
+                # the tile's start.
                 other = p - 1
-                # Lower programs hold the tile's earlier steps
-                # while p's run starts after the tile's start.
                 waiting = first > tile_start
                 while waiting:
                     acc = acc + partials.pop(other)
@@ -167,6 +179,14 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # kernel runs 4 warps, 128 threads). A line such as tl.store
 # of a tile has each thread store its own part of the tile.
 # That matters now, since programs will signal each other.
+#
+# ## (loops) Branches and loops at run time
+# An `if`, `for` or `while` in a kernel on a value known only
+# at run time (an int argument, tl.program_id) runs on the GPU
+# as Python would run it. One on a tl.constexpr, as Part 4's
+# A_TRANSPOSED, is decided when Triton compiles. This kernel's
+# runs, tiles and waits depend on its program id: they are
+# decided at run time.
 #
 # ## (fixup) Partial sums, and flags that say they are ready
 # A program whose run ends inside a tile stores its partial
@@ -194,8 +214,10 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # 128 threads stored the partial. So tl.debug_barrier() first
 # waits until every thread of the program has stored its part
 # (Triton's tutorial 05-layer-norm puts one at the same place).
-# On the acquiring side Triton adds the barrier itself, as it
-# hands the one thread's result to every thread.
+# On the acquiring side, Triton adds one itself: one thread
+# read the flag, but tl.atomic_cas returns its value to every
+# thread, through shared memory, behind a barrier (bar.sync in
+# --asm). So every thread's loads come after the acquire.
 #
 # Only a run's last tile can be left unfinished (a partial).
 # Only its first tile can need other programs' partials: the
@@ -209,17 +231,18 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # A waiting owner keeps its SM. If the program it waits for
 # could not start until an SM is free, both would wait forever:
 # the kernel would hang. Two things prevent that:
-# - one program per SM, each small enough for one SM (164 KB
-#   of shared memory in bfloat16, of an H200 SM's 227 KB), so
-#   all of them can run at once;
+# - one program per SM, each small enough for one SM, so all
+#   of them can run at once (in bfloat16 a program takes 164
+#   KB of shared memory, Triton says when it compiles it; an
+#   H200 SM has 227 KB);
 # - an owner only waits for programs with lower ids, which
 #   NVIDIA GPUs start first in practice (CUDA does not promise
 #   it). So even when another kernel holds some SMs, the
 #   programs waited for have started.
-# The interpreter on a CPU runs the programs one after another in
-# that order, so each partial is ready before its owner asks:
-# a check on a CPU tests the sums, and cannot see a mistake in
-# the memory ordering.
+# The interpreter on a CPU runs the programs one after
+# another, in that order, so each partial is ready before its
+# owner asks: a check on a CPU tests the sums, and cannot see
+# a mistake in the memory ordering.
 @triton.jit
 def stream_k_kernel(
     a_ptr, b_ptr, c_ptr, bias_ptr,  # as persistent.py's
@@ -245,8 +268,8 @@ def stream_k_kernel(
     end = run_start(pid + 1, iterations, PROGRAMS)
     # A partial's elements, row by row, in its slot
     slot = BLOCK_M * BLOCK_N
-    in_slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N
-    in_slot += tl.arange(0, BLOCK_N)[None, :]
+    slot_rows = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N
+    in_slot = slot_rows + tl.arange(0, BLOCK_N)[None, :]
     until = end  # (fixup) the run backwards: [start, until) left
     while until > start:
         tile = (until - 1) // steps  # the last tile left
@@ -328,7 +351,8 @@ def matmul_stream_k(a, b, bias=None, activation=None):
     tile["BLOCK_K"] = 128 // a_arg.element_size()
     f32 = dict(dtype=torch.float32, device=a.device)
     partials = torch.empty((programs, 128, 128), **f32)
-    # New flags each call: two calls on two streams may overlap.
+    # The owners set a call's flags back to 0, but two calls on
+    # two streams may overlap: so new flags each call.
     flags = torch.zeros(programs, dtype=torch.int32, device=a.device)
     # A float32 C tile needs more shared memory to store: fewer
     # K steps in flight leave it room.

@@ -31,7 +31,7 @@ tile may then be split between two or more programs. The one
 holding the tile's last K step (the tile's owner) adds the
 others' partial sums to its own, and stores the tile. The
 owner is the last so that it waits only for programs with
-lower ids ((resident), below, says why that matters).
+lower ids: the section (resident), below, says why.
 
 This file uses 128 x 128 tiles (128 x 256 ones ran slower).
 On an H200 it ran that weight gradient at 0.79 to 0.83 of
@@ -130,8 +130,9 @@ def schedule(tiles, steps, programs):
 # threads or flags. It runs the programs one after another, in
 # order, so each partial sum is ready before its owner asks. A
 # program walks its run backwards, last tile first, as the
-# kernel does ((fixup), below, says why). Its tiles go in
-# row-major order; the kernel's, in Part 2's grouped order.
+# kernel does (the section (fixup) below says why). Its tiles
+# go in row-major order; the kernel's, in Part 2's grouped
+# order.
 def stream_k_in_torch(a, b, programs, block=2, block_k=2):
     """a @ b by stream-K on `programs` programs: tiles of C of
     block x block, K steps of block_k columns of a."""
@@ -203,10 +204,11 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 #   swaps: if the flag equals cmp, it writes val; either way it
 #   returns the value it found. Triton has no atomic load, so
 #   the owner reads the flag with tl.atomic_cas(flag, 1, 0):
-#   it returns 1 once the flag is set, and sets it back to 0.
-#   No harm: a program sets its flag at most once a call (only
-#   a run's last tile can be partial), and one owner reads it.
-#   A loop calls it until it returns 1.
+#   it returns 1 once the flag is set, and sets it back to 0,
+#   as the flags started. That is safe: a program sets its
+#   flag at most once a call (only a run's last tile can be
+#   partial), and one owner reads it. A loop calls it until it
+#   returns 1.
 #   With "acquire", this thread's loads after it see what was
 #   stored before the release it read. A plain tl.load of the
 #   flag would promise no such order.
@@ -216,8 +218,9 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # (Triton's tutorial 05-layer-norm puts one at the same place).
 # On the acquiring side, Triton adds one itself: one thread
 # read the flag, but tl.atomic_cas returns its value to every
-# thread, through shared memory, behind a barrier (bar.sync in
-# --asm). So every thread's loads come after the acquire.
+# thread, through shared memory, behind a barrier (in --asm,
+# the bar.sync right after the atom...acquire). So every
+# thread's loads come after the acquire.
 #
 # Only a run's last tile can be left unfinished (a partial).
 # Only its first tile can need other programs' partials: the
@@ -233,8 +236,8 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # the kernel would hang. Two things prevent that:
 # - one program per SM, each small enough for one SM, so all
 #   of them can run at once (in bfloat16 a program takes 164
-#   KB of shared memory, Triton says when it compiles it; an
-#   H200 SM has 227 KB);
+#   KB of shared memory, as the compiled kernel's
+#   metadata.shared says; an H200 SM has 227 KB);
 # - an owner only waits for programs with lower ids, which
 #   NVIDIA GPUs start first in practice (CUDA does not promise
 #   it). So even when another kernel holds some SMs, the
@@ -292,12 +295,12 @@ def stream_k_kernel(
                 while tl.atomic_cas(flag, 1, 0, sem="acquire") != 1:
                     pass
                 # All threads load the partial. .cg reads it
-                # from the GPU's shared cache (L2), where the
-                # stores went, past this SM's own cache (L1),
-                # which other SMs' stores do not update. The
-                # acquire and its barrier should suffice; .cg
-                # is a second guard, free here: a partial is
-                # read once, so it comes from L2 either way.
+                # from the L2 cache, which all SMs share and
+                # where the stores went, past this SM's own L1
+                # cache, which other SMs' stores do not update.
+                # The acquire and its barrier should suffice;
+                # .cg is a second guard that costs nothing: a
+                # partial is read once, so from L2 anyway.
                 partial = partial_ptr + other * slot + in_slot
                 acc += tl.load(partial, cache_modifier=".cg")
                 # Does the tile start before that program's run?

@@ -416,8 +416,9 @@ def draw_stream_k_steps(lesson, ax, programs=3, tiles=2, steps=4):
     cells(
         ax, 2 * added_by, labels,  # tab20's even colours: a hue a program
         f"stream_k_kernel, PROGRAMS = {programs}, C of {tiles} tiles of {steps} K steps (columns)"
-        f": the program that added each K step (recorded from runs). The owner adds the others' "
-        f"partial sums and stores the tile. As schedule({tiles}, {steps}, {programs}) prints",
+        f": the program that added each K step (recorded from launches of the kernel). The owner "
+        f"adds the others' partial sums and stores the tile. As schedule({tiles}, {steps}, "
+        f"{programs}) prints",
         [f"tile {t}" for t in range(tiles)], width=70,
     )  # fmt: skip
 

@@ -140,9 +140,11 @@ def schedule(tiles, steps, programs):
 # (fixup) explains. It runs the programs one after another,
 # in order, so each partial is ready before its owner asks
 # for it. Like the kernel, a program walks its run backwards,
-# last tile first. (The comment above the kernel's loop says
-# why.) Its tiles go in row-major order, and the kernel's go
-# in Part 2's grouped order.
+# last tile first. Here, where programs run one at a time,
+# the order changes nothing: it is kept so that this function
+# reads like the kernel, where it matters (the comment above
+# the kernel's loop says why). Its tiles go in row-major
+# order, and the kernel's go in Part 2's grouped order.
 def stream_k_in_torch(a, b, programs, block=2, block_k=2):
     """a @ b by stream-K on `programs` programs. C's tiles are
     block x block, and a K step is block_k columns of a."""
@@ -211,7 +213,7 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # flag is 1, it writes 0. Either way, it returns the value it
 # found. So it returns 1 once the flag is set, and it sets the
 # flag back to 0, as the flags started. That is safe, because
-# a program sets its flag at most once a call (only a run's
+# a program sets its flag at most once a launch (only a run's
 # last tile can be a partial), and only one owner reads it.
 @triton.jit
 def stream_k_kernel(
@@ -295,10 +297,11 @@ def stream_k_kernel(
                 # which all SMs share and where the stores
                 # went. It skips this SM's own L1 cache,
                 # which other SMs' stores do not update.
-                # The acquire and its barrier should be
-                # enough. ".cg" is a second guard that costs
-                # nothing, since a partial is read only
-                # once, and so from L2 anyway.
+                # Whether the acquire and its barrier alone
+                # would do is a fine point of the GPU's
+                # memory model. ".cg" settles the question,
+                # at no cost: a partial is read only once,
+                # so it comes from L2 either way.
                 partial = partial_ptr + other * slot + in_slot
                 acc += tl.load(partial, cache_modifier=".cg")
                 # Does the tile start before that program's

@@ -215,7 +215,10 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # flag back to 0, as the flags started. That is safe, because
 # a program sets its flag at most once a launch (only a run's
 # last tile can be a partial), and only one owner reads it.
-@triton.jit
+#
+# do_not_specialize, as in persistent.py: a new size reuses
+# the compiled kernel (in a weight gradient, K is the tokens).
+@triton.jit(do_not_specialize=["M", "N", "K", "stride_a", "stride_b", "stride_cm"])
 def stream_k_kernel(
     a_ptr, b_ptr, c_ptr, bias_ptr,  # as persistent.py's
     partial_ptr,  # float32 (PROGRAMS, BLOCK_M, BLOCK_N)

@@ -410,7 +410,9 @@ def matmul_stream_k_simple(a, b):
 #   and 5 K steps loaded ahead (num_stages);
 # - (epilogue) the owner adds the bias and applies GELU
 #   before it stores the tile.
-@triton.jit
+# do_not_specialize, as in persistent.py: a new size reuses
+# the compiled kernel (in a weight gradient, K is the tokens).
+@triton.jit(do_not_specialize=["M", "N", "K", "stride_a", "stride_b", "stride_cm"])
 def stream_k_kernel(
     a_ptr, b_ptr, c_ptr, bias_ptr,  # as persistent.py's
     partial_ptr,  # float32 (PROGRAMS, BLOCK_M, BLOCK_N)

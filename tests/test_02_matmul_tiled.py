@@ -620,6 +620,17 @@ def test_stream_k_runs_cover_every_iteration_once():
         assert all(spans[p][1] == spans[p + 1][0] for p in range(programs - 1))
 
 
+@pytest.mark.parametrize("kernel", [pe.persistent_matmul_kernel.fn, sk.stream_k_kernel])
+def test_kernels_op_picks_by_size_reuse_their_compile_at_a_new_size(kernel):
+    # A new token count moves M (or K, in a weight gradient) and a stride; Triton would compile
+    # again where an int turns 1, a multiple of 16 or neither (results/NOTES.md item 168).
+    if hasattr(kernel, "params"):  # a JITFunction
+        names = {param.name for param in kernel.params if param.do_not_specialize}
+    else:  # under the interpreter, @triton.jit's arguments as given
+        names = set(kernel.kwargs["do_not_specialize"])
+    assert names == {"M", "N", "K", "stride_a", "stride_b", "stride_cm"}
+
+
 def test_stream_k_rule():
     # Stream-K where the persistent kernel's turns are mostly idle and K has steps to spread,
     # on 132 SMs: d = 768's weight gradients (72 wide tiles, 55% busy), not d = 1024's (97%),

@@ -11,7 +11,8 @@ these terms from Parts 2 to 4:
 - Part 4 starts one program per SM. Each program computes its
   tiles in turns. In one turn, each SM computes one tile.
 - Shared memory is each SM's own fast memory. Tiles wait
-  there for tl.dot, loaded num_stages K steps ahead.
+  there for tl.dot, loaded up to num_stages - 1 K steps
+  ahead.
 - The epilogue (Part 3) is bias and GELU on a finished tile.
 - A descriptor (Part 4) describes a matrix, and reads a whole
   tile at a time.
@@ -37,8 +38,9 @@ between two or more programs. Each of them adds up its own K
 steps of the tile into a partial sum (a partial, for short).
 The program that holds the tile's last K step is the tile's
 owner. It adds the other programs' partials to its own sum,
-and stores the tile. Since the owner is the last of the
-tile's programs, it waits only for programs with lower ids.
+and stores the tile. Since the owner has the highest id of
+the tile's programs, it waits only for programs with lower
+ids.
 The section (resident), below, says why that matters.
 
 This file has two kernels. The simple one adds stream-K to
@@ -145,8 +147,9 @@ def schedule(tiles, steps, programs):
 # last tile first. Here, where programs run one at a time,
 # the order changes nothing: it is kept so that this function
 # reads like the kernels, where it matters (the comment above
-# the simple kernel's loop says why). Its tiles go in row-major
-# order, and the kernel's go in Part 2's grouped order.
+# the simple kernel's loop says why). Its tiles go in
+# row-major order, as the simple kernel's do; the fast
+# kernel's go in Part 2's grouped order.
 def stream_k_in_torch(a, b, programs, block=2, block_k=2):
     """a @ b by stream-K on `programs` programs. C's tiles are
     block x block, and a K step is block_k columns of a."""
@@ -225,8 +228,9 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # forever, and the kernel would hang. Two things prevent that.
 # - There is one program per SM, and each one fits on an SM,
 #   so all of them can be resident at once. In bfloat16, a
-#   program takes 164 KB of shared memory, as the compiled
-#   kernel's metadata.shared says. An H200 SM has 227 KB.
+#   program of the fast kernel takes 164 KB of shared memory
+#   (the simple kernel's, 24 KB), as the compiled kernel's
+#   metadata.shared says. An H200 SM has 227 KB.
 # - An owner waits only for programs with lower ids. NVIDIA
 #   GPUs start those first in practice, though CUDA does not
 #   promise it. So even when another kernel holds some SMs,
@@ -235,6 +239,8 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # another, in id order, so each partial is ready before its
 # owner asks for it. A check on a CPU therefore tests the
 # sums, but cannot see a mistake in the memory ordering.
+
+
 # ## The simple stream-K kernel
 # This kernel is Part 1's simple_matmul_kernel (pointers,
 # masks, 64 x 64 tiles in row-major order) with stream-K's
@@ -295,6 +301,8 @@ def simple_stream_k_kernel(
             b = tl.load(b_ptr + b_offsets, mask=b_mask, other=0.0)
             acc = tl.dot(a, b, acc)
         if until == tile_start + steps:  # this program owns it
+            # (The partials it waits for were stored by the
+            # `else` branch below, the writer's side.)
             # Each lower program whose run reaches into this
             # tile ends its run here, leaving a partial. If
             # first > tile_start, program pid - 1 is one.
@@ -382,7 +390,7 @@ def matmul_stream_k_simple(a, b):
 # - until = 6. The last iteration left is 5, of tile 1, so
 #   tile_start is 4 and first is max(4, 3) = 4. The program
 #   adds K steps 0 and 1. Tile 1 ends at iteration 8, not 6,
-#   so it stores a partial and sets flag 1.
+#   so it stores a partial and sets its flag to 1.
 # - until = 4. Iteration 3 is left, of tile 0, so tile_start
 #   is 0 and first is 3. The program adds K step 3. Tile 0
 #   ends at iteration 4, so program 1 owns it.

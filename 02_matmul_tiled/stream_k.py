@@ -61,6 +61,15 @@ it. "(owner)" marks the run that holds a tile's last step.
 Program 1 owns tile 0. It waits for program 0's partial sum
 of steps 0 to 2, adds it, and stores tile 0. Program 2 owns
 tile 1. It waits for program 1's partial of steps 0 and 1.
+On 5 programs, schedule(2, 4, 5) splits tile 1 three ways:
+
+    program 0: tile 0, steps 0 to 1
+    program 1: tile 0, steps 2 to 3 (owner)
+    program 2: tile 1, steps 0 to 1
+    program 3: tile 1, steps 2 to 2
+    program 4: tile 1, steps 3 to 3 (owner)
+
+Program 4 waits for program 3's partial, then program 2's.
 """
 
 import sys
@@ -213,6 +222,16 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # program. tl.atomic_xchg writes the flag as a "release", and
 # tl.atomic_cas reads it as an "acquire". The comments at
 # those lines say what each one promises.
+# The hand-off of one partial, from program 0 to its owner,
+# program 1, in the order it happens:
+#   program 0, all threads: store its parts of the partial
+#   program 0, all threads: tl.debug_barrier(), a bar.sync
+#   program 0, one thread: tl.atomic_xchg(flag, 1), release
+#   program 1, one thread: tl.atomic_cas(flag, 1, 0), acquire,
+#     until it returns 1
+#   program 1, all threads: a barrier that Triton adds, to
+#     hand them the returned value
+#   program 1, all threads: load the partial (".cg") and add
 # Triton has no atomic load. So the owner reads a flag with
 # tl.atomic_cas(flag, 1, 0), which compares and swaps. If the
 # flag is 1, it writes 0. Either way, it returns the value it

@@ -141,11 +141,8 @@ def stream_k_pays(m, n, k, programs):
     best tile width keeps under STREAM_K_BUSY_BELOW of its program turns busy."""
     if k < STREAM_K_MIN_K:
         return False
-    busy = []
-    for width in (128, 256):
-        tiles = common.cdiv(m, 128) * common.cdiv(n, width)
-        busy.append(tiles / (common.cdiv(tiles, programs) * programs))
-    return max(busy) < STREAM_K_BUSY_BELOW
+    busy = max(persistent.busy_share(m, n, programs, width) for width in (128, 256))
+    return busy < STREAM_K_BUSY_BELOW
 
 
 # The persistent kernel's kinds of product (what Triton compiles it for, but for the sizes and

@@ -83,15 +83,19 @@ input_precision = fused.input_precision  # (precision)
 # the programs 10% busier. Take C of 3072 x 3072 on 132 SMs:
 # - 288 wide tiles take 3 turns of 132 programs: 73% busy;
 # - 576 narrow tiles take 5 turns: 87% busy. Narrow wins.
+def busy_share(M, N, programs, width):
+    """The share of program turns that have a tile to compute,
+    with C's tiles 128 x width."""
+    tiles = triton.cdiv(M, 128) * triton.cdiv(N, width)
+    turns = triton.cdiv(tiles, programs)
+    return tiles / (turns * programs)
+
+
 @functools.cache  # the rule runs once for each shape
 def wide_tiles(M, N, programs):
     """Whether C's tiles are 128 x 256 rather than 128 x 128."""
-    widths = (128, 256)
-    tiles = {bn: triton.cdiv(M, 128) * triton.cdiv(N, bn) for bn in widths}
-    # The share of program turns that have a tile to compute.
-    turns = {bn: triton.cdiv(t, programs) for bn, t in tiles.items()}
-    busy = {bn: tiles[bn] / (turns[bn] * programs) for bn in widths}
-    return 1.1 * busy[256] >= busy[128]
+    wide = busy_share(M, N, programs, 256)
+    return 1.1 * wide >= busy_share(M, N, programs, 128)
 
 
 # @triton.heuristics({"NAME": rule}) on a kernel sets the

@@ -11,7 +11,8 @@ these terms from Parts 2 to 4:
 - Part 4 starts one program per SM. Each program computes its
   tiles in turns. In one turn, each SM computes one tile.
 - Shared memory is each SM's own fast memory. Tiles wait
-  there for tl.dot, loaded num_stages K steps ahead.
+  there for tl.dot, loaded up to num_stages - 1 K steps
+  ahead.
 - The epilogue (Part 3) is bias and GELU on a finished tile.
 - A descriptor (Part 4) describes a matrix, and reads a whole
   tile at a time.
@@ -37,13 +38,16 @@ between two or more programs. Each of them adds up its own K
 steps of the tile into a partial sum (a partial, for short).
 The program that holds the tile's last K step is the tile's
 owner. It adds the other programs' partials to its own sum,
-and stores the tile. Since the owner is the last of the
-tile's programs, it waits only for programs with lower ids.
+and stores the tile. Since the owner has the highest id of
+the tile's programs, it waits only for programs with lower
+ids.
 The section (resident), below, says why that matters.
 
-This file uses 128 x 128 tiles (128 x 256 ones ran slower).
-On an H200 it ran that weight gradient at 0.79 to 0.83 of
-cuBLAS's speed, and persistent.py's kernel at 0.60 to 0.66.
+This file has two kernels. The simple one adds stream-K to
+Part 1's simple kernel. The fast one adds it to Part 4's, with
+128 x 128 tiles (128 x 256 ones ran slower). On an H200 the
+fast one ran that weight gradient at 0.79 to 0.83 of cuBLAS's
+speed, and persistent.py's kernel at 0.60 to 0.66.
 
 Worked example: 2 tiles of 4 K steps, on 3 SMs. That makes 8
 iterations, so the programs take 3, 3 and 2 of them.
@@ -57,6 +61,15 @@ it. "(owner)" marks the run that holds a tile's last step.
 Program 1 owns tile 0. It waits for program 0's partial sum
 of steps 0 to 2, adds it, and stores tile 0. Program 2 owns
 tile 1. It waits for program 1's partial of steps 0 and 1.
+On 5 programs, schedule(2, 4, 5) splits tile 1 three ways:
+
+    program 0: tile 0, steps 0 to 1
+    program 1: tile 0, steps 2 to 3 (owner)
+    program 2: tile 1, steps 0 to 1
+    program 3: tile 1, steps 2 to 2
+    program 4: tile 1, steps 3 to 3 (owner)
+
+Program 4 waits for program 3's partial, then program 2's.
 """
 
 import sys
@@ -142,9 +155,10 @@ def schedule(tiles, steps, programs):
 # for it. Like the kernel, a program walks its run backwards,
 # last tile first. Here, where programs run one at a time,
 # the order changes nothing: it is kept so that this function
-# reads like the kernel, where it matters (the comment above
-# the kernel's loop says why). Its tiles go in row-major
-# order, and the kernel's go in Part 2's grouped order.
+# reads like the kernels, where it matters (the comment above
+# the simple kernel's loop says why). Its tiles go in
+# row-major order, as the simple kernel's do; the fast
+# kernel's go in Part 2's grouped order.
 def stream_k_in_torch(a, b, programs, block=2, block_k=2):
     """a @ b by stream-K on `programs` programs. C's tiles are
     block x block, and a K step is block_k columns of a."""
@@ -208,6 +222,16 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # program. tl.atomic_xchg writes the flag as a "release", and
 # tl.atomic_cas reads it as an "acquire". The comments at
 # those lines say what each one promises.
+# The hand-off of one partial, from program 0 to its owner,
+# program 1, in the order it happens:
+#   program 0, all threads: store its parts of the partial
+#   program 0, all threads: tl.debug_barrier(), a bar.sync
+#   program 0, one thread: tl.atomic_xchg(flag, 1), release
+#   program 1, one thread: tl.atomic_cas(flag, 1, 0), acquire,
+#     until it returns 1
+#   program 1, all threads: a barrier that Triton adds, to
+#     hand them the returned value
+#   program 1, all threads: load the partial (".cg") and add
 # Triton has no atomic load. So the owner reads a flag with
 # tl.atomic_cas(flag, 1, 0), which compares and swaps. If the
 # flag is 1, it writes 0. Either way, it returns the value it
@@ -215,26 +239,47 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # flag back to 0, as the flags started. That is safe, because
 # a program sets its flag at most once a launch (only a run's
 # last tile can be a partial), and only one owner reads it.
+#
+# ## (resident) Why an owner's wait ends
+# A program is resident on an SM once it has started there. An
+# owner that waits keeps its SM. If the program it waits for
+# could not start until an SM is free, both would wait
+# forever, and the kernel would hang. Two things prevent that.
+# - There is one program per SM, and each one fits on an SM,
+#   so all of them can be resident at once. In bfloat16, a
+#   program of the fast kernel takes 164 KB of shared memory
+#   (the simple kernel's, 24 KB), as the compiled kernel's
+#   metadata.shared says. An H200 SM has 227 KB.
+# - An owner waits only for programs with lower ids. NVIDIA
+#   GPUs start those first in practice, though CUDA does not
+#   promise it. So even when another kernel holds some SMs,
+#   the programs waited for have started.
+# The interpreter on a CPU runs the programs one after
+# another, in id order, so each partial is ready before its
+# owner asks for it. A check on a CPU therefore tests the
+# sums, but cannot see a mistake in the memory ordering.
+
+
+# ## The simple stream-K kernel
+# This kernel is Part 1's simple_matmul_kernel (pointers,
+# masks, 64 x 64 tiles in row-major order) with stream-K's
+# runs, partials and flags added. It reads like
+# stream_k_in_torch, line for line.
 @triton.jit
-def stream_k_kernel(
-    a_ptr, b_ptr, c_ptr, bias_ptr,  # as persistent.py's
+def simple_stream_k_kernel(
+    a_ptr, b_ptr, c_ptr,  # as simple_matmul_kernel's
     partial_ptr,  # float32 (PROGRAMS, BLOCK_M, BLOCK_N)
     flag_ptr,  # int32 (PROGRAMS,), all 0
-    M, N, K, stride_a, stride_b, stride_cm,  # row strides
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     PROGRAMS: tl.constexpr,  # one per SM
-    A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr, ACTIVATION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):  # fmt: skip
-    a_desc, b_desc = operand_descriptors(  # as persistent.py's
-        a_ptr, b_ptr, M, N, K, stride_a, stride_b,
-        A_TRANSPOSED, B_TRANSPOSED, BLOCK_M, BLOCK_N, BLOCK_K,
-    )  # fmt: skip
-    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, BLOCK_N])
     pid = tl.program_id(0)
+    tiles_n = tl.cdiv(N, BLOCK_N)  # tiles in a row of C
+    tiles = tl.cdiv(M, BLOCK_M) * tiles_n
     steps = tl.cdiv(K, BLOCK_K)  # K steps in a tile
-    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     iterations = tiles * steps
     start = run_start(pid, iterations, PROGRAMS)  # see (runs)
     end = run_start(pid + 1, iterations, PROGRAMS)
@@ -243,6 +288,7 @@ def stream_k_kernel(
     slot = BLOCK_M * BLOCK_N
     slot_rows = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N
     in_slot = slot_rows + tl.arange(0, BLOCK_N)[None, :]
+    ks = tl.arange(0, BLOCK_K)
     # The program walks its run backwards, last tile first.
     # Only a run's last tile can be left as a partial. Only
     # its first tile can need other programs' partials, since
@@ -261,14 +307,21 @@ def stream_k_kernel(
         tile = (until - 1) // steps  # the last tile left
         tile_start = tile * steps  # its first iteration
         first = tl.maximum(tile_start, start)
-        pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        row, col = pid_m * BLOCK_M, pid_n * BLOCK_N
-        acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+        rows = tile // tiles_n * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = tile % tiles_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for step in range(first - tile_start, until - tile_start):
-            k = step * BLOCK_K
-            a, b = load_k_step(a_desc, b_desc, row, col, k, A_TRANSPOSED, B_TRANSPOSED)
-            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+            k = step * BLOCK_K + ks  # this K step's columns of A
+            a_offsets = rows[:, None] * stride_am + k[None, :] * stride_ak
+            b_offsets = k[:, None] * stride_bk + cols[None, :] * stride_bn
+            a_mask = (rows[:, None] < M) & (k[None, :] < K)
+            b_mask = (k[:, None] < K) & (cols[None, :] < N)
+            a = tl.load(a_ptr + a_offsets, mask=a_mask, other=0.0)
+            b = tl.load(b_ptr + b_offsets, mask=b_mask, other=0.0)
+            acc = tl.dot(a, b, acc)
         if until == tile_start + steps:  # this program owns it
+            # (The partials it waits for were stored by the
+            # `else` branch below, the writer's side.)
             # Each lower program whose run reaches into this
             # tile ends its run here, leaving a partial. If
             # first > tile_start, program pid - 1 is one.
@@ -308,10 +361,10 @@ def stream_k_kernel(
                 # run? Then a lower program holds more of it.
                 waiting = run_start(other, iterations, PROGRAMS) > tile_start
                 other -= 1
-            cols = col + tl.arange(0, BLOCK_N)
-            acc = add_bias(acc, bias_ptr, cols, N)  # the epilogue
-            c = activate(acc, ACTIVATION)
-            c_desc.store([row, col], c.to(c_desc.dtype))
+            c_offsets = rows[:, None] * stride_cm + cols[None, :] * stride_cn
+            c_mask = (rows[:, None] < M) & (cols[None, :] < N)
+            c = acc.to(c_ptr.dtype.element_ty)  # C's dtype
+            tl.store(c_ptr + c_offsets, c, mask=c_mask)
         else:  # the run ends inside this tile, with a partial
             tl.store(partial_ptr + pid * slot + in_slot, acc)
             # Next, tl.atomic_xchg writes 1 to this program's
@@ -328,13 +381,35 @@ def stream_k_kernel(
         until = first
 
 
-# The worked example, traced through the kernel's loop.
+def matmul_stream_k_simple(a, b):
+    """a @ b by simple_stream_k_kernel: one program per SM, and
+    C in 64 x 64 tiles, as matmul_simple's."""
+    (M, K), N = a.shape, b.shape[1]
+    assert K == b.shape[0], "a's columns must match b's rows"
+    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    lesson.within_limits(a, b, c)  # as matmul_simple
+    a, b = common.dot_inputs(a, b)  # as matmul_simple
+    programs = common.sm_count(a.device)  # see (resident)
+    f32 = dict(dtype=torch.float32, device=a.device)
+    partials = torch.empty((programs, 64, 64), **f32)
+    # The owners set a call's flags back to 0, but two calls
+    # on two streams may overlap. So each call gets new flags.
+    flags = torch.zeros(programs, dtype=torch.int32, device=a.device)
+    strides = (*a.stride(), *b.stride(), *c.stride())
+    simple_stream_k_kernel[(programs,)](
+        a, b, c, partials, flags, M, N, K, *strides,
+        PROGRAMS=programs, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32,
+    )  # fmt: skip
+    return c
+
+
+# The worked example, traced through the simple kernel's loop.
 # Program 1's run is iterations 3 to 5 (start = 3, end = 6).
 # Iteration i is K step i % 4 of tile i // 4.
 # - until = 6. The last iteration left is 5, of tile 1, so
 #   tile_start is 4 and first is max(4, 3) = 4. The program
 #   adds K steps 0 and 1. Tile 1 ends at iteration 8, not 6,
-#   so it stores a partial and sets flag 1.
+#   so it stores a partial and sets its flag to 1.
 # - until = 4. Iteration 3 is left, of tile 0, so tile_start
 #   is 0 and first is 3. The program adds K step 3. Tile 0
 #   ends at iteration 4, so program 1 owns it.
@@ -351,23 +426,79 @@ def stream_k_kernel(
 # then adds program 2's partial too.
 
 
-# ## (resident) Why an owner's wait ends
-# A program is resident on an SM once it has started there. An
-# owner that waits keeps its SM. If the program it waits for
-# could not start until an SM is free, both would wait
-# forever, and the kernel would hang. Two things prevent that.
-# - There is one program per SM, and each one fits on an SM,
-#   so all of them can be resident at once. In bfloat16, a
-#   program takes 164 KB of shared memory, as the compiled
-#   kernel's metadata.shared says. An H200 SM has 227 KB.
-# - An owner waits only for programs with lower ids. NVIDIA
-#   GPUs start those first in practice, though CUDA does not
-#   promise it. So even when another kernel holds some SMs,
-#   the programs waited for have started.
-# The interpreter on a CPU runs the programs one after
-# another, in id order, so each partial is ready before its
-# owner asks for it. A check on a CPU therefore tests the
-# sums, but cannot see a mistake in the memory ordering.
+# ## The fast kernel: Part 4's tools on the simple one
+# stream_k_kernel does what simple_stream_k_kernel does, and
+# its loop has the same lines. What changes:
+# - (desc) Part 4's descriptors read A's and B's tiles, and
+#   write C's, in place of pointers and masks;
+# - (trans) it reads A^T or B^T as they lie, as Part 4's does;
+# - (group) its tiles go in Part 2's grouped order;
+# - (tile) 128 x 128 tiles, K steps of 128 bytes of a row,
+#   and 5 K steps loaded ahead (num_stages);
+# - (epilogue) the owner adds the bias and applies GELU
+#   before it stores the tile.
+# do_not_specialize, as in persistent.py: a new size reuses
+# the compiled kernel (in a weight gradient, K is the tokens).
+@triton.jit(do_not_specialize=["M", "N", "K", "stride_a", "stride_b", "stride_cm"])
+def stream_k_kernel(
+    a_ptr, b_ptr, c_ptr, bias_ptr,  # as persistent.py's
+    partial_ptr,  # float32 (PROGRAMS, BLOCK_M, BLOCK_N)
+    flag_ptr,  # int32 (PROGRAMS,), all 0
+    M, N, K, stride_a, stride_b, stride_cm,  # row strides
+    PROGRAMS: tl.constexpr,  # one per SM
+    A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, ACTIVATION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):  # fmt: skip
+    a_desc, b_desc = operand_descriptors(  # (desc), (trans)
+        a_ptr, b_ptr, M, N, K, stride_a, stride_b,
+        A_TRANSPOSED, B_TRANSPOSED, BLOCK_M, BLOCK_N, BLOCK_K,
+    )  # fmt: skip
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, BLOCK_N])
+    pid = tl.program_id(0)
+    steps = tl.cdiv(K, BLOCK_K)  # K steps in a tile
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    iterations = tiles * steps
+    start = run_start(pid, iterations, PROGRAMS)
+    end = run_start(pid + 1, iterations, PROGRAMS)
+    slot = BLOCK_M * BLOCK_N
+    slot_rows = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N
+    in_slot = slot_rows + tl.arange(0, BLOCK_N)[None, :]
+    until = end  # iterations [start, until) are left
+    while until > start:
+        tile = (until - 1) // steps  # the last tile left
+        tile_start = tile * steps  # its first iteration
+        first = tl.maximum(tile_start, start)
+        pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        row, col = pid_m * BLOCK_M, pid_n * BLOCK_N  # (group)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+        for step in range(first - tile_start, until - tile_start):
+            k = step * BLOCK_K
+            a, b = load_k_step(a_desc, b_desc, row, col, k, A_TRANSPOSED, B_TRANSPOSED)
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        if until == tile_start + steps:  # this program owns it
+            other = pid - 1
+            waiting = first > tile_start
+            while waiting:  # as in the simple kernel
+                flag = flag_ptr + other
+                while tl.atomic_cas(flag, 1, 0, sem="acquire") != 1:
+                    pass
+                partial = partial_ptr + other * slot + in_slot
+                acc += tl.load(partial, cache_modifier=".cg")
+                waiting = run_start(other, iterations, PROGRAMS) > tile_start
+                other -= 1
+            cols = col + tl.arange(0, BLOCK_N)
+            acc = add_bias(acc, bias_ptr, cols, N)  # (epilogue)
+            c = activate(acc, ACTIVATION)
+            c_desc.store([row, col], c.to(c_desc.dtype))  # (desc)
+        else:  # the run ends inside this tile, with a partial
+            tl.store(partial_ptr + pid * slot + in_slot, acc)
+            tl.debug_barrier()  # every thread's part stored
+            tl.atomic_xchg(flag_ptr + pid, 1, sem="release")
+        until = first
+
+
 def matmul_stream_k(a, b, bias=None, activation=None):
     """As persistent.py's matmul_persistent, by stream_k_kernel."""
     (M, K), N = a.shape, b.shape[1]
@@ -401,7 +532,11 @@ def matmul_stream_k(a, b, bias=None, activation=None):
     return c
 
 
-VARIANTS = {**persistent.VARIANTS, "stream_k": matmul_stream_k}
+VARIANTS = {
+    **persistent.VARIANTS,
+    "stream_k_simple": matmul_stream_k_simple,
+    "stream_k": matmul_stream_k,
+}
 
 
 # ## Timing (the harness, which you may skip on a first read)
@@ -410,6 +545,8 @@ def variants_for(a, b):
     its backward. stream_k accepts whatever the persistent
     kernel accepts."""
     variants = persistent.variants_for(a, b)
+    if "simple" in variants:  # as matmul_simple, it takes any a, b
+        variants["stream_k_simple"] = matmul_stream_k_simple
     if "persistent" in variants:
         variants["stream_k"] = matmul_stream_k
     return variants

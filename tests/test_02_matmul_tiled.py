@@ -133,42 +133,54 @@ def test_every_persistent_tile_on_gpu(dtype, m, n, block_n, transpose_a, transpo
             check_all(pe.VARIANTS["persistent"], a, b, f"persistent {m}x{n} {dtype} {precision}")
 
 
+STREAM_K_KERNELS = pytest.mark.parametrize(
+    "matmul", [sk.matmul_stream_k, sk.matmul_stream_k_simple], ids=["stream_k", "simple"]
+)
+
+
+@STREAM_K_KERNELS
 @pytest.mark.parametrize("dtype, precision", DTYPE_PRECISIONS[:4])
 @pytest.mark.parametrize("transpose_a, transpose_b", LAYOUTS)
-def test_stream_k_every_layout_every_dtype(dtype, precision, transpose_a, transpose_b):
-    # 4 tiles of 128 x 128 and K = 200 (4 to 7 K steps a tile) on the interpreter's 3 "SMs": runs
-    # end inside tiles, so owners add partials. C, the backward's products and the epilogue.
+def test_stream_k_every_layout_every_dtype(matmul, dtype, precision, transpose_a, transpose_b):
+    # 4 tiles of 128 x 128 (12 of 64 x 64 in the simple kernel) and K = 200 (4 to 7 K steps a
+    # tile) on the interpreter's 3 "SMs": runs end inside tiles, so owners add partials. C, the
+    # backward's products and (the fast kernel's) epilogue.
     a = common.random_matrix(256, 200, dtype, transpose_a)
     b = common.random_matrix(200, 136, dtype, transpose_b)
     with support.float32_matmul_precision(precision):
-        check_all(sk.matmul_stream_k, a, b, f"stream_k {dtype} {precision}")
-        sk.check_epilogue(a, b)
+        check_all(matmul, a, b, f"{matmul.__name__} {dtype} {precision}")
+        if matmul is sk.matmul_stream_k:
+            sk.check_epilogue(a, b)
 
 
+@STREAM_K_KERNELS
 @pytest.mark.parametrize("k", [16, 64, 640])
-def test_stream_k_with_fewer_tiles_than_programs(k):
-    # One tile: at K = 640 (10 steps) three programs share it, the owner waiting on two; at
-    # K = 16 (one step) two programs have no iteration at all.
+def test_stream_k_with_fewer_tiles_than_programs(matmul, k):
+    # One tile: at K = 640 (10 or 20 steps) three programs share it, the owner waiting on two;
+    # at K = 16 (one step) two programs have no iteration at all.
     a, b = common.random_matrix(64, k, torch.float16), common.random_matrix(k, 64, torch.float16)
-    check_all(sk.matmul_stream_k, a, b, f"stream_k 64x64x{k}")
+    check_all(matmul, a, b, f"{matmul.__name__} 64x64x{k}")
 
 
 @support.gpu_only
+@STREAM_K_KERNELS
 @pytest.mark.parametrize("transpose_a, transpose_b", LAYOUTS)
-def test_stream_k_is_deterministic_and_replays_in_a_cuda_graph_on_gpu(transpose_a, transpose_b):
+def test_stream_k_is_deterministic_and_replays_in_a_cuda_graph_on_gpu(
+    matmul, transpose_a, transpose_b
+):
     # An owner adds the partials in a fixed order, so two calls give the same bits: a race on a
     # flag or a partial would show as a difference. The flags start at 0 each call, and a CUDA
     # graph replays the kernel with them. d = 768's weight gradient, at 1024 tokens.
     a = common.random_matrix(768, 1024, torch.bfloat16, transpose_a)
     b = common.random_matrix(1024, 3072, torch.bfloat16, transpose_b)
-    first = sk.matmul_stream_k(a, b)
+    first = matmul(a, b)
     common.assert_close(first, *reference64(a, b), 1024, "stream_k on the GPU")
     for _ in range(3):
-        assert torch.equal(sk.matmul_stream_k(a, b), first)
-    sk.matmul_stream_k(a, b)  # compiled and loaded before the capture
+        assert torch.equal(matmul(a, b), first)
+    matmul(a, b)  # compiled and loaded before the capture
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        replayed = sk.matmul_stream_k(a, b)
+        replayed = matmul(a, b)
     for _ in range(2):
         replayed.zero_()
         graph.replay()
@@ -432,7 +444,9 @@ def test_each_part_adds_its_kernel_to_the_lessons_variants():
     assert list(ex.VARIANTS) == ["simple", "tuned"]
     assert list(fu.VARIANTS) == ["simple", "tuned", "fused"]
     assert list(pe.VARIANTS) == ["simple", "tuned", "fused", "persistent"]
-    assert list(sk.VARIANTS) == ["simple", "tuned", "fused", "persistent", "stream_k"]
+    assert list(sk.VARIANTS) == [
+        "simple", "tuned", "fused", "persistent", "stream_k_simple", "stream_k"
+    ]  # fmt: skip
     assert pe.grouped_tile is fu.grouped_tile is ex.grouped_tile  # one copy of Part 2's helpers
     assert sk.grouped_tile is ex.grouped_tile and sk.persistent is pe
     assert pe.add_bias is fu.add_bias and pe.fused is fu and fu.lesson is ex
@@ -577,7 +591,8 @@ def spy_on_pick(monkeypatch):
 
 def test_stream_k_schedule_prints_the_worked_example():
     # The docstring's worked example is schedule()'s text; every iteration is in one run.
-    assert sk.schedule(2, 4, 3) in sk.__doc__.replace("\n    ", "\n")
+    for programs in (3, 5):
+        assert sk.schedule(2, 4, programs) in sk.__doc__.replace("\n    ", "\n")
     text = sk.schedule(5, 7, 4)
     steps = [range(int(a), int(b) + 1) for a, b in re.findall(r"steps (\d+) to (\d+)", text)]
     assert sum(len(r) for r in steps) == 5 * 7 and text.count("(owner)") == 5
@@ -604,6 +619,17 @@ def test_stream_k_runs_cover_every_iteration_once():
         assert all(end - start in (iterations // programs, iterations // programs + 1)
                    for start, end in spans)  # fmt: skip
         assert all(spans[p][1] == spans[p + 1][0] for p in range(programs - 1))
+
+
+@pytest.mark.parametrize("kernel", [pe.persistent_matmul_kernel.fn, sk.stream_k_kernel])
+def test_kernels_op_picks_by_size_reuse_their_compile_at_a_new_size(kernel):
+    # A new token count moves M (or K, in a weight gradient) and a stride; Triton would compile
+    # again where an int turns 1, a multiple of 16 or neither (results/NOTES.md item 168).
+    if hasattr(kernel, "params"):  # a JITFunction
+        names = {param.name for param in kernel.params if param.do_not_specialize}
+    else:  # under the interpreter, @triton.jit's arguments as given
+        names = set(kernel.kwargs["do_not_specialize"])
+    assert names == {"M", "N", "K", "stride_a", "stride_b", "stride_cm"}
 
 
 def test_stream_k_rule():

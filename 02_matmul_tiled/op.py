@@ -309,8 +309,8 @@ def first_stream_k_launch(a, b, c, bias, activation, in_op, key):
     rest = dict(
         M=m, N=n, K=k, PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t,
         INPUT_PRECISION=fused.input_precision(c.dtype), ACTIVATION=activation,
-        BLOCK_M=128, BLOCK_N=128, BLOCK_K=128 // a.element_size(), GROUP_M=8,
-        num_warps=4, num_stages=stages,
+        BLOCK_M=128, BLOCK_N=128, BLOCK_K=128 // a.element_size(),
+        GROUP_M=1 if m > n else 8, num_warps=8, num_stages=stages,
     )  # fmt: skip
 
     def launch_operands(a, b, c, bias):

@@ -434,7 +434,7 @@ def matmul_stream_k_simple(a, b):
 # - (trans) it reads A^T or B^T as they lie, as Part 4's does;
 # - (group) its tiles go in Part 2's grouped order;
 # - (tile) 128 x 128 tiles, K steps of 128 bytes of a row,
-#   and 5 K steps loaded ahead (num_stages);
+#   5 K steps loaded ahead (num_stages), and 8 warps;
 # - (epilogue) the owner adds the bias and applies GELU
 #   before it stores the tile.
 # do_not_specialize, as in persistent.py: a new size reuses
@@ -511,7 +511,11 @@ def matmul_stream_k(a, b, bias=None, activation=None):
     a_arg, a_t, b_arg, b_t = persistent.persistent_operands(a, b)
     strides = (a_arg.stride(0), b_arg.stride(0), c.stride(0))
     programs = common.sm_count(a.device)  # one per SM; see (resident)
-    tile = dict(BLOCK_M=128, BLOCK_N=128, GROUP_M=8)
+    # Grouped order walks down C's columns first: quicker where C
+    # is wide. Where C is tall, row-major order (GROUP_M = 1) is
+    # quicker: in both, the tiles in turn walk C's shorter side.
+    group = 1 if M > N else 8
+    tile = dict(BLOCK_M=128, BLOCK_N=128, GROUP_M=group)
     # A K step reads 128 bytes of each row, as in persistent.py.
     tile["BLOCK_K"] = 128 // a_arg.element_size()
     f32 = dict(dtype=torch.float32, device=a.device)
@@ -527,7 +531,7 @@ def matmul_stream_k(a, b, bias=None, activation=None):
         a_arg, b_arg, c, bias, partials, flags, M, N, K, *strides,
         PROGRAMS=programs, A_TRANSPOSED=a_t, B_TRANSPOSED=b_t,
         INPUT_PRECISION=input_precision(c.dtype),
-        ACTIVATION=activation, **tile, num_warps=4, num_stages=stages,
+        ACTIVATION=activation, **tile, num_warps=8, num_stages=stages,
     )  # fmt: skip
     return c
 

@@ -43,6 +43,14 @@ the tile's programs, it waits only for programs with lower
 ids.
 The section (resident), below, says why that matters.
 
+Why not split-K, which cuts each tile's K loop into equal
+slices, a program for each slice? Tiles times slices must
+then come near a whole number of turns: 144 tiles in two
+slices make 288 programs, two full turns and a third of 24.
+And adding up the slices takes a second kernel, or atomic
+adds. Stream-K cuts the work at any iteration, so every run
+has the same length, and only the owners add partials.
+
 This file has two kernels. The simple one adds stream-K to
 Part 1's simple kernel. The fast one adds it to Part 4's, with
 128 x 128 tiles (128 x 256 ones ran slower). On an H200 the
@@ -152,13 +160,16 @@ def schedule(tiles, steps, programs):
 # without the kernel's threads and flags, which the section
 # (fixup) explains. It runs the programs one after another,
 # in order, so each partial is ready before its owner asks
-# for it. Like the kernel, a program walks its run backwards,
-# last tile first. Here, where programs run one at a time,
-# the order changes nothing: it is kept so that this function
-# reads like the kernels, where it matters (the comment above
-# the simple kernel's loop says why). Its tiles go in
-# row-major order, as the simple kernel's do; the fast
-# kernel's go in Part 2's grouped order.
+# for it. Its tiles go in row-major order, as the simple
+# kernel's do; the fast kernel's go in Part 2's grouped order.
+# A program walks its run backwards, last tile first, as the
+# kernels do. Here, where programs run one at a time, that
+# changes nothing. In the kernels, where all programs run at
+# once, it matters. Only a run's last tile can be left as a
+# partial, and only its first tile can need other programs'
+# partials. So walking backwards stores this program's
+# partial first, and leaves its own wait for last, when the
+# partials it waits for are most likely ready.
 def stream_k_in_torch(a, b, programs, block=2, block_k=2):
     """a @ b by stream-K on `programs` programs. C's tiles are
     block x block, and a K step is block_k columns of a."""
@@ -200,6 +211,30 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
     return c
 
 
+# The worked example, traced through this function's loop.
+# Program 1's run is iterations 3 to 5 (start = 3, until = 6).
+# Iteration i is K step i % 4 of tile i // 4.
+# - until = 6. The last iteration left is 5, of tile 1, so
+#   tile_start is 4 and first is max(4, 3) = 4. The program
+#   adds K steps 0 and 1. Tile 1 ends at iteration 8, not 6,
+#   so it keeps a partial (the kernels store it, and set a
+#   flag that says it is ready).
+# - until = 4. Iteration 3 is left, of tile 0, so tile_start
+#   is 0 and first is 3. The program adds K step 3. Tile 0
+#   ends at iteration 4, so program 1 owns it.
+#   Since first > tile_start, a lower program holds tile 0's
+#   earlier steps. Program 1 adds program 0's partial (the
+#   kernels first wait for its flag). Program 0's run starts
+#   at 0, tile 0's start, so no program before it holds any
+#   of tile 0. Program 1 stores tile 0.
+# - until = 3 = start. The run is done.
+# On 5 programs, schedule(2, 4, 5) splits tile 1 three ways.
+# Programs 2, 3 and 4 hold steps 0 to 1, step 2 and step 3.
+# Program 4 owns tile 1, and adds program 3's partial first.
+# Program 3's run starts after tile 1's start, so program 4
+# then adds program 2's partial too.
+
+
 # ## (fixup) Threads, and flags that say a partial is ready
 # So far, a program has worked on whole tiles. On the GPU, a
 # program runs as num_warps x 32 threads. (A warp is 32
@@ -219,9 +254,12 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # These flag operations are atomic. An atomic operation reads
 # and writes a value in one step, which no other program can
 # split. An atomic on one address is done by one thread of the
-# program. tl.atomic_xchg writes the flag as a "release", and
-# tl.atomic_cas reads it as an "acquire". The comments at
-# those lines say what each one promises.
+# program. tl.atomic_xchg writes the flag as a "release": the
+# write is seen only after every earlier store of its thread.
+# tl.atomic_cas reads it as an "acquire": every later load of
+# its thread comes after the read. So once an acquire reads
+# the 1 that a release wrote, the reading thread's later
+# loads see the writing thread's earlier stores.
 # The hand-off of one partial, from program 0 to its owner,
 # program 1, in the order it happens:
 #   program 0, all threads: store its parts of the partial
@@ -247,7 +285,7 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # forever, and the kernel would hang. Two things prevent that.
 # - There is one program per SM, and each one fits on an SM,
 #   so all of them can be resident at once. In bfloat16, a
-#   program of the fast kernel takes 164 KB of shared memory
+#   program of the fast kernel takes 160 KB of shared memory
 #   (the simple kernel's, 24 KB), as the compiled kernel's
 #   metadata.shared says. An H200 SM has 227 KB.
 # - An owner waits only for programs with lower ids. NVIDIA
@@ -289,14 +327,9 @@ def simple_stream_k_kernel(
     slot_rows = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N
     in_slot = slot_rows + tl.arange(0, BLOCK_N)[None, :]
     ks = tl.arange(0, BLOCK_K)
-    # The program walks its run backwards, last tile first.
-    # Only a run's last tile can be left as a partial. Only
-    # its first tile can need other programs' partials, since
-    # the run may start after that tile's first K step. So
-    # walking backwards stores this program's partial early.
-    # Its own wait comes last, when the partials it waits for
-    # are most likely ready too. The worked example is traced
-    # through this loop after the kernel.
+    # As in stream_k_in_torch, the program walks its run
+    # backwards, last tile first; (plan) says why, and traces
+    # the worked example through the same loop.
     until = end  # iterations [start, until) are left
     # The `while`, `for` and `if` below test values known only
     # at run time, like int arguments and the program id. So
@@ -332,10 +365,8 @@ def simple_stream_k_kernel(
                 # Loop until program `other` has set its flag,
                 # which is when tl.atomic_cas returns 1. The
                 # section (resident) says why this wait ends.
-                # sem="acquire" makes this thread's later
-                # loads see what was stored before the
-                # flag's release. A plain tl.load of the
-                # flag would promise no such order.
+                # A plain tl.load of the flag would not be an
+                # acquire, and would promise no order.
                 # Only one thread reads the flag. But
                 # tl.atomic_cas returns its value to every
                 # thread, through shared memory, behind a
@@ -350,11 +381,12 @@ def simple_stream_k_kernel(
                 # which all SMs share and where the stores
                 # went. It skips this SM's own L1 cache,
                 # which other SMs' stores do not update.
-                # Whether the acquire and its barrier alone
-                # would do is a fine point of the GPU's
-                # memory model. ".cg" settles the question,
-                # at no cost: a partial is read only once,
-                # so it comes from L2 either way.
+                # Is ".cg" needed? No, as we read PTX's
+                # memory model: the release, the acquire and
+                # the barrier already order these loads after
+                # the partial's stores. It costs nothing (a
+                # partial is read once, so from L2 anyway),
+                # and it says where the partial is.
                 partial = partial_ptr + other * slot + in_slot
                 acc += tl.load(partial, cache_modifier=".cg")
                 # Does the tile start before that program's
@@ -368,14 +400,12 @@ def simple_stream_k_kernel(
         else:  # the run ends inside this tile, with a partial
             tl.store(partial_ptr + pid * slot + in_slot, acc)
             # Next, tl.atomic_xchg writes 1 to this program's
-            # flag. With sem="release", it first waits until
-            # this thread's earlier stores can be seen by the
-            # whole GPU. But a release orders only its own
-            # thread's stores, and all 128 threads stored
-            # parts of the partial. So tl.debug_barrier()
-            # first waits until every thread has stored its
-            # part. (Triton's tutorial 05-layer-norm puts
-            # one at the same place.)
+            # flag, as a release. But a release orders only
+            # its own thread's stores, and all 128 threads
+            # stored parts of the partial. So
+            # tl.debug_barrier() first waits until every
+            # thread has stored its part. (Triton's tutorial
+            # 05-layer-norm puts one at the same place.)
             tl.debug_barrier()  # every thread's part stored
             tl.atomic_xchg(flag_ptr + pid, 1, sem="release")
         until = first
@@ -401,29 +431,6 @@ def matmul_stream_k_simple(a, b):
         PROGRAMS=programs, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32,
     )  # fmt: skip
     return c
-
-
-# The worked example, traced through the simple kernel's loop.
-# Program 1's run is iterations 3 to 5 (start = 3, end = 6).
-# Iteration i is K step i % 4 of tile i // 4.
-# - until = 6. The last iteration left is 5, of tile 1, so
-#   tile_start is 4 and first is max(4, 3) = 4. The program
-#   adds K steps 0 and 1. Tile 1 ends at iteration 8, not 6,
-#   so it stores a partial and sets its flag to 1.
-# - until = 4. Iteration 3 is left, of tile 0, so tile_start
-#   is 0 and first is 3. The program adds K step 3. Tile 0
-#   ends at iteration 4, so program 1 owns it.
-#   Since first > tile_start, a lower program holds tile 0's
-#   earlier steps. Program 1 waits for program 0's flag and
-#   adds its partial. Program 0's run starts at 0, tile 0's
-#   start, so there is no program before it to wait for.
-#   Program 1 stores tile 0.
-# - until = 3 = start. The run is done.
-# On 5 programs, schedule(2, 4, 5) splits tile 1 three ways.
-# Programs 2, 3 and 4 hold steps 0 to 1, step 2 and step 3.
-# Program 4 owns tile 1, and adds program 3's partial first.
-# Program 3's run starts after tile 1's start, so program 4
-# then adds program 2's partial too.
 
 
 # ## The fast kernel: Part 4's tools on the simple one

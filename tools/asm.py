@@ -79,7 +79,7 @@ class Probe(NamedTuple):  # a kernel to compile, its launch, and what to look fo
     grid: object  # as in kernel[grid]: a tuple, or a function of the config
     args: tuple
     kwargs: dict  # constexprs and launch options not set by the autotuner
-    looks: list  # (regex, what its lines do)
+    looks: list  # (regex, what its lines do[, (lines before, lines after) the first shown])
     layout: bool = False  # also print how Triton spreads its 2-D blocks over threads
 
 
@@ -134,20 +134,37 @@ def probes_02(lesson, device):  # lesson: any of 02's files; main.py's and persi
     ]  # fmt: skip
     if Path(part5.__file__).name != "stream_k.py":
         return probes
-    partials = torch.empty(132, 128, 128, device=device)
     flags = torch.zeros(132, dtype=torch.int32, device=device)
-    stream_k_args = (a, w, c, None, partials, flags, 512, 512, 512, 512, 512, 512)
-    tile = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=4, num_stages=5)
-    stream_k = dict(persistent, **tile)
+    simple_args = (a, w, c, torch.empty(132, 64, 64, device=device), flags, 512, 512, 512)
+    simple_args += (*a.stride(), *w.stride(), *c.stride())
+    simple = dict(PROGRAMS=132, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
+    simple_looks = [
+        (
+            r"atom\.global\.gpu\.release",
+            "the writer: its stores, tl.debug_barrier() (bar.sync), then one thread's release",
+            (4, 0),
+        ),
+        (
+            r"atom\.global\.acquire",
+            "the owner: one thread's acquire; the value it read goes through shared memory, "
+            "behind Triton's bar.sync, to every thread",
+            (0, 5),
+        ),
+        (r"ld\.global\.cg", "every thread's loads of the partial, from L2 (cache_modifier='.cg')"),
+    ]
+    stream_k_args = (a, w, c, None, torch.empty(132, 128, 128, device=device), flags)
+    stream_k_args += (512, 512, 512, 512, 512, 512)
+    tile = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=5)
     stream_k_looks = [
-        (r"bar\.sync", "tl.debug_barrier(), and Triton's own: the program's threads wait here"),
         (r"atom\.global\.gpu\.release", "tl.atomic_xchg(..., sem='release'): a partial is ready"),
         (r"atom\.global\.acquire", "tl.atomic_cas(..., sem='acquire'): is the partial ready?"),
         (r"ld\.global\.cg", "the owner's loads of a partial, from L2 (cache_modifier='.cg')"),
     ]
     return probes + [
+        Probe("simple_stream_k_kernel, float16, B = W.T", part5.simple_stream_k_kernel,
+              (132,), simple_args, simple, simple_looks),
         Probe("stream_k_kernel, float16, B = W.T", part5.stream_k_kernel,
-              (132,), stream_k_args, stream_k, stream_k_looks),
+              (132,), stream_k_args, dict(persistent, **tile), stream_k_looks),
     ]  # fmt: skip
 
 
@@ -238,6 +255,8 @@ def show(lesson):
         lines = [line.strip() for line in compiled.asm["ptx"].splitlines()]
         looped = in_loops(lines)
         print(f"\n{probe.title}\n  ({', '.join(f'{k} {v}' for k, v in tile.items())}):")
+        shared = compiled.metadata.shared
+        print(f"  shared memory: {shared / 1024:.0f} KB a program (metadata.shared)")
         layout = block_layout(compiled.asm["ttgir"]) if probe.layout else None
         if layout:  # (rows, columns): a thread's share, a warp's span, the warps
             (tr, tc), (wr, wc), (nr, nc) = layout
@@ -246,15 +265,25 @@ def show(lesson):
                 f"spans {tr * wr} x {tc * wc}, its {nr} x {nc} warps {tr * wr * nr} x "
                 f"{tc * wc * nc}, repeated to cover the block"
             )
-        for pattern, meaning in probe.looks:
+        for pattern, meaning, *around in probe.looks:
             hits = [i for i, line in enumerate(lines) if re.search(pattern, line)]
             found, inside = [lines[i] for i in hits], sum(looped[i] for i in hits)
             matches = "line matches" if len(found) == 1 else "lines match"
             print(f"  {len(found)} {matches} {pattern} ({inside} in a loop): {meaning}")
-            for line in found[:2]:  # the first two; a long list of registers shown as {...}
+            if around and found:  # the first, with instructions around it
+                found = with_neighbours(lines, hits[0], *around[0])
+            for line in found[:2] if not around else found:  # a long list of registers: {...}
                 line = re.sub(r"\{[^}]{30,}\}", "{...}", line)
                 print(f"      {line if len(line) <= 96 else line[:93] + '...'}")
     return 0
+
+
+def with_neighbours(lines, at, before, after):
+    """lines[at] with `before` instructions before it and `after` after it: PTX lines that are
+    neither blank, nor a comment, nor a .loc (where in the source a line came from)."""
+    kept = [i for i, line in enumerate(lines) if line and not line.startswith(("//", ".loc"))]
+    where = kept.index(at)
+    return [lines[i] for i in kept[max(where - before, 0) : where + after + 1]]
 
 
 def in_compiling_process(*args, **run_options):

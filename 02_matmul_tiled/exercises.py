@@ -1,9 +1,10 @@
-"""Lesson 02, practice: three tiled kernels to write, each checked on the spot.
+"""Lesson 02, practice: four tiled kernels to write, each checked on the spot.
 
-Read main.py's Part 1 and Part 2's (group) and (epilogue) first.
-Then write each exercise's code where it says "Your code", and run
+Read main.py's Part 1 and Part 2's (group) and (epilogue) first;
+for exercise 4, stream_k.py (Part 5). Then write each exercise's
+code where it says "Your code", and run
 
-    python 02_matmul_tiled/exercises.py        # all three
+    python 02_matmul_tiled/exercises.py        # all four
     python 02_matmul_tiled/exercises.py -e 2   # one
 
 Each exercise gets "passed" or "not yet", and for "not yet" what is
@@ -24,9 +25,14 @@ import torch
 # The repository's root, for common and tools.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import common  # noqa: E402  (before triton, which it configures)
+import lesson_loader  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from tools import practice  # noqa: E402
+
+# Part 5, for exercise 4's run_start
+stream_k = lesson_loader.load_lesson(Path(__file__).resolve().parent, "stream_k.py")
+run_start = stream_k.run_start
 
 
 def random(*shape):  # a random float16 tensor where the kernels run
@@ -146,6 +152,98 @@ def launch_3(a, b, out):
     )
 
 
+# ## Exercise 4. Stream-K's owner (stream_k.py: (plan), (fixup)
+# and the simple kernel)
+# The kernel below is simple_stream_k_kernel for contiguous
+# matrices, but its owner asks add_partials for the other
+# programs' partials of its tile. Write add_partials: for
+# programs pid - 1, pid - 2, ... whose runs reach into the tile,
+# wait for the program's flag (wait_for_flag), then add its
+# partial, loaded from L2 (cache_modifier=".cg"). Stop after the
+# first program whose run starts at or before tile_start. The
+# launch runs schedule(2, 4, 5), stream_k.py's example: tile 0
+# has one partial, tile 1 two. A wrong tile 1 and a right tile 0
+# means a second partial was missed. Elements "no program wrote"
+# are NaN: a partial that no program stored was added (partials
+# start as NaN).
+def reference_4(a, b):
+    return a @ b
+
+
+@triton.jit
+def wait_for_flag(flag_ptr):
+    """Waits until the flag is 1 and sets it back to 0, as the
+    simple kernel's owner does. It gives up after 1000 tries, so
+    that a wait for a flag no program sets ends."""
+    tries = 0
+    while (tl.atomic_cas(flag_ptr, 1, 0, sem="acquire") != 1) & (tries < 1000):
+        tries += 1
+
+
+@triton.jit
+def add_partials(
+    acc, pid, first, tile_start, iterations, partial_ptr, flag_ptr, in_slot,
+    PROGRAMS: tl.constexpr, SLOT: tl.constexpr,  # SLOT: elements in a partial
+):  # fmt: skip
+    # Your code: acc plus the partials of programs pid - 1, ...
+    return acc
+
+
+@triton.jit
+def owner_stream_k_kernel(
+    a_ptr, b_ptr, c_ptr, partial_ptr, flag_ptr, M, N, K,
+    PROGRAMS: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    steps = tl.cdiv(K, BLOCK_K)
+    iterations = tl.cdiv(M, BLOCK_M) * tiles_n * steps
+    start = run_start(pid, iterations, PROGRAMS)
+    until = run_start(pid + 1, iterations, PROGRAMS)
+    in_slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    ks = tl.arange(0, BLOCK_K)
+    while until > start:
+        tile = (until - 1) // steps
+        tile_start = tile * steps
+        first = tl.maximum(tile_start, start)
+        rows = tile // tiles_n * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = tile % tiles_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for step in range(first - tile_start, until - tile_start):
+            k = step * BLOCK_K + ks
+            a_mask = (rows[:, None] < M) & (k[None, :] < K)
+            b_mask = (k[:, None] < K) & (cols[None, :] < N)
+            a = tl.load(a_ptr + rows[:, None] * K + k[None, :], mask=a_mask, other=0.0)
+            b = tl.load(b_ptr + k[:, None] * N + cols[None, :], mask=b_mask, other=0.0)
+            acc = tl.dot(a, b, acc)
+        if until == tile_start + steps:  # this program owns the tile
+            acc = add_partials(
+                acc, pid, first, tile_start, iterations, partial_ptr, flag_ptr, in_slot,
+                PROGRAMS, BLOCK_M * BLOCK_N,
+            )  # fmt: skip
+            c_mask = (rows[:, None] < M) & (cols[None, :] < N)
+            c_offsets = rows[:, None] * N + cols[None, :]
+            tl.store(c_ptr + c_offsets, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+        else:  # a partial, and its flag
+            tl.store(partial_ptr + pid * BLOCK_M * BLOCK_N + in_slot, acc)
+            tl.debug_barrier()
+            tl.atomic_xchg(flag_ptr + pid, 1, sem="release")
+        until = first
+
+
+def launch_4(a, b, out):
+    (M, K), N = a.shape, b.shape[1]
+    programs = 5
+    # NaN in every slot: an added partial no program stored shows
+    partials = torch.full((programs, 16 * 16), float("nan"), device=a.device)
+    flags = torch.zeros(programs, dtype=torch.int32, device=a.device)
+    owner_stream_k_kernel[(programs,)](
+        a, b, out, partials, flags, M, N, K,
+        PROGRAMS=programs, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16,
+    )  # fmt: skip
+
+
 EXERCISES = [
     practice.Exercise(
         title="a ReLU epilogue",
@@ -170,6 +268,15 @@ EXERCISES = [
         reference=reference_3,
         terms=24,
         launch=launch_3,
+    ),
+    practice.Exercise(
+        title="stream-K's owner",
+        section="stream_k.py's (plan), (fixup) and simple kernel",
+        # 2 tiles (16 x 16) of 4 K steps (16 each): schedule(2, 4, 5)
+        inputs=lambda: dict(a=random(16, 64), b=random(64, 32)),
+        reference=reference_4,
+        terms=64,
+        launch=launch_4,
     ),
 ]
 

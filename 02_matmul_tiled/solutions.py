@@ -14,6 +14,7 @@ import triton.language as tl  # noqa: E402
 from tools import practice  # noqa: E402
 
 exercises = practice.sibling(__file__, "exercises")  # the tasks, inputs, references
+run_start, wait_for_flag = exercises.run_start, exercises.wait_for_flag  # for exercise 4
 
 
 @triton.jit
@@ -105,13 +106,34 @@ def tile_of(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl
     return first_row + in_group % group_rows, in_group // group_rows
 
 
-# Exercises 1 and 3 wrote their launches: the same, with this file's
-# kernels (3's kernel is the exercise's, calling this tile_of).
+# ## Exercise 4: simple_stream_k_kernel's wait, as a function.
+@triton.jit
+def add_partials(
+    acc, pid, first, tile_start, iterations, partial_ptr, flag_ptr, in_slot,
+    PROGRAMS: tl.constexpr, SLOT: tl.constexpr,
+):  # fmt: skip
+    other = pid - 1
+    waiting = first > tile_start  # the run starts inside the tile
+    while waiting:
+        wait_for_flag(flag_ptr + other)
+        acc += tl.load(partial_ptr + other * SLOT + in_slot, cache_modifier=".cg")
+        # Does the tile start before that program's run?
+        waiting = run_start(other, iterations, PROGRAMS) > tile_start
+        other -= 1
+    return acc
+
+
+# Exercises 1, 3 and 4 wrote their launches: the same, with this
+# file's kernels (3's and 4's kernels are the exercises', calling
+# this tile_of and this add_partials).
 launch_1 = practice.with_kernels(exercises.launch_1, relu_matmul_kernel=relu_matmul_kernel)
 kernel_body = practice.with_kernels(exercises.grouped_matmul_kernel.fn, tile_of=tile_of)
 grouped_matmul_kernel = triton.jit(kernel_body)
 launch_3 = practice.with_kernels(exercises.launch_3, grouped_matmul_kernel=grouped_matmul_kernel)
-LAUNCHES = [launch_1, launch_2, launch_3]
+owner_body = practice.with_kernels(exercises.owner_stream_k_kernel.fn, add_partials=add_partials)
+owner_stream_k_kernel = triton.jit(owner_body)
+launch_4 = practice.with_kernels(exercises.launch_4, owner_stream_k_kernel=owner_stream_k_kernel)
+LAUNCHES = [launch_1, launch_2, launch_3, launch_4]
 EXERCISES = [
     dataclasses.replace(exercise, launch=launch)
     for exercise, launch in zip(exercises.EXERCISES, LAUNCHES)

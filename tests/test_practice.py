@@ -481,3 +481,54 @@ def test_a_split_that_ignores_its_chunks_end_gets_wrong_values():
         solutions03, 4, solutions03.launch_4, split_column_sum_kernel=split_sum_kernel_masked_on_m
     )
     assert not passed and lines[0].startswith("20 elements wrong, the first: (0,)"), lines
+
+
+exercises02 = module("02_matmul_tiled", "exercises")
+solutions02 = module("02_matmul_tiled", "solutions")
+wait_for_flag = exercises02.wait_for_flag  # (a global name, as the kernels below call it)
+
+
+@triton.jit
+def add_one_partial(
+    acc, pid, first, tile_start, iterations, partial_ptr, flag_ptr, in_slot,
+    PROGRAMS: tl.constexpr, SLOT: tl.constexpr,
+):  # fmt: skip
+    if first > tile_start:  # program pid - 1's partial only: never pid - 2's
+        wait_for_flag(flag_ptr + pid - 1)
+        acc += tl.load(partial_ptr + (pid - 1) * SLOT + in_slot)
+    return acc
+
+
+@triton.jit
+def wait_for_its_own_flag(
+    acc, pid, first, tile_start, iterations, partial_ptr, flag_ptr, in_slot,
+    PROGRAMS: tl.constexpr, SLOT: tl.constexpr,
+):  # fmt: skip
+    if first > tile_start:  # an owner stores no partial: its own flag stays 0
+        wait_for_flag(flag_ptr + pid)
+        acc += tl.load(partial_ptr + pid * SLOT + in_slot)
+    return acc
+
+
+def owner_launch(add_partials):  # exercise 4's launch, its kernel calling add_partials
+    body = practice.with_kernels(exercises02.owner_stream_k_kernel.fn, add_partials=add_partials)
+    kernel = triton.jit(body)
+    return practice.with_kernels(exercises02.launch_4, owner_stream_k_kernel=kernel)
+
+
+def test_a_stream_k_owner_that_misses_a_partial_gets_its_tile_reported():
+    # schedule(2, 4, 5): tile 0 (columns 0 to 15) has one partial, tile 1 (16 to 31) two.
+    exercise = dataclasses.replace(exercises02.EXERCISES[3], launch=owner_launch(add_one_partial))
+    passed, lines = practice.check(exercise)
+    assert not passed
+    assert lines[0].startswith("256 elements wrong, the first: (0, 16): expected"), lines
+
+
+def test_a_stream_k_owner_waiting_for_a_flag_no_program_sets_ends_with_a_report():
+    # wait_for_flag gives up, and the partial added was never stored: NaN, as the output starts
+    exercise = dataclasses.replace(
+        exercises02.EXERCISES[3], launch=owner_launch(wait_for_its_own_flag)
+    )
+    passed, lines = practice.check(exercise)
+    assert not passed
+    assert lines[0].startswith("512 of 512 elements no program wrote"), lines

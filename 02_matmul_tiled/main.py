@@ -542,6 +542,8 @@ def main(argv=None, module=sys.modules[__name__]):
         parser.error("sizes must be 0 or more")
     torch.set_float32_matmul_precision(args.precision)
     print(common.describe_run())
+    if hasattr(module, "print_example"):  # stream_k.py's
+        module.print_example()
     a = torch.randn(100, 70, device=common.DEVICE)
     b = torch.randn(70, 50, device=common.DEVICE)
     largest = (matmul_simple(a, b) - a @ b).abs().max().item()

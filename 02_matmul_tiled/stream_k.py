@@ -38,7 +38,9 @@ between two or more programs. Each of them adds up its own K
 steps of the tile into a partial sum (a partial, for short).
 The program that holds the tile's last K step is the tile's
 owner. It adds the other programs' partials to its own sum,
-and stores the tile. Since the owner has the highest id of
+and stores the tile. This is new: in Parts 1 to 4, no
+program used another program's results. Here an owner waits
+until each partial it needs is stored. Since the owner has the highest id of
 the tile's programs, it waits only for programs with lower
 ids.
 The section (resident), below, says why that matters.
@@ -46,7 +48,8 @@ The section (resident), below, says why that matters.
 Why not split-K, which cuts each tile's K loop into equal
 slices, a program for each slice? Tiles times slices must
 then come near a whole number of turns: 144 tiles in two
-slices make 288 programs, two full turns and a third of 24.
+slices make 288 programs, two full turns and a third turn
+with only 24 programs.
 And adding up the slices takes a second kernel, or atomic
 adds. Stream-K cuts the work at any iteration, so every run
 has the same length, and only the owners add partials.
@@ -167,9 +170,11 @@ def schedule(tiles, steps, programs):
 # changes nothing. In the kernels, where all programs run at
 # once, it matters. Only a run's last tile can be left as a
 # partial, and only its first tile can need other programs'
-# partials. So walking backwards stores this program's
-# partial first, and leaves its own wait for last, when the
-# partials it waits for are most likely ready.
+# partials. Walking forwards, program p would first wait for
+# p - 1's partial, which p - 1 stores only at the end of its
+# run, after its own wait for p - 2. The programs would then
+# run one after another. Walking backwards, each program
+# stores its partial first, and waits last.
 def stream_k_in_torch(a, b, programs, block=2, block_k=2):
     """a @ b by stream-K on `programs` programs. C's tiles are
     block x block, and a K step is block_k columns of a."""
@@ -236,13 +241,16 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 
 
 # ## (fixup) Threads, and flags that say a partial is ready
-# So far, a program has worked on whole tiles. On the GPU, a
-# program runs as num_warps x 32 threads. (A warp is 32
-# threads. This kernel runs 4 warps, so 128 threads.) A line
-# such as tl.store of a tile has each thread store its own
-# part of the tile. That matters now, because programs will
-# signal each other. A barrier is a point where each thread of
-# a program waits until all of its threads reach it.
+# The stream-K paper calls an owner's adding of partials the
+# fixup. So far, a program has worked on whole tiles. On the
+# GPU, a program runs as num_warps x 32 threads. (A warp is 32
+# threads. The simple kernel below runs 4 warps, Triton's
+# default num_warps, so 128 threads.) A line such as tl.store
+# of a tile has each thread store its own part of the tile.
+# That matters now, because programs will signal each other.
+# A barrier is a point where each thread of a program waits
+# until all of its threads reach it. In PTX, the GPU's
+# assembly language that --asm shows, a barrier is bar.sync.
 # In the kernel, all programs run at the same time. So an
 # owner must wait until each partial it needs is stored.
 # Each program has a slot in `partials`, room for one float32
@@ -254,12 +262,21 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # These flag operations are atomic. An atomic operation reads
 # and writes a value in one step, which no other program can
 # split. An atomic on one address is done by one thread of the
-# program. tl.atomic_xchg writes the flag as a "release": the
-# write is seen only after every earlier store of its thread.
-# tl.atomic_cas reads it as an "acquire": every later load of
-# its thread comes after the read. So once an acquire reads
-# the 1 that a release wrote, the reading thread's later
-# loads see the writing thread's earlier stores.
+# program. tl.atomic_xchg writes the flag as a "release": any
+# thread that sees the new flag also sees every store the
+# writing thread made before it. tl.atomic_cas reads the flag
+# as an "acquire": the reading thread's later loads come after
+# the read. So once an acquire reads the 1 that a release
+# wrote, the reader's later loads see the writer's stores.
+# A release covers only its own thread's stores. So before it,
+# tl.debug_barrier() waits until every thread has stored its
+# part of the partial. (Triton's tutorial 05-layer-norm puts
+# one at the same place.) On the owner's side, one thread does
+# the acquire. Triton hands the value it read to every thread
+# through shared memory, behind a barrier that Triton adds.
+# So every thread's loads of the partial come after it. The
+# owner loads a partial with cache_modifier=".cg": from the L2
+# cache, which all SMs share, and not from its SM's own L1.
 # The hand-off of one partial, from program 0 to its owner,
 # program 1, in the order it happens:
 #   program 0, all threads: store its parts of the partial
@@ -267,9 +284,10 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 #   program 0, one thread: tl.atomic_xchg(flag, 1), release
 #   program 1, one thread: tl.atomic_cas(flag, 1, 0), acquire,
 #     until it returns 1
-#   program 1, all threads: a barrier that Triton adds, to
-#     hand them the returned value
+#   program 1, all threads: Triton's bar.sync, then read the
+#     value the one thread stored in shared memory
 #   program 1, all threads: load the partial (".cg") and add
+# `--asm` shows these instructions, in this order.
 # Triton has no atomic load. So the owner reads a flag with
 # tl.atomic_cas(flag, 1, 0), which compares and swaps. If the
 # flag is 1, it writes 0. Either way, it returns the value it
@@ -287,7 +305,8 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 #   so all of them can be resident at once. In bfloat16, a
 #   program of the fast kernel takes 160 KB of shared memory
 #   (the simple kernel's, 24 KB), as the compiled kernel's
-#   metadata.shared says. An H200 SM has 227 KB.
+#   metadata.shared says (--asm prints it). An H200 SM has
+#   227 KB.
 # - An owner waits only for programs with lower ids. NVIDIA
 #   GPUs start those first in practice, though CUDA does not
 #   promise it. So even when another kernel holds some SMs,
@@ -362,31 +381,12 @@ def simple_stream_k_kernel(
             waiting = first > tile_start
             while waiting:
                 flag = flag_ptr + other
-                # Loop until program `other` has set its flag,
-                # which is when tl.atomic_cas returns 1. The
-                # section (resident) says why this wait ends.
-                # A plain tl.load of the flag would not be an
-                # acquire, and would promise no order.
-                # Only one thread reads the flag. But
-                # tl.atomic_cas returns its value to every
-                # thread, through shared memory, behind a
-                # barrier that Triton adds. In --asm, that
-                # barrier is the bar.sync right after the
-                # atom...acquire. So every thread's loads
-                # come after the acquire.
+                # Until program `other` sets its flag: an
+                # acquire, as (fixup) says; (resident) says
+                # why this wait ends.
                 while tl.atomic_cas(flag, 1, 0, sem="acquire") != 1:
                     pass
-                # All threads load the partial. The cache
-                # modifier ".cg" reads it from the L2 cache,
-                # which all SMs share and where the stores
-                # went. It skips this SM's own L1 cache,
-                # which other SMs' stores do not update.
-                # Is ".cg" needed? No, as we read PTX's
-                # memory model: the release, the acquire and
-                # the barrier already order these loads after
-                # the partial's stores. It costs nothing (a
-                # partial is read once, so from L2 anyway),
-                # and it says where the partial is.
+                # Every thread loads its part, from L2 (.cg).
                 partial = partial_ptr + other * slot + in_slot
                 acc += tl.load(partial, cache_modifier=".cg")
                 # Does the tile start before that program's
@@ -399,14 +399,9 @@ def simple_stream_k_kernel(
             tl.store(c_ptr + c_offsets, c, mask=c_mask)
         else:  # the run ends inside this tile, with a partial
             tl.store(partial_ptr + pid * slot + in_slot, acc)
-            # Next, tl.atomic_xchg writes 1 to this program's
-            # flag, as a release. But a release orders only
-            # its own thread's stores, and all 128 threads
-            # stored parts of the partial. So
-            # tl.debug_barrier() first waits until every
-            # thread has stored its part. (Triton's tutorial
-            # 05-layer-norm puts one at the same place.)
-            tl.debug_barrier()  # every thread's part stored
+            # Every thread's part stored, then the flag set
+            # to 1 by a release: (fixup) says why both.
+            tl.debug_barrier()
             tl.atomic_xchg(flag_ptr + pid, 1, sem="release")
         until = first
 
@@ -422,8 +417,9 @@ def matmul_stream_k_simple(a, b):
     programs = common.sm_count(a.device)  # see (resident)
     f32 = dict(dtype=torch.float32, device=a.device)
     partials = torch.empty((programs, 64, 64), **f32)
-    # The owners set a call's flags back to 0, but two calls
-    # on two streams may overlap. So each call gets new flags.
+    # The owners set a call's flags back to 0. But two calls on
+    # two CUDA streams (queues of GPU work, which may run side
+    # by side) may overlap. So each call gets new flags.
     flags = torch.zeros(programs, dtype=torch.int32, device=a.device)
     strides = (*a.stride(), *b.stride(), *c.stride())
     simple_stream_k_kernel[(programs,)](
@@ -439,9 +435,11 @@ def matmul_stream_k_simple(a, b):
 # - (desc) Part 4's descriptors read A's and B's tiles, and
 #   write C's, in place of pointers and masks;
 # - (trans) it reads A^T or B^T as they lie, as Part 4's does;
-# - (group) its tiles go in Part 2's grouped order;
+# - (group) its tiles go in Part 2's grouped order, or in
+#   row-major order where C is taller than wide (its wrapper
+#   says why);
 # - (tile) 128 x 128 tiles, K steps of 128 bytes of a row,
-#   5 K steps loaded ahead (num_stages), and 8 warps;
+#   num_stages = 5, and 8 warps;
 # - (epilogue) the owner adds the bias and applies GELU
 #   before it stores the tile.
 # do_not_specialize, as in persistent.py: a new size reuses
@@ -518,17 +516,19 @@ def matmul_stream_k(a, b, bias=None, activation=None):
     a_arg, a_t, b_arg, b_t = persistent.persistent_operands(a, b)
     strides = (a_arg.stride(0), b_arg.stride(0), c.stride(0))
     programs = common.sm_count(a.device)  # one per SM; see (resident)
-    # Grouped order walks down C's columns first: quicker where C
-    # is wide. Where C is tall, row-major order (GROUP_M = 1) is
-    # quicker: in both, the tiles in turn walk C's shorter side.
+    # Tiles with neighbouring numbers should run along C's
+    # shorter side: that was quicker on an H200. Grouped order
+    # runs down C's columns (C wide); row-major order
+    # (GROUP_M = 1) runs along C's rows (C tall).
     group = 1 if M > N else 8
     tile = dict(BLOCK_M=128, BLOCK_N=128, GROUP_M=group)
     # A K step reads 128 bytes of each row, as in persistent.py.
     tile["BLOCK_K"] = 128 // a_arg.element_size()
     f32 = dict(dtype=torch.float32, device=a.device)
     partials = torch.empty((programs, 128, 128), **f32)
-    # The owners set a call's flags back to 0, but two calls
-    # on two streams may overlap. So each call gets new flags.
+    # The owners set a call's flags back to 0. But two calls on
+    # two CUDA streams (queues of GPU work, which may run side
+    # by side) may overlap. So each call gets new flags.
     flags = torch.zeros(programs, dtype=torch.int32, device=a.device)
     # Storing a float32 C tile needs more shared memory. Fewer
     # K steps in flight (num_stages) leave room for it.
@@ -586,8 +586,10 @@ else:
     CASE = (768, 3072, 8192, "bfloat16")
 
 
-def main(argv=None):
-    # Print the worked example, then a tile split three ways.
+def print_example():
+    """The worked example, a tile split three ways, and the
+    docstring's case: how busy each kernel keeps the SMs.
+    main.py's main() calls it, after reading the arguments."""
     a = torch.randn(2, 8, dtype=torch.float64)
     b = torch.randn(8, 4, dtype=torch.float64)
     for programs in (3, 5):
@@ -596,6 +598,16 @@ def main(argv=None):
         c = stream_k_in_torch(a, b, programs)
         error = (c - a @ b).abs().max().item()
         print(f"stream_k_in_torch, 2x8 @ 8x4: at most {error:.1e} off")
+    # 768 x 3072 x 8192 on an H200's 132 SMs: 144 tiles of 128
+    # steps. Stream-K's runs are 139 or 140 iterations long.
+    tiles_busy = persistent.busy_share(768, 3072, 132, 128)
+    iterations = 144 * 128
+    runs_busy = iterations / (triton.cdiv(iterations, 132) * 132)
+    print(f"768x3072x8192 on 132 SMs: Part 4's 128 x 128 tiles keep {tiles_busy:.0%}"
+          f" of the SMs' time busy, stream-K's runs {runs_busy:.1%}")  # fmt: skip
+
+
+def main(argv=None):
     return lesson.main(argv, sys.modules[__name__])
 
 

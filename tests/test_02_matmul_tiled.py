@@ -438,6 +438,18 @@ def test_main_defaults_to_the_case_of_its_file(capsys, lesson):
         assert f"{about} (default: {value})" in printed
     assert f"columns of A, rows of B (default: {k})" in printed
     assert f"of A, B and C (default: {dtype})" in printed
+    assert "schedule(" not in printed  # --help prints the usage only
+
+
+def test_stream_k_prints_its_example_and_how_busy_each_kernel_keeps_the_sms(capsys):
+    sk.print_example()
+    printed = capsys.readouterr().out
+    for programs in (3, 5):
+        assert f"schedule(2, 4, {programs}):\n{sk.schedule(2, 4, programs)}\n" in printed
+    assert printed.count("stream_k_in_torch, 2x8 @ 8x4: at most ") == 2
+    # 144 tiles in 2 turns of 132; 18432 iterations in runs of at most 140
+    assert "Part 4's 128 x 128 tiles keep 55% of the SMs' time busy" in printed
+    assert "stream-K's runs 99.7%" in printed
 
 
 def test_each_part_adds_its_kernel_to_the_lessons_variants():

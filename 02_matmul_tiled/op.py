@@ -47,11 +47,11 @@ ACTIVATIONS = (None, "gelu_tanh")  # what the kernels' epilogue applies after th
 
 # The lesson's fused kernel, keyed as a model needs it: fused.py's fused_matmul_kernel is
 # called inside this one, and Triton compiles it in (a @triton.jit function may call another).
-# The key rounds M and K up to powers of 2, so that a new token count reuses a pick (M = 3000
-# and 4000 share 4096's, every M up to 128 one; K too, since dB = A^T @ dC sums over the tokens),
-# and tells apart transposed operands (stride_ak or stride_bn not 1) and TF32, which run best
-# with other tiles. The name is the lesson's: torch.compile copies a called kernel's source,
-# `def fused_matmul_kernel(...)`, beside this.
+# The key holds M and K in buckets (buckets_of), so that a new token count reuses a pick (K
+# too, since dB = A^T @ dC sums over the tokens), and tells apart transposed operands
+# (stride_ak or stride_bn not 1) and TF32, which run best with other tiles. The name is the
+# lesson's: torch.compile copies a called kernel's source, `def fused_matmul_kernel(...)`,
+# beside this.
 fused_matmul_kernel = fused.fused_matmul_kernel.fn  # the lesson's kernel, without its autotuner
 
 
@@ -192,24 +192,32 @@ def loaded(compiled):
     compiled[(1, 1, 1)]
 
 
-# Every M up to SMALL_M shares the fused kernel's pick (M_BUCKET = SMALL_M). Bucketed by powers
-# of 2, each new one tuned: 0.3 to 8 s at a first call (results/NOTES.md item 170).
-SMALL_M = 128
+# The fused kernel's buckets: every M up to SMALL_M shares a pick, and every larger M another;
+# every K over LARGE_K one, and smaller K one a power of 2. Bucketed by powers of 2 throughout,
+# each new token count past a power of 2 was a tuning at its first call: 0.3 to 8 s for small M
+# (results/NOTES.md item 170), 0.27 to 0.99 s in exact float32 at 256 to 32768 tokens, where
+# every bucket of d = 768's four products picked one config but for M = 256 (item 188).
+SMALL_M, LARGE_M, LARGE_K = 128, 1024, 1024
 
 
-def tune_small_bucket(a, b, into, bias, consts):
-    """Tunes the fused kernel for the bucket of every M up to SMALL_M at its largest M: a launch
-    into scratch rows, SMALL_M of them, before the first launch of a kind. Tuned at the first M
-    that came, the pick would depend on it: tuned at M = 1, M = 128 ran 1.6 times slower
+def buckets_of(m, k):
+    """(M_BUCKET, K_BUCKET): M and K as the fused kernel's tuning key holds them."""
+    m_bucket = SMALL_M if m <= SMALL_M else LARGE_M
+    return m_bucket, min(common.next_power_of_2(int(k)), 2 * LARGE_K)
+
+
+def tune_bucket(a, b, into, bias, consts):
+    """Tunes the fused kernel for a's bucket of M at M = the bucket's (SMALL_M or LARGE_M): a
+    launch into scratch rows before the first launch of a kind whose M is less. Tuned at the
+    first M that came, the pick would depend on it: tuned at M = 1, M = 128 ran 1.6 times slower
     (results/NOTES.md item 168). Takes A with rows of K (stride_ak 1, a key of the tuning)."""
     if common.INTERPRETED:  # the interpreter's autotuner holds one config: nothing to tune
         return
-    (k, n), rows = b.shape, SMALL_M
+    (k, n), (rows, k_bucket) = b.shape, buckets_of(a.shape[0], b.shape[0])
     scratch_a, scratch_c = a.new_empty((rows, k)).normal_(), into.new_empty((rows, n))
     strides = (*scratch_a.stride(), *b.stride(), *scratch_c.stride())
-    buckets = (rows, common.next_power_of_2(int(k)))
     bucketed_matmul_kernel[lesson.tile_grid(rows, n)](
-        scratch_a, b, scratch_c, bias, rows, n, k, *strides, *buckets, **consts
+        scratch_a, b, scratch_c, bias, rows, n, k, *strides, rows, k_bucket, **consts
     )
 
 
@@ -341,8 +349,7 @@ def first_fused_launch(a, b, c, bias, pre, activation, in_op, key):
 
     b = operand_b(b)
     # The tuning key's M_BUCKET, K_BUCKET (a size torch.compile traces is fixed to its value).
-    # Every M up to SMALL_M is one bucket: a model decoding a few tokens at a time tunes once.
-    buckets = (max(SMALL_M, common.next_power_of_2(int(m))), common.next_power_of_2(int(k)))
+    buckets = buckets_of(m, k)
     # The lesson's kernel keeps no P: where P is asked for, it computes P, then torch the GELU.
     into, launched = (c, activation) if pre is None else (pre, None)
     # lesson.tile_grid's grid, by common.cdiv (a host microsecond or two less a call)
@@ -354,8 +361,8 @@ def first_fused_launch(a, b, c, bias, pre, activation, in_op, key):
         kind = (*buckets, n, a.stride(), b.stride(), into.stride(), c.dtype, c.device)
         kind += (bias is None, precision, launched)
         first_of_kind = kind not in COMPILED_EVERY_CLASS
-    if first_of_kind and m < SMALL_M and a.stride(1) == 1:
-        tune_small_bucket(a, b, into, bias, consts)
+    if first_of_kind and m < buckets[0] and a.stride(1) == 1:
+        tune_bucket(a, b, into, bias, consts)
 
     def launch_operands(a, b, c, bias, pre):
         into = c if pre is None else pre

@@ -825,33 +825,44 @@ def test_first_fused_launch_of_a_kind_compiles_its_pick_for_every_class(monkeypa
     monkeypatch.setattr(op.bucketed_matmul_kernel.fn, "warmup", warmup)
     b = torch.randn(40, 24, device=DEVICE)  # float32, "highest": the fused kernel
     with support.float32_matmul_precision("highest"):
-        for m in (300, 301, 316):  # one bucket of M: 512
+        for m in (300, 301, 316):  # one bucket of M, every M over SMALL_M
             c = op.matmul(a := torch.randn(m, 40, device=DEVICE), b)
             common.assert_close(c, *reference64(a, b), 40, f"fused m={m}")
     assert [(args[4], args[6]) for args in warmed] == [
         (m, k) for m in (1, 16, 17) for k in (16, 17)
     ]
-    assert all(args[5] == 24 and args[-2:] == (512, 64) for args in warmed)
+    assert all(args[5] == 24 and args[-2:] == (op.LARGE_M, 64) for args in warmed)
     assert loads == [(1, 1, 1)] * 6
 
 
-def test_first_small_m_launch_of_a_kind_tunes_the_bucket_at_its_largest_m(monkeypatch):
-    # Every M up to SMALL_M shares one pick of the fused kernel, tuned on SMALL_M scratch rows
-    # before the first launch of a kind (at the first M that came, the pick would depend on it).
-    # The next M of the kind tunes nothing; an A without rows of K (stride_ak, a key) is left be.
+def test_a_kinds_first_launch_tunes_its_bucket_at_the_buckets_m(monkeypatch):
+    # Every M up to SMALL_M shares one pick of the fused kernel, every larger M another, each
+    # tuned on scratch rows (SMALL_M, LARGE_M) before the first launch of a kind whose M is less
+    # (at the first M that came, the pick would depend on it). The next M of the kind tunes
+    # nothing; an A without rows of K (stride_ak, a key) is left be.
     tuned = []
-    real = op.tune_small_bucket
+    real = op.tune_bucket
     monkeypatch.setattr(op, "COMPILED_EVERY_CLASS", set())
     monkeypatch.setattr(op, "PLANS", {})
-    monkeypatch.setattr(op, "tune_small_bucket", lambda *args: tuned.append(args) or real(*args))
+    monkeypatch.setattr(op, "tune_bucket", lambda *args: tuned.append(args) or real(*args))
     b = torch.randn(40, 24, device=DEVICE)  # float32, "highest": the fused kernel
     with support.float32_matmul_precision("highest"):
-        for a in [torch.randn(m, 40, device=DEVICE) for m in (1, 17, 100, 128)] + [
-            torch.randn(40, 5, device=DEVICE).T  # stride_ak 5
-        ]:
-            c = op.matmul(a, b)
-            common.assert_close(c, *reference64(a, b), 40, f"fused {tuple(a.shape)}")
-    assert [tuple(args[0].shape) for args in tuned] == [(1, 40)]
+        for m in (1, 17, 100, 128, 129, 300, 1024, 2000):
+            c = op.matmul(a := torch.randn(m, 40, device=DEVICE), b)
+            common.assert_close(c, *reference64(a, b), 40, f"fused m={m}")
+        a = torch.randn(40, 5, device=DEVICE).T  # stride_ak 5
+        common.assert_close(op.matmul(a, b), *reference64(a, b), 40, "fused, A transposed")
+    assert [tuple(args[0].shape) for args in tuned] == [(1, 40), (129, 40)]
+
+
+def test_buckets_of_m_and_k():
+    # Two buckets of M; K by powers of 2 up to LARGE_K, then one bucket: so a new token count
+    # (M of x @ W, K of a weight gradient X^T @ dY) over LARGE_K tunes nothing new.
+    assert op.buckets_of(1, 1) == (op.SMALL_M, 1)
+    assert op.buckets_of(op.SMALL_M, 40) == (op.SMALL_M, 64)
+    assert op.buckets_of(op.SMALL_M + 1, op.LARGE_K) == (op.LARGE_M, op.LARGE_K)
+    for tokens in (1025, 6001, 8192, 32768):
+        assert op.buckets_of(tokens, tokens) == (op.LARGE_M, 2 * op.LARGE_K)
 
 
 def test_column_major_out_is_written_where_it_lies(monkeypatch):

@@ -193,17 +193,16 @@ def loaded(compiled):
 
 
 # The fused kernel's buckets: every M up to SMALL_M shares a pick, and every larger M another;
-# every K over LARGE_K one, and smaller K one a power of 2. Bucketed by powers of 2 throughout,
-# each new token count past a power of 2 was a tuning at its first call: 0.3 to 8 s for small M
-# (results/NOTES.md item 170), 0.27 to 0.99 s in exact float32 at 256 to 32768 tokens, where
-# every bucket of d = 768's four products picked one config but for M = 256 (item 188).
-SMALL_M, LARGE_M, LARGE_K = 128, 1024, 1024
+# K one a power of 2. M bucketed by powers of 2, each new token count past a power of 2 was a
+# tuning at its first call: 0.3 to 8 s for small M (results/NOTES.md item 170), 0.28 to 0.77 s
+# in exact float32 at 256 to 32768 tokens, where every bucket of M picked one config in d = 768's
+# two forward products but for M = 256 (item 188).
+SMALL_M, LARGE_M = 128, 1024
 
 
 def buckets_of(m, k):
     """(M_BUCKET, K_BUCKET): M and K as the fused kernel's tuning key holds them."""
-    m_bucket = SMALL_M if m <= SMALL_M else LARGE_M
-    return m_bucket, min(common.next_power_of_2(int(k)), 2 * LARGE_K)
+    return (SMALL_M if m <= SMALL_M else LARGE_M), common.next_power_of_2(int(k))
 
 
 def tune_bucket(a, b, into, bias, consts):

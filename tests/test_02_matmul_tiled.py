@@ -856,13 +856,12 @@ def test_a_kinds_first_launch_tunes_its_bucket_at_the_buckets_m(monkeypatch):
 
 
 def test_buckets_of_m_and_k():
-    # Two buckets of M; K by powers of 2 up to LARGE_K, then one bucket: so a new token count
-    # (M of x @ W, K of a weight gradient X^T @ dY) over LARGE_K tunes nothing new.
+    # Two buckets of M, so a new token count (M of x @ W) tunes nothing new; K by powers of 2.
     assert op.buckets_of(1, 1) == (op.SMALL_M, 1)
     assert op.buckets_of(op.SMALL_M, 40) == (op.SMALL_M, 64)
-    assert op.buckets_of(op.SMALL_M + 1, op.LARGE_K) == (op.LARGE_M, op.LARGE_K)
-    for tokens in (1025, 6001, 8192, 32768):
-        assert op.buckets_of(tokens, tokens) == (op.LARGE_M, 2 * op.LARGE_K)
+    for tokens in (op.SMALL_M + 1, 1025, 6001, 8192, 32768):
+        assert op.buckets_of(tokens, 768) == (op.LARGE_M, 1024)
+    assert op.buckets_of(768, 6001) == (op.LARGE_M, 8192)
 
 
 def test_column_major_out_is_written_where_it_lies(monkeypatch):

@@ -3,7 +3,9 @@
 What you learn: how to keep every SM busy when C has too few
 tiles to fill the GPU's SMs, by splitting the K loop between
 programs. Read persistent.py (Part 4) first. This file uses
-these terms from Parts 2 to 4:
+these terms from Parts 1 to 4:
+- A program is one instance of the kernel, with its own id,
+  tl.program_id(0). Here each program computes tiles of C.
 - An SM (streaming multiprocessor) is one of the GPU's cores
   that run programs. An H200 has 132 of them.
 - A K step is one pass of Part 2's loop over K. It adds the
@@ -40,10 +42,10 @@ The program that holds the tile's last K step is the tile's
 owner. It adds the other programs' partials to its own sum,
 and stores the tile. This is new: in Parts 1 to 4, no
 program used another program's results. Here an owner waits
-until each partial it needs is stored. Since the owner has the highest id of
-the tile's programs, it waits only for programs with lower
-ids.
-The section (resident), below, says why that matters.
+until each partial it needs is stored. The owner has the
+highest id of the tile's programs, so it waits only for
+programs with lower ids. That keeps the wait from hanging,
+as the section (resident) explains.
 
 Why not split-K, which cuts each tile's K loop into equal
 slices, a program for each slice? Tiles times slices must
@@ -276,7 +278,8 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # through shared memory, behind a barrier that Triton adds.
 # So every thread's loads of the partial come after it. The
 # owner loads a partial with cache_modifier=".cg": from the L2
-# cache, which all SMs share, and not from its SM's own L1.
+# cache, which all SMs share, and not from its SM's own L1
+# cache, which other SMs' stores do not update.
 # The hand-off of one partial, from program 0 to its owner,
 # program 1, in the order it happens:
 #   program 0, all threads: store its parts of the partial
@@ -291,10 +294,12 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 # Triton has no atomic load. So the owner reads a flag with
 # tl.atomic_cas(flag, 1, 0), which compares and swaps. If the
 # flag is 1, it writes 0. Either way, it returns the value it
-# found. So it returns 1 once the flag is set, and it sets the
-# flag back to 0, as the flags started. That is safe, because
-# a program sets its flag at most once a launch (only a run's
-# last tile can be a partial), and only one owner reads it.
+# found. So it returns 1 once the flag is set. (With
+# tl.atomic_cas(flag, 1, 1) it would leave the 1 in place;
+# writing 0 puts the flag back as it started.) That is safe,
+# because a program sets its flag at most once a launch (only
+# a run's last tile can be a partial), and only one owner
+# reads it.
 #
 # ## (resident) Why an owner's wait ends
 # A program is resident on an SM once it has started there. An
@@ -342,6 +347,8 @@ def simple_stream_k_kernel(
     end = run_start(pid + 1, iterations, PROGRAMS)
     # Program p's slot starts at element p * slot of partials.
     # in_slot is each element's offset in a slot, row by row.
+    # A slot holds a whole tile, so its loads and stores need no
+    # mask.
     slot = BLOCK_M * BLOCK_N
     slot_rows = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N
     in_slot = slot_rows + tl.arange(0, BLOCK_N)[None, :]
@@ -579,7 +586,8 @@ def benchmark(m, n, k, dtype="float16"):
 SWEEP = lesson.SWEEP  # `make bench` times main.py's cases
 # main()'s default case is the docstring's weight gradient. It
 # has few tiles and a long K, where stream-K pays. Under the
-# interpreter, the case is smaller: 2 tiles of 16 K steps.
+# interpreter, the case is smaller: 2 of the fast kernel's
+# tiles, of 16 K steps each (8 of 32 in the simple kernel).
 if common.INTERPRETED:
     CASE = (128, 256, 1024, "float16")
 else:

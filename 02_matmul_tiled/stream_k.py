@@ -244,62 +244,52 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 
 # ## (fixup) Threads, and flags that say a partial is ready
 # The stream-K paper calls an owner's adding of partials the
-# fixup. So far, a program has worked on whole tiles. On the
-# GPU, a program runs as num_warps x 32 threads. (A warp is 32
-# threads. The simple kernel below runs 4 warps, Triton's
-# default num_warps, so 128 threads.) A line such as tl.store
-# of a tile has each thread store its own part of the tile.
-# That matters now, because programs will signal each other.
-# A barrier is a point where each thread of a program waits
-# until all of its threads reach it. In PTX, the GPU's
-# assembly language that --asm shows, a barrier is bar.sync.
-# In the kernel, all programs run at the same time. So an
-# owner must wait until each partial it needs is stored.
+# fixup. In the kernel, all programs run at the same time, so
+# an owner must wait until each partial it needs is stored.
 # Each program has a slot in `partials`, room for one float32
-# partial, and a flag in `flags`, an int32 that starts at 0. A
-# program whose run ends inside a tile stores its partial in
-# its slot. Then it sets its flag to 1 with tl.atomic_xchg.
-# The tile's owner waits until that flag is 1, then adds the
-# partial.
-# These flag operations are atomic. An atomic operation reads
-# and writes a value in one step, which no other program can
-# split. An atomic on one address is done by one thread of the
-# program. tl.atomic_xchg writes the flag as a "release": any
-# thread that sees the new flag also sees every store the
-# writing thread made before it. tl.atomic_cas reads the flag
-# as an "acquire": the reading thread's later loads come after
-# the read. So once an acquire reads the 1 that a release
-# wrote, the reader's later loads see the writer's stores.
-# A release covers only its own thread's stores. So before it,
-# tl.debug_barrier() waits until every thread has stored its
-# part of the partial. (Triton's tutorial 05-layer-norm puts
-# one at the same place.) On the owner's side, one thread does
-# the acquire. Triton hands the value it read to every thread
-# through shared memory, behind a barrier that Triton adds.
-# So every thread's loads of the partial come after it. The
-# owner loads a partial with cache_modifier=".cg": from the L2
-# cache, which all SMs share, and not from its SM's own L1
-# cache, which other SMs' stores do not update.
-# The hand-off of one partial, from program 0 to its owner,
-# program 1, in the order it happens:
-#   program 0, all threads: store its parts of the partial
-#   program 0, all threads: tl.debug_barrier(), a bar.sync
-#   program 0, one thread: tl.atomic_xchg(flag, 1), release
-#   program 1, one thread: tl.atomic_cas(flag, 1, 0), acquire,
-#     until it returns 1
-#   program 1, all threads: Triton's bar.sync, then read the
-#     value the one thread stored in shared memory
-#   program 1, all threads: load the partial (".cg") and add
+# partial, and a flag in `flags`, an int32 that starts at 0.
+# A program whose run ends inside a tile stores its partial in
+# its slot, then sets its flag to 1. The tile's owner waits
+# until that flag is 1, then adds the partial.
+# Until now, Triton hid a program's threads. Here they matter.
+# A program runs as num_warps x 32 threads. (A warp is 32
+# threads. The kernel below runs 4 warps, Triton's default
+# num_warps, so 128 threads.) A line such as tl.store of a
+# tile has each thread store its own part of the tile.
+# Four steps hand a partial over. Each step stops one way the
+# owner could add a partial that is not all there yet.
+# 1. The writer's threads store their parts of the partial.
+#    Then tl.debug_barrier() makes each thread wait until all
+#    of them have stored. Without it, the flag could be set
+#    while some thread's part is still on its way. (In PTX,
+#    the GPU's assembly language that --asm shows, a barrier
+#    is bar.sync. Triton's tutorial 05-layer-norm puts one at
+#    the same place.)
+# 2. One thread sets the flag with tl.atomic_xchg(flag, 1,
+#    sem="release"). An atomic reads and writes a value in
+#    one step, which no other program can split. A "release"
+#    write is seen only with every store its thread made
+#    before it. Without it, the GPU could show other SMs the
+#    flag before the partial.
+# 3. One thread of the owner reads the flag with
+#    tl.atomic_cas(flag, 1, 0, sem="acquire"), in a loop, until
+#    it returns 1. An "acquire" read keeps its thread's later
+#    loads after it. Without it, a load of the partial could
+#    be done early, before the partial was stored.
+# 4. Triton hands the value that one thread read to every
+#    thread, through shared memory, behind a barrier it adds.
+#    Then every thread loads its part of the partial, with
+#    cache_modifier=".cg": from the L2 cache, which all SMs
+#    share, and not from its SM's own L1 cache, which other
+#    SMs' stores do not update.
 # `--asm` shows these instructions, in this order.
-# Triton has no atomic load. So the owner reads a flag with
-# tl.atomic_cas(flag, 1, 0), which compares and swaps. If the
-# flag is 1, it writes 0. Either way, it returns the value it
-# found. So it returns 1 once the flag is set. (With
-# tl.atomic_cas(flag, 1, 1) it would leave the 1 in place;
-# writing 0 puts the flag back as it started.) That is safe,
-# because a program sets its flag at most once a launch (only
-# a run's last tile can be a partial), and only one owner
-# reads it.
+# Triton has no atomic load, so step 3 reads the flag with a
+# compare-and-swap: if the flag is 1, it writes 0. Either way,
+# it returns the value it found. (With tl.atomic_cas(flag, 1,
+# 1) it would leave the 1 in place; writing 0 puts the flag
+# back as it started.) That is safe, because a program sets
+# its flag at most once a launch (only a run's last tile can
+# be a partial), and only one owner reads it.
 #
 # ## (resident) Why an owner's wait ends
 # A program is resident on an SM once it has started there. An
@@ -388,12 +378,12 @@ def simple_stream_k_kernel(
             waiting = first > tile_start
             while waiting:
                 flag = flag_ptr + other
-                # Until program `other` sets its flag: an
-                # acquire, as (fixup) says; (resident) says
-                # why this wait ends.
+                # (fixup)'s step 3: until program `other`
+                # sets its flag. (resident) says why this
+                # wait ends.
                 while tl.atomic_cas(flag, 1, 0, sem="acquire") != 1:
                     pass
-                # Every thread loads its part, from L2 (.cg).
+                # Step 4: each thread loads its part, from L2.
                 partial = partial_ptr + other * slot + in_slot
                 acc += tl.load(partial, cache_modifier=".cg")
                 # Does the tile start before that program's
@@ -406,8 +396,8 @@ def simple_stream_k_kernel(
             tl.store(c_ptr + c_offsets, c, mask=c_mask)
         else:  # the run ends inside this tile, with a partial
             tl.store(partial_ptr + pid * slot + in_slot, acc)
-            # Every thread's part stored, then the flag set
-            # to 1 by a release: (fixup) says why both.
+            # (fixup)'s steps 1 and 2: every thread's part
+            # stored, then the flag set by a release.
             tl.debug_barrier()
             tl.atomic_xchg(flag_ptr + pid, 1, sem="release")
         until = first
@@ -559,13 +549,17 @@ VARIANTS = {
 
 # ## Timing (the harness, which you may skip on a first read)
 def variants_for(a, b):
-    """The VARIANTS that can compute a @ b and the products of
-    its backward. stream_k accepts whatever the persistent
+    """The kernels main() checks and times: Part 4's and this
+    file's two, where they can compute a @ b and the products
+    of its backward. stream_k accepts whatever the persistent
     kernel accepts."""
-    variants = persistent.variants_for(a, b)
-    if "simple" in variants:  # as matmul_simple, it takes any a, b
+    earlier = persistent.variants_for(a, b)
+    variants = {}
+    if "persistent" in earlier:
+        variants["persistent"] = earlier["persistent"]
+    if "simple" in earlier:  # as matmul_simple, it takes any a, b
         variants["stream_k_simple"] = matmul_stream_k_simple
-    if "persistent" in variants:
+    if "persistent" in earlier:
         variants["stream_k"] = matmul_stream_k
     return variants
 

@@ -64,6 +64,13 @@ speed, and persistent.py's kernel at 0.60 to 0.66.
 
 Worked example: 2 tiles of 4 K steps, on 3 SMs. That makes 8
 iterations, so the programs take 3, 3 and 2 of them.
+Iterations go tile by tile: iteration i is K step i % 4 of
+tile i // 4.
+
+    iteration  0 1 2 3 | 4 5 6 7
+    program    0 0 0 1 | 1 1 2 2
+               tile 0  | tile 1
+
 schedule(2, 4, 3), below, writes this out, and main() prints
 it. "(owner)" marks the run that holds a tile's last step.
 
@@ -266,11 +273,13 @@ def stream_k_in_torch(a, b, programs, block=2, block_k=2):
 #    is bar.sync. Triton's tutorial 05-layer-norm puts one at
 #    the same place.)
 # 2. One thread sets the flag with tl.atomic_xchg(flag, 1,
-#    sem="release"). An atomic reads and writes a value in
-#    one step, which no other program can split. A "release"
-#    write is seen only with every store its thread made
-#    before it. Without it, the GPU could show other SMs the
-#    flag before the partial.
+#    sem="release"). (You write the line; Triton runs an
+#    atomic on one value in one thread.) An atomic reads and
+#    writes a value in one step, which no other program can
+#    split. A "release" write is seen only with every store
+#    its thread made before it, and after the barrier that
+#    covers every thread's part. Without it, the GPU could
+#    show other SMs the flag before the partial.
 # 3. One thread of the owner reads the flag with
 #    tl.atomic_cas(flag, 1, 0, sem="acquire"), in a loop, until
 #    it returns 1. An "acquire" read keeps its thread's later
@@ -412,8 +421,11 @@ def matmul_stream_k_simple(a, b):
     lesson.within_limits(a, b, c)  # as matmul_simple
     a, b = common.dot_inputs(a, b)  # as matmul_simple
     programs = common.sm_count(a.device)  # see (resident)
+    tile = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
+    # A slot a program, of one float32 tile
+    slot = (tile["BLOCK_M"], tile["BLOCK_N"])
     f32 = dict(dtype=torch.float32, device=a.device)
-    partials = torch.empty((programs, 64, 64), **f32)
+    partials = torch.empty((programs, *slot), **f32)
     # The owners set a call's flags back to 0. But two calls on
     # two CUDA streams (queues of GPU work, which may run side
     # by side) may overlap. So each call gets new flags.
@@ -421,7 +433,7 @@ def matmul_stream_k_simple(a, b):
     strides = (*a.stride(), *b.stride(), *c.stride())
     simple_stream_k_kernel[(programs,)](
         a, b, c, partials, flags, M, N, K, *strides,
-        PROGRAMS=programs, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32,
+        PROGRAMS=programs, **tile,
     )  # fmt: skip
     return c
 
@@ -521,8 +533,9 @@ def matmul_stream_k(a, b, bias=None, activation=None):
     tile = dict(BLOCK_M=128, BLOCK_N=128, GROUP_M=group)
     # A K step reads 128 bytes of each row, as in persistent.py.
     tile["BLOCK_K"] = 128 // a_arg.element_size()
+    slot = (tile["BLOCK_M"], tile["BLOCK_N"])
     f32 = dict(dtype=torch.float32, device=a.device)
-    partials = torch.empty((programs, 128, 128), **f32)
+    partials = torch.empty((programs, *slot), **f32)
     # The owners set a call's flags back to 0. But two calls on
     # two CUDA streams (queues of GPU work, which may run side
     # by side) may overlap. So each call gets new flags.

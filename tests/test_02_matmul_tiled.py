@@ -610,6 +610,9 @@ def test_stream_k_schedule_prints_the_worked_example():
     # The docstring's worked example is schedule()'s text; every iteration is in one run.
     for programs in (3, 5):
         assert sk.schedule(2, 4, programs) in sk.__doc__.replace("\n    ", "\n")
+    # and its line of iterations, each under the program whose run holds it
+    holder = [str(p) for p, (start, end) in enumerate(sk.runs(8, 3)) for _ in range(start, end)]
+    assert f"program    {' '.join(holder[:4])} | {' '.join(holder[4:])}" in sk.__doc__
     text = sk.schedule(5, 7, 4)
     steps = [range(int(a), int(b) + 1) for a, b in re.findall(r"steps (\d+) to (\d+)", text)]
     assert sum(len(r) for r in steps) == 5 * 7 and text.count("(owner)") == 5

@@ -435,13 +435,15 @@ VARIANTS = {  # the wrappers that main() checks and times
 
 
 # ## After this file
-# Two more files follow this one. Each holds one part.
+# Three more files follow this one. Each holds one part.
 # - fused.py is Part 3. It handles offsets past 2^31 and
 #   float64, and it fuses a bias and GELU into the store. op.py
 #   runs its kernel.
 # - persistent.py is Part 4. It makes five changes, such as one
 #   program per SM, and with them it reaches cuBLAS's speed on
 #   an H100 or H200.
+# - stream_k.py is Part 5: programs that split a tile's K loop,
+#   for products with too few tiles to fill the GPU.
 
 
 # ## The harness: checks and timing (skip it on a first read)

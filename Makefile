@@ -22,8 +22,8 @@ BENCH_ARGS ?=
 
 PY := $(VENV)/bin/python
 LESSONS := $(sort $(wildcard [0-9][0-9]_*/main.py))
-# Each lesson, then the file its lesson ends in, if any (02's Part 3, 03's appendix, 04's Part 4).
-EXAMPLES := $(foreach l,$(LESSONS),$(l) $(wildcard $(addprefix $(dir $(l)),fused.py persistent.py any_x.py block_ptr.py wide.py)))
+# Each lesson, then the files it goes on in, if any (02's Parts 3 to 5, 03's appendix, 04's Part 4).
+EXAMPLES := $(foreach l,$(LESSONS),$(l) $(wildcard $(addprefix $(dir $(l)),fused.py persistent.py stream_k.py any_x.py block_ptr.py wide.py)))
 
 .PHONY: all test lint bench pictures exercises env clean
 

@@ -64,7 +64,7 @@ fused_matmul_kernel = fused.fused_matmul_kernel.fn  # the lesson's kernel, witho
 def bucketed_matmul_kernel(
     a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
     stride_cm, stride_cn,
-    M_BUCKET, K_BUCKET,  # the key's: M and K rounded up to powers of 2, never read
+    M_BUCKET, K_BUCKET,  # the key's: M and K in buckets (buckets_of), never read
     INPUT_PRECISION: tl.constexpr, ACTIVATION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):  # fmt: skip
@@ -193,16 +193,25 @@ def loaded(compiled):
 
 
 # The fused kernel's buckets: every M up to SMALL_M shares a pick, and every larger M another;
-# K one a power of 2. M bucketed by powers of 2, each new token count past a power of 2 was a
-# tuning at its first call: 0.3 to 8 s for small M (results/NOTES.md item 170), 0.28 to 0.77 s
-# in exact float32 at 256 to 32768 tokens, where every bucket of M picked one config in d = 768's
-# two forward products but for M = 256 (item 188).
+# K one a power of 2, but in exact float32 one bucket for all K. M bucketed by powers of 2, each
+# new token count past a power of 2 was a tuning at its first call: 0.3 to 8 s for small M
+# (results/NOTES.md item 170), 0.28 to 0.77 s in exact float32 at 256 to 32768 tokens, where
+# every bucket of M picked one config in d = 768's two forward products but for M = 256 (item
+# 188). A weight gradient's K is its token count: in exact float32 every bucket of K picked that
+# config too (item 188), and a K not a multiple of 16 in a new bucket tuned for 31 s, compiling
+# every config for it (item 192). 16-bit products keep K's powers of 2: there the fused kernel
+# runs M <= 128 only (pick), whose K is a model's width, not its token count.
 SMALL_M, LARGE_M = 128, 1024
+EVERY_K = 0  # exact float32's one bucket of K
 
 
-def buckets_of(m, k):
-    """(M_BUCKET, K_BUCKET): M and K as the fused kernel's tuning key holds them."""
-    return (SMALL_M if m <= SMALL_M else LARGE_M), common.next_power_of_2(int(k))
+def buckets_of(m, k, dtype, precision):
+    """(M_BUCKET, K_BUCKET): M and K as the fused kernel's tuning key holds them, for C's dtype
+    and tl.dot's input_precision."""
+    m_bucket = SMALL_M if m <= SMALL_M else LARGE_M
+    if dtype == torch.float32 and precision == "ieee":
+        return m_bucket, EVERY_K
+    return m_bucket, common.next_power_of_2(int(k))
 
 
 def tune_bucket(a, b, into, bias, consts):
@@ -212,7 +221,8 @@ def tune_bucket(a, b, into, bias, consts):
     (results/NOTES.md item 168). Takes A with rows of K (stride_ak 1, a key of the tuning)."""
     if common.INTERPRETED:  # the interpreter's autotuner holds one config: nothing to tune
         return
-    (k, n), (rows, k_bucket) = b.shape, buckets_of(a.shape[0], b.shape[0])
+    precision = consts["INPUT_PRECISION"]
+    (k, n), (rows, k_bucket) = b.shape, buckets_of(a.shape[0], b.shape[0], into.dtype, precision)
     scratch_a, scratch_c = a.new_empty((rows, k)).normal_(), into.new_empty((rows, n))
     strides = (*scratch_a.stride(), *b.stride(), *scratch_c.stride())
     bucketed_matmul_kernel[lesson.tile_grid(rows, n)](
@@ -348,7 +358,7 @@ def first_fused_launch(a, b, c, bias, pre, activation, in_op, key):
 
     b = operand_b(b)
     # The tuning key's M_BUCKET, K_BUCKET (a size torch.compile traces is fixed to its value).
-    buckets = buckets_of(m, k)
+    buckets = buckets_of(m, k, c.dtype, precision)
     # The lesson's kernel keeps no P: where P is asked for, it computes P, then torch the GELU.
     into, launched = (c, activation) if pre is None else (pre, None)
     # lesson.tile_grid's grid, by common.cdiv (a host microsecond or two less a call)

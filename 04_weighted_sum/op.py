@@ -18,10 +18,10 @@ on the CPU.
 """
 
 import importlib.util
+import math
 from pathlib import Path
 
 import torch
-from einops import rearrange
 
 HERE = Path(__file__).resolve().parent
 
@@ -103,60 +103,114 @@ def validate_backward(x2d, weight, grad_y, style="tuned"):
 
 def forward(x, weight, style, in_op=False):
     """y = x @ weight by the lesson's forward kernel of `style`, launched as its wrapper does, for
-    validated inputs; no autograd. in_op: from a registered op's body (common.traceable)."""
-    x2d = as_2d(x)
-    if x2d.numel() == 0:  # sums of no terms are 0: no launch, so no autotuner times an empty one
+    validated inputs; no autograd. in_op: from a registered op's body (common.traceable), which
+    torch.compile traces: planned each call, as a plan there would outlive the traced tensors."""
+    if x.numel() == 0:  # sums of no terms are 0: no launch, so no autotuner times an empty one
         return x.new_zeros(x.shape[:-1])
-    (rows, d), weight = x2d.shape, weight.contiguous()
-    y = x2d.new_empty(rows)
-    if style == "simple":  # lesson.forward_simple
-        kernel, tiles = lesson.simple_forward_kernel, SIMPLE_TILE
-        grid = (common.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)
-    else:  # wide.forward_wide
-        kernel, tiles = forward_wide_kernel, wide.alignment(x2d)
-        grid = lambda meta: (common.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
-    common.traceable(kernel, in_op)[grid](x2d, weight, y, rows, d, *x2d.stride(), **tiles)
-    return y if x.dim() == 2 else y.reshape(x.shape[:-1])
-
-
-def as_2d(x):  # (..., D) as (rows, D): a view where the leading dims merge, else a copy
-    return x if x.dim() == 2 else rearrange(x, "... d -> (...) d")
+    if in_op:
+        return plan_forward(x, weight, style, in_op=True)(x, weight)
+    key = ("forward", style, *layout(x), *weight_layout(weight))
+    return kept_plan(key, plan_forward, x, weight, style)(x, weight)
 
 
 def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_op=False):
     """(grad_x, grad_w) of y = x2d @ weight by the lesson's backward kernels of `style`, launched
     as its wrapper does, None where not needed; x2d (rows, D), grad_y (rows,). in_op: as
     forward's."""
-    weight, grad_y = weight.contiguous(), grad_y.contiguous()  # y.sum()'s grad_y is expanded
-    (rows, d), strides = x2d.shape, x2d.stride()
     if x2d.numel() == 0:  # grad_x has no elements or is 0; grad_w, a sum of no rows, is 0
         grad_x, grad_w = x2d.new_zeros(x2d.shape), weight.new_zeros(weight.shape)
-    elif style == "simple":  # lesson.backward_simple: a program per 16 rows, a partial row each
-        programs = common.cdiv(rows, SIMPLE_TILE["ROWS_TILE"])
-        grad_x, partial = x2d.new_empty((rows, d)), partials(programs, x2d)
-        common.traceable(lesson.simple_backward_kernel, in_op)[(programs,)](
-            x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **SIMPLE_TILE
-        )
-        grad_w = partial.sum(0).to(weight.dtype)
-    else:  # wide.backward_wide: P programs down each D tile, then the fixed-order sum
-        grad_x, partial = x2d.new_empty((rows, d)), partials(split(rows, d, x2d.device), x2d)
-        programs = partial.shape[0]
-        grid = lambda meta: (common.cdiv(d, meta["D_TILE"]), programs)  # noqa: E731
-        common.traceable(backward_wide_kernel, in_op)[grid](
-            x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **wide.alignment(x2d)
-        )
-        # wide.py's second pass: its tile rule and its kernel
-        second_pass = common.traceable(wide.sum_partials_wide_kernel, in_op)
-        grad_w = wide.sum_partials(partial, weight, second_pass)
+    elif in_op:
+        grad_x, grad_w = plan_backward(x2d, weight, grad_y, style, in_op=True)(x2d, weight, grad_y)
+    else:
+        key = ("backward", style, *layout(x2d), *weight_layout(weight), *layout(grad_y))
+        planned = kept_plan(key, plan_backward, x2d, weight, grad_y, style)
+        grad_x, grad_w = planned(x2d, weight, grad_y)
     return grad_x if need_grad_x else None, grad_w if need_grad_w else None
 
 
-SIMPLE_TILE = lesson.SIMPLE_TILE  # the simple kernels' tile
+# A plan: what forward() or backward() works out from the inputs' layouts (the output's shape,
+# the tiles, the grid, the split), kept as a function that launches the same for the next
+# inputs of those layouts. A model calls a few layouts again and again, and working these out
+# each call cost the host more than the launches did (results/NOTES.md item 191). Keyed by all
+# that decides the kernels and their arguments but the tensors' addresses; the launches are
+# keyed by the same (a Named launcher, common/launch.py), so the Launcher skips its own key.
+PLANS = {}
+PLANS_KEPT = 1024  # layouts kept: past that, forgotten and planned again
 
 
-def partials(programs, x2d):  # a row of grad_w's partial sums a program, in float32 or float64
+def kept_plan(key, plan, *inputs):  # PLANS[key], made by plan(*inputs, key=key) if new
+    if (planned := PLANS.get(key)) is None:
+        if len(PLANS) >= PLANS_KEPT:
+            PLANS.clear()
+        PLANS[key] = planned = plan(*inputs, key=key)
+    return planned
+
+
+def layout(t):  # a tensor's part of a plan's key: all of it that a kernel is compiled for
+    return t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16
+
+
+def weight_layout(weight):  # its shape, dtype and device are x's (validate)
+    return weight.stride(), weight.data_ptr() % 16
+
+
+def plan_forward(x, weight, style, in_op=False, key=None):
+    """A function of (x, weight) of these layouts that returns x @ weight by the kernel of
+    `style`. key: the layouts' key, the Launcher's kind for the launch."""
+    x2d, out_shape = as_2d(x), x.shape[:-1]
+    (rows, d), strides = x2d.shape, x2d.stride()
+    if style == "simple":  # lesson.forward_simple
+        kernel, tiles = lesson.simple_forward_kernel, SIMPLE_TILE
+        grid = (common.cdiv(rows, SIMPLE_TILE["ROWS_TILE"]),)
+    else:  # wide.forward_wide
+        kernel, tiles = forward_wide_kernel, wide.alignment(x2d)
+        grid = lambda meta: (common.cdiv(rows, meta["ROWS_TILE"]),)  # noqa: E731
+
+    def planned(x, weight):
+        x2d = x if x.dim() == 2 else x.reshape(rows, d)
+        y = x.new_empty(out_shape)  # (rows,) as out_shape
+        launch = common.traceable(kernel, in_op, key)
+        launch[grid](x2d, weight.contiguous(), y, rows, d, *strides, **tiles)
+        return y
+
+    return planned
+
+
+def plan_backward(x2d, weight, grad_y, style, in_op=False, key=None):
+    """A function of (x2d, weight, grad_y) of these layouts that returns (grad_x, grad_w) by the
+    kernels of `style`. key: as plan_forward's; the second pass launches other arguments, so
+    its kind is another."""
+    (rows, d), strides = x2d.shape, x2d.stride()
     sum_dtype = torch.promote_types(x2d.dtype, torch.float32)
-    return x2d.new_empty((programs, x2d.shape[1]), dtype=sum_dtype)
+    if style == "simple":  # lesson.backward_simple: a program per 16 rows, a partial row each
+        programs = common.cdiv(rows, SIMPLE_TILE["ROWS_TILE"])
+        kernel, tiles, grid = lesson.simple_backward_kernel, SIMPLE_TILE, (programs,)
+    else:  # wide.backward_wide: P programs down each D tile, then the fixed-order sum
+        programs = split(rows, d, x2d.device)
+        kernel, tiles = backward_wide_kernel, wide.alignment(x2d)
+        grid = lambda meta: (common.cdiv(d, meta["D_TILE"]), programs)  # noqa: E731
+    second_kind = None if key is None else (key, "second pass")
+
+    def planned(x2d, weight, grad_y):
+        weight, grad_y = weight.contiguous(), grad_y.contiguous()  # y.sum()'s grad_y: expanded
+        grad_x = x2d.new_empty((rows, d))
+        partial = x2d.new_empty((programs, d), dtype=sum_dtype)  # a row of sums a program
+        launch = common.traceable(kernel, in_op, key)
+        launch[grid](x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **tiles)
+        if style == "simple":
+            return grad_x, partial.sum(0).to(weight.dtype)
+        # wide.py's second pass: its tile rule and its kernel
+        second_pass = common.traceable(wide.sum_partials_wide_kernel, in_op, second_kind)
+        return grad_x, wide.sum_partials(partial, weight, second_pass)
+
+    return planned
+
+
+def as_2d(x):  # (..., D) as (rows, D): a view where the leading dims merge, else a copy
+    return x if x.dim() == 2 else x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
+
+
+SIMPLE_TILE = lesson.SIMPLE_TILE  # the simple kernels' tile
 
 
 def split(rows, d, device):

@@ -839,7 +839,7 @@ def test_first_fused_launch_of_a_kind_compiles_its_pick_for_every_class(monkeypa
     assert [(args[4], args[6]) for args in warmed] == [
         (m, k) for m in (1, 16, 17) for k in (16, 17)
     ]
-    assert all(args[5] == 24 and args[-2:] == (op.LARGE_M, 64) for args in warmed)
+    assert all(args[5] == 24 and args[-2:] == (op.LARGE_M, op.EVERY_K) for args in warmed)
     assert loads == [(1, 1, 1)] * 6
 
 
@@ -863,13 +863,22 @@ def test_a_kinds_first_launch_tunes_its_bucket_at_the_buckets_m(monkeypatch):
     assert [tuple(args[0].shape) for args in tuned] == [(1, 40), (129, 40)]
 
 
-def test_buckets_of_m_and_k():
-    # Two buckets of M, so a new token count (M of x @ W) tunes nothing new; K by powers of 2.
-    assert op.buckets_of(1, 1) == (op.SMALL_M, 1)
-    assert op.buckets_of(op.SMALL_M, 40) == (op.SMALL_M, 64)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32, torch.float64])
+def test_buckets_of_m_and_k(dtype):
+    # Two buckets of M, so a new token count (M of x @ W) tunes nothing new; K by powers of 2,
+    # but in exact float32 one bucket, so a weight gradient's K (its token count) neither.
+    def buckets(m, k, precision="ieee"):
+        return op.buckets_of(m, k, dtype, precision)
+
+    exact_float32 = dtype == torch.float32
+    assert buckets(1, 1) == (op.SMALL_M, op.EVERY_K if exact_float32 else 1)
+    assert buckets(op.SMALL_M, 40) == (op.SMALL_M, op.EVERY_K if exact_float32 else 64)
     for tokens in (op.SMALL_M + 1, 1025, 6001, 8192, 32768):
-        assert op.buckets_of(tokens, 768) == (op.LARGE_M, 1024)
-    assert op.buckets_of(768, 6001) == (op.LARGE_M, 8192)
+        assert buckets(tokens, 768) == (op.LARGE_M, op.EVERY_K if exact_float32 else 1024)
+    for tokens in (300, 1000, 6001, 32768):  # a weight gradient: K the token count
+        k_bucket = op.EVERY_K if exact_float32 else 1 << (tokens - 1).bit_length()
+        assert buckets(768, tokens) == (op.LARGE_M, k_bucket)
+    assert buckets(768, 6001, "tf32")[1] == 8192  # TF32 too keeps K's powers of 2
 
 
 def test_column_major_out_is_written_where_it_lies(monkeypatch):

@@ -775,3 +775,47 @@ def test_eager_gradients_skip_the_dispatcher_and_the_op_records_its_backward():
     assert support.dispatched_ops(
         lambda: torch.ops.triton_lessons.weighted_sum(x, w).sum().backward()
     ) == ["triton_lessons::weighted_sum", "triton_lessons::weighted_sum_backward"]
+
+
+@pytest.mark.parametrize("style", op.STYLES)
+def test_a_plan_runs_each_new_x_of_its_layout(monkeypatch, style):
+    # forward() and backward() plan each layout once (the tiles, the grid, the split) and run
+    # the plan for the next inputs of that layout, with their own values; the same shape at an
+    # address 4 bytes off 16 is another layout, and so is another style. Outputs and gradients
+    # start as NaN: each is written.
+    planned = []
+    monkeypatch.setattr(op, "PLANS", {})
+    for name in ("plan_forward", "plan_backward"):
+        real = getattr(op, name)
+        recorded = lambda *a, real=real, name=name, **k: planned.append(name) or real(*a, **k)  # noqa: E731
+        monkeypatch.setattr(op, name, recorded)
+    buffer = torch.empty(3 * 40 * 24 + 1, device=DEVICE)
+    w = torch.randn(24, device=DEVICE, requires_grad=True)
+    for start in (0, 0, 1, 1, 0):
+        x = buffer[start : start + 3 * 40 * 24].normal_().view(3, 40, 24).requires_grad_()
+        g = torch.randn(3, 40, device=DEVICE)
+        with common.uninitialized_memory_is_nan():
+            y = op.weighted_sum(x, w, style=style)
+            grads = torch.autograd.grad(y, (x, w), g)
+        assert_matches_float64(y, grads, x, w, g, f"{style}, x at {start}")
+    assert planned == ["plan_forward", "plan_backward"] * 2 and len(op.PLANS) == 4
+
+
+@pytest.mark.parametrize("style", op.STYLES)
+def test_a_backward_plans_launches_have_their_kinds(monkeypatch, style):
+    # On a GPU a plan's launches are keyed by the kind it names (common/launch.py's Named): the
+    # tuned backward's second pass launches other arguments, so it names another kind.
+    kinds = []
+    monkeypatch.setattr(op, "PLANS", {})
+    monkeypatch.setattr(
+        common, "traceable", lambda kernel, in_op, kind=None: kinds.append(kind) or kernel
+    )
+    x = torch.randn(300, 24, device=DEVICE, requires_grad=True)
+    w = torch.randn(24, device=DEVICE, requires_grad=True)
+    g = torch.randn(300, device=DEVICE)
+    y = op.weighted_sum(x, w, style=style)
+    assert_matches_float64(y, torch.autograd.grad(y, (x, w), g), x, w, g, style)
+    forward_key, backward_key = op.PLANS
+    assert forward_key[:2] == ("forward", style) and backward_key[:2] == ("backward", style)
+    second = [(backward_key, "second pass")] if style == "tuned" else []
+    assert kinds == [forward_key, backward_key, *second]

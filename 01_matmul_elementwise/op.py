@@ -2,7 +2,7 @@
 
 main.py beside this file teaches the kernels; this file makes one of them safe to call from a
 model, and adds nothing to what the kernel computes:
-- `matmul_elementwise(a, b, out=None)` checks its inputs (TypeError or ValueError naming what is
+- `matmul_elementwise(a, b, *, out=None)` checks its inputs (TypeError or ValueError naming what is
   wrong), writes into `out=` (which may overlap a or b), and records gradients, second ones too;
 - `torch.ops.triton_lessons.matmul_elementwise(a, b)` is the same op registered with PyTorch,
   so that `torch.compile(fullgraph=True)` takes it: on a GPU a `torch.library.triton_op`,
@@ -84,7 +84,7 @@ class MatmulElementwise(torch.autograd.Function):
         return gradients(ctx, grad_c, matmul_elementwise)
 
 
-def matmul_elementwise(a, b, out=None):
+def matmul_elementwise(a, b, *, out=None):
     """a @ b for a (M, K) and b (K, N) of one float dtype, any strides: differentiable, or
     written into out (refused while an input requires grad, as PyTorch's out= is)."""
     if torch.compiler.is_compiling():  # torch.compile traces the registered op, one node

@@ -2,7 +2,7 @@
 
 main.py, fused.py and persistent.py beside this file teach the kernels; this file makes them safe
 to call from a model, and adds nothing to what they compute:
-- `matmul(a, b, out=None, *, bias=None, activation=None)` computes activation(a @ b + bias)
+- `matmul(a, b, bias=None, activation=None, *, out=None)` computes activation(a @ b + bias)
   (ACTIVATIONS: None or "gelu_tanh"). It checks its inputs (TypeError or ValueError naming what
   is wrong), writes into `out=` (which may overlap a or b), runs the lesson's persistent kernel
   where it is fastest and its fused kernel elsewhere, and records gradients, second ones too;
@@ -438,7 +438,7 @@ class Matmul(torch.autograd.Function):
         return (*grads, None)
 
 
-def matmul(a, b, out=None, *, bias=None, activation=None):
+def matmul(a, b, bias=None, activation=None, *, out=None):
     """activation(a @ b + bias) for a (M, K), b (K, N), bias (N,) or None of one float dtype and
     any strides, float32 as torch's matmul precision says (TF32 unless "highest"):
     differentiable twice and compilable, or written into out (refused while an input requires

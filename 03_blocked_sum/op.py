@@ -3,7 +3,7 @@
 main.py beside this file teaches the kernels, and any_x.py (its Part 3) gives the split kernel
 float64 sums, int64 offsets and one compile for every M; this file makes them safe to call from a
 model, and adds nothing to what they compute (it tunes them in less time than the lesson does):
-- `blocked_sum(x, out=None, style="tuned")` checks its inputs (TypeError or ValueError naming
+- `blocked_sum(x, style="tuned", *, out=None)` checks its inputs (TypeError or ValueError naming
   what is wrong), writes into `out=` (which may overlap x), and records gradients, second ones
   too; `style` picks the lesson's kernel: "simple", "one_d", "tuned" or "block_ptr" (where it
   runs). The lesson's "split" and "split_ahead" are steps of "tuned" at a fixed tile, not styles;
@@ -169,7 +169,7 @@ class BlockedSum(torch.autograd.Function):
         return grad_out.expand(ctx.x_shape), None
 
 
-def blocked_sum(x, out=None, style="tuned"):
+def blocked_sum(x, style="tuned", *, out=None):
     """x.sum(0) for a 2-D float x of any strides, in x's dtype (16-bit x adds in float32):
     differentiable and compilable, or written into out. `style` picks the lesson's variant."""
     N = validate(x, style)

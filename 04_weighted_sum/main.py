@@ -490,7 +490,7 @@ def main(argv=None, module=sys.modules[__name__]):
     w = torch.randn(4, device=common.DEVICE)
     WeightedSum.apply(x, w).sum().backward()
     exact = torch.equal(x.grad, w.expand(2, 3, 4))
-    print(f"WeightedSum.apply(x, w).sum().backward(): x.grad is w: {exact}\n")
+    print(f"WeightedSum.apply(x, w).sum().backward(): each row of x.grad == w: {exact}\n")
     rows = benchmark(args.rows, args.dim, args.dtype, module)
     common.print_table(rows, common.TIMING_COLUMNS)
     return 0

@@ -2,7 +2,7 @@
 
 main.py beside this file teaches the kernels; this file makes them safe to call from a model, and
 adds nothing to what they compute:
-- `weighted_sum(x, weight, out=None, style="tuned")` checks its inputs (TypeError or ValueError
+- `weighted_sum(x, weight, style="tuned", *, out=None)` checks its inputs (TypeError or ValueError
   naming what is wrong), writes into `out=` (which may overlap x), and records gradients, second
   ones too; `style` picks the lesson's kernels: "simple" (Part 1), or "tuned" (its fastest:
   Parts 2 and 3 with Part 4's wide loads, the kernels of wide.py);
@@ -70,9 +70,12 @@ def validate(x, weight, style="tuned"):
             raise TypeError(f"{name} is {t.dtype}; expected one of {names}")
     if x.dtype != weight.dtype:
         raise TypeError(f"x is {x.dtype} but weight is {weight.dtype}; give both one dtype")
-    if weight.dim() != 1 or x.dim() == 0 or x.shape[-1] != weight.shape[0]:
-        shapes = f"x has shape {tuple(x.shape)} and weight {tuple(weight.shape)}"
+    shapes = f"x has shape {tuple(x.shape)} and weight {tuple(weight.shape)}"
+    if weight.dim() != 1 or x.dim() == 0:
         raise ValueError(f"{shapes}: expected x (..., D), at least 1-D, and weight of shape (D,)")
+    if x.shape[-1] != weight.shape[0]:
+        d, length = x.shape[-1], weight.shape[0]
+        raise ValueError(f"{shapes}: x's last dim, D = {d}, must be weight's length, {length}")
     if x.device != weight.device or x.device.type != common.DEVICE.type:
         where = f"x is on {x.device} and weight on {weight.device}"
         raise ValueError(f"{where}: both must be on {common.DEVICE.type}")
@@ -258,7 +261,7 @@ def setup_context(ctx, inputs, output):  # what the backward needs: WeightedSum'
     ctx.style = inputs[2]
 
 
-def weighted_sum(x, weight, out=None, style="tuned"):
+def weighted_sum(x, weight, style="tuned", *, out=None):
     """x @ weight over the last dim of x (..., D), weight (D,): a tensor of shape x.shape[:-1], in
     x's dtype; differentiable twice and compilable, or written into out (refused while an input
     requires grad, as PyTorch's out= is). `style` picks the lesson's kernels."""

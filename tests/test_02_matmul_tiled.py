@@ -1049,9 +1049,7 @@ def entry_fn(entry):
     """A function (a, b, bias=None, activation=None) calling matmul by `entry`: the entry, or
     one of the registered ops ("op <name>")."""
     if entry == "matmul":
-        return lambda a, b, bias=None, activation=None: op.matmul(
-            a, b, bias=bias, activation=activation
-        )
+        return op.matmul  # (it takes the registered op's arguments, in their order)
     registered = getattr(torch.ops.triton_lessons, entry.removeprefix("op "))
     return lambda a, b, bias=None, activation=None: registered(a, b, bias, activation)
 

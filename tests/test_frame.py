@@ -189,6 +189,28 @@ print("the op works")
     assert "the op works" in run_as_users_script(script, tmp_path)
 
 
+# Each op.py's entry and the op it registers, by name.
+ENTRIES = {
+    "01_matmul_elementwise": "matmul_elementwise",
+    "02_matmul_tiled": "matmul",
+    "03_blocked_sum": "blocked_sum",
+    "04_weighted_sum": "weighted_sum",
+}
+
+
+@pytest.mark.parametrize("folder", list(ENTRIES))
+def test_an_entry_takes_its_ops_arguments_in_order_and_out_by_name(folder):
+    # A call of torch.ops.triton_lessons.<name> works on the entry as written, argument for
+    # argument; out= only by name, as PyTorch's ops take it, so that a tensor meant for another
+    # argument is never written into (02's bias, given third by position, once was).
+    entry = getattr(support.load_op(folder), ENTRIES[folder])
+    schema = getattr(torch.ops.triton_lessons, ENTRIES[folder]).default._schema
+    parameters = inspect.signature(entry).parameters.values()
+    by_position = [p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD]
+    assert by_position == [argument.name for argument in schema.arguments]
+    assert [p.name for p in parameters if p.kind is p.KEYWORD_ONLY] == ["out"]
+
+
 # Each lesson's line budget (CONTRIBUTING.md).
 BUDGETS = {
     "01_matmul_elementwise": 300,

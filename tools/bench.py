@@ -48,7 +48,7 @@ def plot(rows, name, path):
         for x, case in enumerate(cases):
             label = "torch (PyTorch's op)" if x == 0 else None
             ax.hlines(value[(case, "torch")], x - 0.45, x + 0.45, color="black", label=label)
-        ceiling = common.copy_ceiling_gbps() if mine[0]["unit"] == "GB/s" else 0
+        ceiling = (common.copy_ceiling_gbps() or 0) if mine[0]["unit"] == "GB/s" else 0
         if ceiling:
             ax.axhline(ceiling, color="grey", linestyle=":", label="copy ceiling")
         top = max(*value.values(), ceiling)

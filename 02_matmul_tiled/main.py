@@ -570,7 +570,8 @@ def main(argv=None, module=sys.modules[__name__]):
     grad_c = common.random_matrix(args.m, args.n, dtype)
     Matmul.apply(a.requires_grad_(), b).backward(grad_c)
     largest = (a.grad - grad_c @ b.T).abs().max().item()
-    print(f"Matmul.apply(a, b).backward(grad_c): a.grad - grad_c @ b.T: at most {largest:.1e}\n")
+    what = f"a.grad - grad_c @ b.T, both {args.dtype}"
+    print(f"Matmul.apply(a, b).backward(grad_c): {what}: at most {largest:.1e}\n")
     table = benchmark(args.m, args.n, args.k, dtype, module)
     common.print_table(table, common.TIMING_COLUMNS)
     return 0

@@ -278,8 +278,15 @@ def test_help_describes_the_flags(folder, capsys):
     with pytest.raises(SystemExit) as exit_info:
         support.load(folder).main(["--help"])
     assert exit_info.value.code == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # the epilog's lines joined
     assert "--dtype" in out and "usage" in out and "default" in out
+    assert "Triton's interpreter runs the kernels on the CPU" in out
+    parts = {
+        "02_matmul_tiled": "fused.py, persistent.py, stream_k.py",
+        "04_weighted_sum": "wide.py",
+    }
+    if folder in parts:
+        assert f"The lesson goes on in {parts[folder]}, each run as this file is." in out
 
 
 @pytest.mark.parametrize("folder", EXAMPLES)

@@ -39,7 +39,9 @@ def lesson_parser(lesson):
     --asm act as --help does, at once, then exit (pictures.py, asm.py)."""
     formatter = argparse.ArgumentDefaultsHelpFormatter
     parser = argparse.ArgumentParser(
-        description=lesson.__doc__.splitlines()[0], formatter_class=formatter
+        description=lesson.__doc__.splitlines()[0],
+        epilog=lesson_epilog(lesson),
+        formatter_class=formatter,
     )
     view = dict(action=ShowAndExit, const=lesson, default=argparse.SUPPRESS)
     about = "draw which program computes which part of the output, as a PNG, then exit"
@@ -47,6 +49,24 @@ def lesson_parser(lesson):
     about = "print the compiled kernels' lines that show what this lesson teaches, then exit"
     parser.add_argument("--asm", nargs=0, help=about, **view)
     return parser
+
+
+NOT_PARTS = ("main.py", "op.py", "exercises.py", "solutions.py")  # a lesson's other files
+
+
+def lesson_epilog(lesson):
+    """--help's last lines: where the kernels run, and the files the lesson goes on in."""
+    path = Path(lesson.__file__)
+    text = (
+        "Without CUDA, Triton's interpreter runs the kernels on the CPU, one program at a time: "
+        "keep sizes to a few hundred."
+    )
+    parts = sorted(p.name for p in path.parent.glob("*.py") if p.name not in NOT_PARTS)
+    if path.name != "main.py":
+        return f"{text} This file goes on from main.py beside it."
+    if parts:
+        text += f" The lesson goes on in {', '.join(parts)}, each run as this file is."
+    return f"{text} op.py wraps its kernels for a model; exercises.py is its practice."
 
 
 class ShowAndExit(argparse.Action):  # const: the lesson's module

@@ -61,9 +61,9 @@ def lesson_epilog(lesson):
         "Without CUDA, Triton's interpreter runs the kernels on the CPU, one program at a time: "
         "keep sizes to a few hundred."
     )
-    parts = sorted(p.name for p in path.parent.glob("*.py") if p.name not in NOT_PARTS)
     if path.name != "main.py":
         return f"{text} This file goes on from main.py beside it."
+    parts = sorted(p.name for p in path.parent.glob("*.py") if p.name not in NOT_PARTS)
     if parts:
         text += f" The lesson goes on in {', '.join(parts)}, each run as this file is."
     return f"{text} op.py wraps its kernels for a model; exercises.py is its practice."

@@ -193,36 +193,37 @@ def loaded(compiled):
 
 
 # The fused kernel's buckets: every M up to SMALL_M shares a pick, and every larger M another;
-# K one a power of 2, but in exact float32 one bucket for all K. M bucketed by powers of 2, each
-# new token count past a power of 2 was a tuning at its first call: 0.3 to 8 s for small M
-# (results/NOTES.md item 170), 0.28 to 0.77 s in exact float32 at 256 to 32768 tokens, where
-# every bucket of M picked one config in d = 768's two forward products but for M = 256 (item
-# 188). A weight gradient's K is its token count: in exact float32 every bucket of K picked that
-# config too (item 188), and a K not a multiple of 16 in a new bucket tuned for 31 s, compiling
-# every config for it (item 192). 16-bit products keep K's powers of 2: there the fused kernel
-# runs M <= 128 only (pick), whose K is a model's width, not its token count.
+# K one a power of 2, but in exact float32 and float64 one bucket for all K. M bucketed by powers
+# of 2, each new token count past a power of 2 was a tuning at its first call: 0.3 to 8 s for
+# small M (results/NOTES.md item 170), 0.28 to 0.77 s in exact float32 at 256 to 32768 tokens,
+# where every bucket of M picked one config in d = 768's two forward products but for M = 256
+# (item 188). A weight gradient's K is its token count: in exact float32 and in float64 every
+# bucket of K picked that config too, and a K not a multiple of 16 in a new bucket tuned for 31 s
+# (float32) or 8 s (float64), compiling every config for it (items 192, 194). 16-bit products
+# keep K's powers of 2: there the fused kernel runs M <= 128 only (pick), whose K is a model's
+# width, not its token count.
 SMALL_M, LARGE_M = 128, 1024
-EVERY_K = 0  # exact float32's one bucket of K
+EVERY_K = 0  # exact float32's and float64's one bucket of K
 
 
 def buckets_of(m, k, dtype, precision):
     """(M_BUCKET, K_BUCKET): M and K as the fused kernel's tuning key holds them, for C's dtype
     and tl.dot's input_precision."""
     m_bucket = SMALL_M if m <= SMALL_M else LARGE_M
-    if dtype == torch.float32 and precision == "ieee":
+    if dtype in (torch.float32, torch.float64) and precision == "ieee":
         return m_bucket, EVERY_K
     return m_bucket, common.next_power_of_2(int(k))
 
 
-def tune_bucket(a, b, into, bias, consts):
+def tune_bucket(a, b, into, bias, consts, buckets):
     """Tunes the fused kernel for a's bucket of M at M = the bucket's (SMALL_M or LARGE_M): a
     launch into scratch rows before the first launch of a kind whose M is less. Tuned at the
     first M that came, the pick would depend on it: tuned at M = 1, M = 128 ran 1.6 times slower
-    (results/NOTES.md item 168). Takes A with rows of K (stride_ak 1, a key of the tuning)."""
+    (results/NOTES.md item 168). Takes A with rows of K (stride_ak 1, a key of the tuning), and
+    the launch's (M_BUCKET, K_BUCKET)."""
     if common.INTERPRETED:  # the interpreter's autotuner holds one config: nothing to tune
         return
-    precision = consts["INPUT_PRECISION"]
-    (k, n), (rows, k_bucket) = b.shape, buckets_of(a.shape[0], b.shape[0], into.dtype, precision)
+    (k, n), (rows, k_bucket) = b.shape, buckets
     scratch_a, scratch_c = a.new_empty((rows, k)).normal_(), into.new_empty((rows, n))
     strides = (*scratch_a.stride(), *b.stride(), *scratch_c.stride())
     bucketed_matmul_kernel[lesson.tile_grid(rows, n)](
@@ -230,13 +231,11 @@ def tune_bucket(a, b, into, bias, consts):
     )
 
 
-# A plan: what launch() works out for a call from its layout, kept as a function that launches
-# the same for the next call of that layout. A model calls a few layouts again and again, and
-# working out the kernel, the operands' views, the heuristics and the arguments costs the host
-# more than the launch (results/NOTES.md item 172). Keyed by plan_key(): all that decides the
-# kernels and their arguments but the tensors' addresses.
+# launch()'s plans (common.kept_plan: what a plan is; here the kernel, the operands' views, the
+# heuristics and the arguments), one for each layout: keyed by plan_key(), all that decides the
+# kernels and their arguments but the tensors' addresses. A first call launches as it plans, so
+# launch() keeps its plans itself.
 PLANS = {}
-PLANS_KEPT = 1024  # layouts kept: past that, forgotten and planned again
 
 
 def plan_key(a, b, c, bias, pre, activation):
@@ -257,7 +256,7 @@ def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
     if (plan := PLANS.get(key)) is not None:
         plan(*common.dot_inputs(a, b), c, bias, pre)  # (as first_launch)
         return
-    if len(PLANS) >= PLANS_KEPT:
+    if len(PLANS) >= common.PLANS_KEPT:
         PLANS.clear()
     PLANS[key] = first_launch(a, b, c, bias, pre, activation, key=key)
 
@@ -371,7 +370,7 @@ def first_fused_launch(a, b, c, bias, pre, activation, in_op, key):
         kind += (bias is None, precision, launched)
         first_of_kind = kind not in COMPILED_EVERY_CLASS
     if first_of_kind and m < buckets[0] and a.stride(1) == 1:
-        tune_bucket(a, b, into, bias, consts)
+        tune_bucket(a, b, into, bias, consts, buckets)
 
     def launch_operands(a, b, c, bias, pre):
         into = c if pre is None else pre

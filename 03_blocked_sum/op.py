@@ -101,19 +101,13 @@ def forward(x, style, in_op=False):
     if in_op:
         return plan(x, style, in_op=True)(x)
     key = (x.shape, x.stride(), x.dtype, x.data_ptr() % 16, x.device, style)
-    if (planned := PLANS.get(key)) is None:
-        if len(PLANS) >= PLANS_KEPT:
-            PLANS.clear()
-        PLANS[key] = planned = plan(x, style, key=key)
-    return planned(x)
+    return common.kept_plan(PLANS, key, plan, x, style)(x)
 
 
-# A plan: what forward() works out from x's layout (the kernel, the split, the grid), kept as a
-# function that launches the same for the next x of that layout. Keyed by all that decides the
-# kernels and their arguments but x's address; its launches are keyed by the same (a Named
-# launcher, common/launch.py), so the Launcher skips its own key for each.
+# forward()'s plans (common.kept_plan: what a plan is), one for each layout of x: keyed by all
+# that decides the kernels and their arguments but x's address. Its launches are keyed by the
+# same (a Named launcher, common/launch.py), so the Launcher skips its own key for each.
 PLANS = {}
-PLANS_KEPT = 1024  # layouts kept: past that, forgotten and planned again
 
 
 def plan(x, style, in_op=False, key=None):

@@ -113,7 +113,7 @@ def forward(x, weight, style, in_op=False):
     if in_op:
         return plan_forward(x, weight, style, in_op=True)(x, weight)
     key = ("forward", style, *layout(x), *weight_layout(weight))
-    return kept_plan(key, plan_forward, x, weight, style)(x, weight)
+    return common.kept_plan(PLANS, key, plan_forward, x, weight, style)(x, weight)
 
 
 def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_op=False):
@@ -126,27 +126,16 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_
         grad_x, grad_w = plan_backward(x2d, weight, grad_y, style, in_op=True)(x2d, weight, grad_y)
     else:
         key = ("backward", style, *layout(x2d), *weight_layout(weight), *layout(grad_y))
-        planned = kept_plan(key, plan_backward, x2d, weight, grad_y, style)
+        planned = common.kept_plan(PLANS, key, plan_backward, x2d, weight, grad_y, style)
         grad_x, grad_w = planned(x2d, weight, grad_y)
     return grad_x if need_grad_x else None, grad_w if need_grad_w else None
 
 
-# A plan: what forward() or backward() works out from the inputs' layouts (the output's shape,
-# the tiles, the grid, the split), kept as a function that launches the same for the next
-# inputs of those layouts. A model calls a few layouts again and again, and working these out
-# each call cost the host more than the launches did (results/NOTES.md item 191). Keyed by all
-# that decides the kernels and their arguments but the tensors' addresses; the launches are
-# keyed by the same (a Named launcher, common/launch.py), so the Launcher skips its own key.
+# forward()'s and backward()'s plans (common.kept_plan: what a plan is; here the output's shape,
+# the tiles, the grid, the split), one for each layout of the inputs: keyed by all that decides
+# the kernels and their arguments but the tensors' addresses. The launches are keyed by the same
+# (a Named launcher, common/launch.py), so the Launcher skips its own key.
 PLANS = {}
-PLANS_KEPT = 1024  # layouts kept: past that, forgotten and planned again
-
-
-def kept_plan(key, plan, *inputs):  # PLANS[key], made by plan(*inputs, key=key) if new
-    if (planned := PLANS.get(key)) is None:
-        if len(PLANS) >= PLANS_KEPT:
-            PLANS.clear()
-        PLANS[key] = planned = plan(*inputs, key=key)
-    return planned
 
 
 def layout(t):  # a tensor's part of a plan's key: all of it that a kernel is compiled for

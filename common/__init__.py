@@ -413,3 +413,20 @@ def heuristics_applied(kernel, args):
     for name, rule in kernel.values.items():
         args[name] = rule(args)
     return kernel.fn, args
+
+
+# A plan: what an op.py's entry works out from its inputs' layouts (the kernel, the split, the
+# grid), kept as a function that launches the same for the next inputs of those layouts. A model
+# calls a few layouts again and again, and working these out each call cost the host more than
+# the launches did (results/NOTES.md items 172, 179, 191). Each op keeps its plans in a dict.
+PLANS_KEPT = 1024  # layouts an op keeps planned: past that, forgotten and planned again
+
+
+def kept_plan(plans, key, plan, *inputs):
+    """plans[key], made by plan(*inputs, key=key) where new (emptying plans first once it holds
+    PLANS_KEPT). key: all that decides the kernels and their arguments but the addresses."""
+    if (planned := plans.get(key)) is None:
+        if len(plans) >= PLANS_KEPT:
+            plans.clear()
+        plans[key] = planned = plan(*inputs, key=key)
+    return planned

@@ -206,8 +206,8 @@ def backward_simple(x2d, weight, grad_y):
 # want many rows in a tile. A triton.Config is one candidate
 # launch: the values of the tile's constexprs, and num_warps.
 # Each TILES entry is (ROWS_TILE, D_TILE, num_warps). We kept
-# nine of the many tiles we timed.
-TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (32, 128, 4)]
+# ten of the many tiles we timed.
+TILES = [(128, 32, 4), (64, 64, 4), (8, 128, 4), (16, 128, 4), (32, 128, 4)]
 TILES += [(128, 128, 8), (16, 256, 4), (8, 512, 4), (4, 1024, 4), (16, 1024, 8)]
 if common.INTERPRETED:
     TILES = [(16, 64, 4)]  # with no GPU to time, one config

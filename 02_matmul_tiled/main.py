@@ -540,8 +540,8 @@ def main(argv=None, module=sys.modules[__name__]):
     precision, about = torch.get_float32_matmul_precision(), "float32's matmul precision"
     add("--precision", choices=["highest", "high", "medium"], default=precision, help=about)
     args = parser.parse_args(argv)
-    if min(args.m, args.n, args.k) < 0:
-        parser.error("sizes must be 0 or more")
+    if min(args.m, args.n, args.k) < 1:
+        parser.error("sizes must be 1 or more")
     torch.set_float32_matmul_precision(args.precision)
     print(common.describe_run())
     if hasattr(module, "print_example"):  # stream_k.py's

@@ -56,7 +56,8 @@ def validate(x, style="tuned"):
     if x.device.type != common.DEVICE.type:
         raise ValueError(f"x is on {x.device}: it must be on {common.DEVICE.type}")
     if style not in STYLES:
-        why = appendix.UNAVAILABLE.get(style, f"not one of {STYLES}")
+        unavailable = isinstance(style, str) and style in appendix.UNAVAILABLE
+        why = appendix.UNAVAILABLE[style] if unavailable else f"not one of {STYLES}"
         raise ValueError(f"style {style!r}: {why}")
     if style in FLOAT32_STYLES and x.dtype == torch.float64:
         raise TypeError(f"style {style!r} sums in float32 only: use 'tuned' for float64")

@@ -5,12 +5,22 @@ import contextlib
 import functools
 import os
 import statistics
+import sys
 import timeit
 import warnings
 
 import torch
 
 if not torch.cuda.is_available():
+    # Triton reads the switch as it is imported: its own helpers (tl.sum) would not run
+    # interpreted, and every kernel calling one would fail with an error that names none of this.
+    # (A switch set to 0 on purpose, as tools/asm.py does to compile for a GPU, is left be.)
+    if "triton" in sys.modules and "TRITON_INTERPRET" not in os.environ:
+        raise ImportError(
+            "triton was imported before the lessons' common module, and there is no CUDA GPU: "
+            "Triton's interpreter must be switched on before triton is imported. Load op.py "
+            "(or import common) first, or set TRITON_INTERPRET=1 in the environment."
+        )
     os.environ.setdefault("TRITON_INTERPRET", "1")
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 if INTERPRETED:  # the interpreter runs tl.sigmoid in numpy, whose exp(-x) warns of an overflow

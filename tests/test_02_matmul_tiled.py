@@ -162,6 +162,15 @@ def test_stream_k_with_fewer_tiles_than_programs(matmul, k):
     check_all(matmul, a, b, f"{matmul.__name__} 64x64x{k}")
 
 
+def test_stream_k_simple_with_no_k_steps_is_zeros():
+    # With K = 0 there are no iterations to share out, so no program stores: C is zeros, not
+    # the memory torch.empty left there (NaN here).
+    a, b = torch.randn(16, 0, device=DEVICE), torch.randn(0, 8, device=DEVICE)
+    with common.uninitialized_memory_is_nan():
+        c = sk.matmul_stream_k_simple(a.half(), b.half())
+    assert torch.equal(c, torch.zeros(16, 8, dtype=torch.float16, device=DEVICE))
+
+
 @support.gpu_only
 @STREAM_K_KERNELS
 @pytest.mark.parametrize("transpose_a, transpose_b", LAYOUTS)
@@ -476,12 +485,14 @@ def test_main_leaves_out_a_variant_descriptors_cannot_take(capsys):
     assert not re.search(r"^33x65x17 .*  persistent  ", printed, re.M)  # no row in the table
 
 
-@pytest.mark.parametrize("argv", [["--m", "-3"], ["--n", "-1"], ["--k", "-5"]])
-def test_negative_size_is_a_usage_error(argv, capsys):
+@pytest.mark.parametrize(
+    "argv", [["--m", "-3"], ["--n", "-1"], ["--k", "-5"], ["--m", "0"], ["--k", "0"]]
+)
+def test_a_size_under_1_is_a_usage_error(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         ex.main(argv)
     assert exit_info.value.code == 2
-    assert "sizes must be 0 or more" in capsys.readouterr().err
+    assert "sizes must be 1 or more" in capsys.readouterr().err
 
 
 def test_help_shows_defaults(capsys):

@@ -407,6 +407,12 @@ def test_bad_input_gives_the_same_error_through_the_entry_and_the_op(case, entry
         fn(*args)
 
 
+def test_a_style_that_is_no_string_is_named():
+    # (the registered op's schema refuses it first, with PyTorch's RuntimeError)
+    with pytest.raises(ValueError, match=r"style \['tuned'\]: not one of"):
+        op.blocked_sum(torch.ones(2, 3, device=DEVICE), ["tuned"])
+
+
 @pytest.mark.parametrize("case", list(BAD_INPUT))
 def test_fake_validates_like_the_entry(case):
     # torch.compile runs the op's fake function on fake tensors: it must refuse the same input.

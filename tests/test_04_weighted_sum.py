@@ -677,12 +677,19 @@ def test_help_shows_defaults(capsys):
     )
 
 
-@pytest.mark.parametrize("argv", [["--rows", "-1"], ["--rows", "0"], ["--dim", "-3"]])
+@pytest.mark.parametrize(
+    "argv", [["--rows", "-1"], ["--rows", "0"], ["--dim", "-3"], ["--dim", "0"]]
+)
 def test_bad_sizes_are_a_usage_error(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         ws.main(argv)
     err = capsys.readouterr().err
-    assert exit_info.value.code == 2 and "--rows must be >= 1 and --dim >= 0" in err
+    assert exit_info.value.code == 2 and "--rows and --dim must be >= 1" in err
+
+
+def test_the_lessons_dtypes_are_those_every_variant_sums_right():
+    # The first kernels sum in float32: a float64 x is the op's (style "tuned"), not main()'s.
+    assert list(ws.DTYPES) == ["float16", "bfloat16", "float32"]
 
 
 @support.gpu_only

@@ -150,6 +150,9 @@ def test_readme_snippet_loads_an_op_from_a_script_elsewhere(tmp_path):
         c.sum().backward()
         torch.testing.assert_close(a.grad, torch.ones_like(c) @ b.T)
         torch.testing.assert_close(torch.ops.triton_lessons.matmul_elementwise(a, b), a @ b)
+        twice = lambda a, b: op.matmul_elementwise(a, b) * 2
+        compiled = torch.compile(twice, fullgraph=True, backend="aot_eager")
+        torch.testing.assert_close(compiled(a.detach(), b), (a @ b).detach() * 2)
         import common as common_now, tools as tools_now
         assert common_now is common and common.MINE == "common" and tools_now.MINE == "tools"
         assert {str(support.REPO_ROOT)!r} not in sys.path
@@ -176,17 +179,41 @@ def test_every_op_runs_from_a_script_elsewhere(folder, tmp_path):
     path = str(support.REPO_ROOT / folder / "op.py")
     script = f"""
 import importlib.util
+import sys
 import torch
 
 spec = importlib.util.spec_from_file_location("user_op", {path!r})
 op = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = op  # as the README does: torch.compile looks the module up
 spec.loader.exec_module(op)
 a = torch.randn(37, 24, device=op.common.DEVICE)
 b = torch.randn(24, 5, device=op.common.DEVICE)
 torch.testing.assert_close({call}, {expected}, atol=1e-2, rtol=1e-2)
+# a model's function that calls the entry, compiled whole
+compiled = torch.compile(lambda a, b: {call} * 2, fullgraph=True, backend="aot_eager")
+torch.testing.assert_close(compiled(a, b), ({expected}) * 2, atol=2e-2, rtol=1e-2)
 print("the op works")
 """
     assert "the op works" in run_as_users_script(script, tmp_path)
+
+
+@pytest.mark.skipif(support.ON_GPU, reason="with CUDA, Triton's interpreter stays off")
+def test_an_op_loaded_after_triton_says_what_to_do(tmp_path):
+    # Without CUDA, Triton reads TRITON_INTERPRET as it is imported: after an `import triton`,
+    # the kernels would fail with an error that names none of this, so loading an op refuses.
+    path = str(support.REPO_ROOT / "03_blocked_sum" / "op.py")
+    script = f"""
+import importlib.util
+import triton
+
+spec = importlib.util.spec_from_file_location("user_op", {path!r})
+try:
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+except ImportError as error:
+    print(error)
+"""
+    said = run_as_users_script(script, tmp_path)
+    assert "triton was imported before" in said and "TRITON_INTERPRET=1" in said
 
 
 # Each op.py's entry and the op it registers, by name.

@@ -70,12 +70,13 @@ def validate(x, weight, style="tuned"):
             raise TypeError(f"{name} is {t.dtype}; expected one of {names}")
     if x.dtype != weight.dtype:
         raise TypeError(f"x is {x.dtype} but weight is {weight.dtype}; give both one dtype")
-    shapes = f"x has shape {tuple(x.shape)} and weight {tuple(weight.shape)}"
-    if weight.dim() != 1 or x.dim() == 0:
-        raise ValueError(f"{shapes}: expected x (..., D), at least 1-D, and weight of shape (D,)")
-    if x.shape[-1] != weight.shape[0]:
-        d, length = x.shape[-1], weight.shape[0]
-        raise ValueError(f"{shapes}: x's last dim, D = {d}, must be weight's length, {length}")
+    if weight.dim() != 1 or x.dim() == 0 or x.shape[-1] != weight.shape[0]:
+        shapes = f"x has shape {tuple(x.shape)} and weight {tuple(weight.shape)}"
+        if weight.dim() != 1 or x.dim() == 0:
+            why = "expected x (..., D), at least 1-D, and weight of shape (D,)"
+        else:
+            why = f"x's last dim, D = {x.shape[-1]}, must be weight's length, {weight.shape[0]}"
+        raise ValueError(f"{shapes}: {why}")
     if x.device != weight.device or x.device.type != common.DEVICE.type:
         where = f"x is on {x.device} and weight on {weight.device}"
         raise ValueError(f"{where}: both must be on {common.DEVICE.type}")

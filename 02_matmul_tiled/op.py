@@ -410,6 +410,10 @@ def gradients(a, b, bias, pre, grad_c, activation, needs_input_grad, through_op=
         if pre is None or torch.is_grad_enabled():
             pre = product(a, b, bias=bias)
         grad_c = torch.ops.aten.gelu_backward(grad_c, pre, approximate="tanh")
+        if torch.compiler.is_compiling():
+            # Inductor would compute this gradient twice: written for the products, and again
+            # inside bias's sum. Its as_strided writes it once, and the sum reads that copy.
+            grad_c = grad_c.as_strided(grad_c.shape, grad_c.stride())
     grad_a = product(grad_c, b.T) if needs_input_grad[0] else None
     grad_b = product(a.T, grad_c) if needs_input_grad[1] else None
     grad_bias = grad_c.sum(0) if needs_input_grad[2] else None

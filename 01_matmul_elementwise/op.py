@@ -52,14 +52,39 @@ def validate(a, b):
 
 def product(a, b, out=None, in_op=False):
     """a @ b by any_x.py's vector_k_any_x_kernel, into out or a new tensor; records no gradient.
-    a and b must have passed validate(): each call validates once, as it costs microseconds.
-    in_op: from the registered op's body (common.traceable)."""
-    (m, k), n = a.shape, b.shape[1]
-    c = common.kernel_out(out, (m, n), a.dtype, a.device, (a, b))  # out, or a new tensor
-    strides = (*a.stride(), *b.stride(), *c.stride())
-    kernel = common.traceable(any_x.vector_k_any_x_kernel, in_op)
-    kernel[(m * n,)](a, b, c, n, k, *strides, **lesson.VECTOR_K_LAUNCH)
-    return common.write_out(c, out)  # c, or out holding c (out may overlap a or b)
+    Validates a and b at the first call of their layouts. in_op: from the registered op's body
+    (common.traceable), which torch.compile traces: planned each call, as a plan there would
+    outlive the traced tensors."""
+    if in_op:
+        return plan(a, b, in_op=True)(a, b)
+    try:
+        key = (*common.layout(a), *common.layout(b))
+    except AttributeError:  # a or b is no tensor: validate raises, naming it
+        validate(a, b)
+    return common.kept_plan(PLANS, key, plan, a, b)(a, b, out)
+
+
+# product()'s plans (common.kept_plan: what a plan is; here the sizes, strides and grid), one for
+# each layout of a and b: keyed by all that decides the kernel and its arguments but the
+# addresses. A plan's launch into a new C is keyed by the same (a Named launcher,
+# common/launch.py), so the Launcher skips its own key; C given as out has a layout of its own.
+PLANS = {}
+
+
+def plan(a, b, in_op=False, key=None):
+    """A function of (a, b, out=None) of these layouts that returns a @ b, into out where given.
+    Raises validate()'s errors. key: the layouts' key, the Launcher's kind for a new C."""
+    m, n, k = validate(a, b)
+    strides = (*a.stride(), *b.stride())
+
+    def planned(a, b, out=None):
+        c = common.kernel_out(out, (m, n), a.dtype, a.device, (a, b))  # out, or a new tensor
+        kind = key if c is not out else None  # a new C: (N, 1) strides, an aligned address
+        launch = common.traceable(any_x.vector_k_any_x_kernel, in_op, kind)
+        launch[(m * n,)](a, b, c, n, k, *strides, *c.stride(), **lesson.VECTOR_K_LAUNCH)
+        return common.write_out(c, out)  # c, or out holding c (out may overlap a or b)
+
+    return planned
 
 
 def gradients(ctx, grad_c, matmul):
@@ -89,11 +114,11 @@ def matmul_elementwise(a, b, *, out=None):
     written into out (refused while an input requires grad, as PyTorch's out= is)."""
     if torch.compiler.is_compiling():  # torch.compile traces the registered op, one node
         return common.write_out(matmul_elementwise_op(a, b), out)
-    validate(a, b)
-    wants_grad = a.requires_grad or b.requires_grad
+    # getattr: a or b may be no tensor, which product's validate() then names
+    wants_grad = getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
     if out is None and wants_grad and torch.is_grad_enabled():
         return MatmulElementwise.apply(a, b)
-    return product(a, b, out)
+    return product(a, b, out)  # validates a and b
 
 
 # The registered op, torch.ops.triton_lessons.matmul_elementwise (common.register_op: which kind
@@ -102,8 +127,7 @@ def matmul_elementwise(a, b, *, out=None):
 # derivatives too.
 @common.register_op("triton_lessons::matmul_elementwise")
 def matmul_elementwise_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    validate(a, b)
-    return product(a, b, in_op=True)
+    return product(a, b, in_op=True)  # validates a and b
 
 
 matmul_elementwise_op.register_fake(lambda a, b: a.new_empty(validate(a, b)[:2]))

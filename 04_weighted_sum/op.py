@@ -113,7 +113,7 @@ def forward(x, weight, style, in_op=False):
         return x.new_zeros(x.shape[:-1])
     if in_op:
         return plan_forward(x, weight, style, in_op=True)(x, weight)
-    key = ("forward", style, *layout(x), *weight_layout(weight))
+    key = ("forward", style, *common.layout(x), *weight_layout(weight))
     return common.kept_plan(PLANS, key, plan_forward, x, weight, style)(x, weight)
 
 
@@ -126,7 +126,8 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_
     elif in_op:
         grad_x, grad_w = plan_backward(x2d, weight, grad_y, style, in_op=True)(x2d, weight, grad_y)
     else:
-        key = ("backward", style, *layout(x2d), *weight_layout(weight), *layout(grad_y))
+        layouts = (*common.layout(x2d), *weight_layout(weight), *common.layout(grad_y))
+        key = ("backward", style, *layouts)
         planned = common.kept_plan(PLANS, key, plan_backward, x2d, weight, grad_y, style)
         grad_x, grad_w = planned(x2d, weight, grad_y)
     return grad_x if need_grad_x else None, grad_w if need_grad_w else None
@@ -137,10 +138,6 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_
 # the kernels and their arguments but the tensors' addresses. The launches are keyed by the same
 # (a Named launcher, common/launch.py), so the Launcher skips its own key.
 PLANS = {}
-
-
-def layout(t):  # a tensor's part of a plan's key: all of it that a kernel is compiled for
-    return t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16
 
 
 def weight_layout(weight):  # its shape, dtype and device are x's (validate)

@@ -383,8 +383,9 @@ def test_bad_input(entry, case):
         fn = OP
         if case.startswith("not a tensor"):  # the dispatcher reads its schema before our code runs
             error, message = RuntimeError, "Expected a value of type 'Tensor'.*found type 'list'"
-    with pytest.raises(error, match=message):
-        fn(a, b)
+    for _ in range(2):  # a layout that fails validation keeps no plan: refused every call
+        with pytest.raises(error, match=message):
+            fn(a, b)
 
 
 @pytest.mark.parametrize("case", [c for c in BAD_INPUTS if not c.startswith("not a tensor")])
@@ -489,6 +490,47 @@ def test_entry_launches_the_kernel_directly_when_no_gradient_is_needed(monkeypat
     assert out.grad_fn is None
     with torch.no_grad():
         assert op.matmul_elementwise(a.requires_grad_(), b).grad_fn is None
+
+
+def test_a_plan_runs_each_new_pair_of_its_layout(monkeypatch):
+    # product() plans each layout of a and b once (sizes, strides, the grid) and runs the plan for
+    # the next a and b of that layout, with their own values; the same shapes at an address 4
+    # bytes off 16, or transposed, are other layouts. Outputs start as NaN: each is written.
+    planned = []
+    monkeypatch.setattr(op, "PLANS", {})
+    real = op.plan
+    monkeypatch.setattr(op, "plan", lambda *args, **kw: planned.append(1) or real(*args, **kw))
+    buffer = torch.empty(17 * 30 + 1, device=common.DEVICE)
+    b = randn(30, 9)
+    for start, transposed in ((0, False), (0, False), (1, False), (1, False), (0, True)):
+        a = buffer[start : start + 17 * 30].normal_()
+        a = a.view(30, 17).T if transposed else a.view(17, 30)
+        with common.uninitialized_memory_is_nan():
+            c = op.matmul_elementwise(a, b)
+        common.assert_close(c, *float64_product(a, b), 30, f"a at {start}, {transposed=}")
+    assert len(planned) == 3 and len(op.PLANS) == 3
+
+
+def test_out_of_another_layout_than_a_plans_new_c(monkeypatch):
+    # A plan launches into a new C under its layouts' kind (on a GPU, a Named launcher: the kernel
+    # compiled for a C of strides (N, 1)); out= of other strides is launched under its own kind.
+    kinds = []
+    monkeypatch.setattr(op, "PLANS", {})
+    traceable = common.traceable
+
+    def recorded(kernel, in_op, kind=None):  # common.traceable, noting each kind asked for
+        kinds.append(kind)
+        return traceable(kernel, in_op, kind)
+
+    monkeypatch.setattr(common, "traceable", recorded)
+    a, b = randn(17, 30), randn(30, 9)
+    storage = nan(9, 17)
+    for out in (None, storage.T, None):
+        c = op.matmul_elementwise(a, b, out=out)
+        common.assert_close(c, *float64_product(a, b), 30, f"out {None if out is None else 'T'}")
+    assert not storage.isnan().any()  # out= written through its strides
+    (key,) = op.PLANS
+    assert kinds == [key, None, key]  # new C, out, new C
 
 
 def grad_inputs(m, n, k, dtype, transposed=False):

@@ -244,15 +244,15 @@ def plan_key(a, b, c, bias, pre, activation):
     return (*layout(a, b, c), c.device, activation, *ends)
 
 
-def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False):
+def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False, key=None):
     """c = activation(a @ b + bias) by the kernel pick() names, written into c; P = a @ b + bias
     into pre where given. For validated inputs with c.numel() > 0. in_op: from a registered op's
     body (common.traceable), which torch.compile traces: planned each call, as a plan there
-    would outlive the traced tensors."""
+    would outlive the traced tensors. key: the caller's plan_key, where it knows one."""
     if in_op:
         first_launch(a, b, c, bias, pre, activation, in_op=True)
         return
-    key = plan_key(a, b, c, bias, pre, activation)
+    key = key or plan_key(a, b, c, bias, pre, activation)
     if (plan := PLANS.get(key)) is not None:
         plan(*common.dot_inputs(a, b), c, bias, pre)  # (as first_launch)
         return
@@ -387,17 +387,53 @@ def first_fused_launch(a, b, c, bias, pre, activation, in_op, key):
 
 
 def forward(a, b, bias=None, activation=None, out=None, keep_pre=False, in_op=False):
-    """(C, P) for validated inputs: C = activation(a @ b + bias), in out where given (a new
-    tensor if out overlaps an input: common.write_out then copies it); P = a @ b + bias where
-    keep_pre and an activation ask for it, else None. No autograd. in_op: as launch's."""
-    m, n = a.shape[0], b.shape[1]
-    inputs = [t for t in (a, b, bias) if t is not None]
-    c = common.kernel_out(out, (m, n), a.dtype, a.device, inputs)
-    pre = torch.empty_like(c) if keep_pre and activation else None
-    bias = None if bias is None else bias.contiguous()  # the kernels read bias_ptr + column
-    if c.numel():  # (K = 0: the fused kernel stores sums of no products, with the epilogue)
-        launch(a, b, c, bias, pre, activation, in_op)
-    return c, pre
+    """(C, P): C = activation(a @ b + bias), in out where given (a new tensor if out overlaps an
+    input: common.write_out then copies it); P = a @ b + bias where keep_pre and an activation
+    ask for it, else None. No autograd. Validates at the first call of a layout. in_op: as
+    launch's."""
+    if in_op:
+        planned = plan_forward(a, b, bias, activation, in_op=True)
+    else:
+        planned = planned_forward(a, b, bias, activation)
+    return planned(a, b, bias, out, keep_pre)
+
+
+# forward()'s plans (common.kept_plan: what a plan is; here the checks and the output's shape),
+# one for each layout of a, b and bias, activation and float32 matmul precision. A later call
+# skips validate() and plan_key(), which had cost the host more than the key (NOTES item 201).
+FORWARD_PLANS = {}
+
+
+def planned_forward(a, b, bias, activation):
+    """forward()'s plan for these inputs: made, and the inputs validated, at their layouts'
+    first call."""
+    try:  # the activation by its index: one no dict could key (a list) raises ValueError here
+        ends = None if bias is None else common.layout(bias)
+        key = (*common.layout(a), *common.layout(b), ends, ACTIVATIONS.index(activation))
+    except (AttributeError, ValueError):  # an input is no tensor, or no activation
+        validate(a, b, bias, activation)  # raises, naming it
+    key += (torch.get_float32_matmul_precision(),)
+    return common.kept_plan(FORWARD_PLANS, key, plan_forward, a, b, bias, activation)
+
+
+def plan_forward(a, b, bias, activation, in_op=False, key=None):
+    """A function of (a, b, bias, out=None, keep_pre=False) of these layouts that returns
+    forward()'s (C, P). Raises validate()'s errors. key: the layouts' key. (key, whether P is
+    None) is launch()'s plan_key for a new C, whose layout follows from a's and b's."""
+    m, n, _ = validate(a, b, bias, activation)
+
+    def planned(a, b, bias, out=None, keep_pre=False):
+        inputs = (a, b) if bias is None else (a, b, bias)
+        c = common.kernel_out(out, (m, n), a.dtype, a.device, inputs)
+        pre = a.new_empty((m, n)) if keep_pre and activation else None
+        bias = None if bias is None else bias.contiguous()  # the kernels read bias_ptr + column
+        if c.numel():  # (K = 0: the fused kernel stores sums of no products, with the epilogue)
+            new_c = key is not None and c is not out
+            launch_key = (key, pre is None) if new_c else None
+            launch(a, b, c, bias, pre, activation, in_op, launch_key)
+        return c, pre
+
+    return planned
 
 
 def gradients(a, b, bias, pre, grad_c, activation, needs_input_grad, through_op=False):
@@ -410,9 +446,10 @@ def gradients(a, b, bias, pre, grad_c, activation, needs_input_grad, through_op=
         if pre is None or torch.is_grad_enabled():
             pre = product(a, b, bias=bias)
         grad_c = torch.ops.aten.gelu_backward(grad_c, pre, approximate="tanh")
-        if torch.compiler.is_compiling():
-            # Inductor would compute this gradient twice: written for the products, and again
-            # inside bias's sum. Its as_strided writes it once, and the sum reads that copy.
+        # Compiled, Inductor would compute this gradient twice: written for the products, and
+        # again inside bias's sum. Its as_strided writes it once, and the sum reads that copy.
+        # (The registered op's backward is traced with is_compiling() False: through_op.)
+        if through_op or torch.compiler.is_compiling():
             grad_c = grad_c.as_strided(grad_c.shape, grad_c.stride())
     grad_a = product(grad_c, b.T) if needs_input_grad[0] else None
     grad_b = product(a.T, grad_c) if needs_input_grad[1] else None
@@ -425,11 +462,11 @@ class Matmul(torch.autograd.Function):
     backward that records second derivatives."""
 
     @staticmethod
-    def forward(ctx, a, b, bias, activation):
-        if torch.compiler.is_compiling():  # torch.compile records the op, not the launch
+    def forward(ctx, a, b, bias, activation, planned):
+        if planned is None:  # torch.compile records the op, not the launch
             c, pre = matmul_with_pre_op(a, b, bias, activation)
-        else:
-            c, pre = forward(a, b, bias, activation, keep_pre=True)
+        else:  # planned_forward's
+            c, pre = planned(a, b, bias, keep_pre=True)
         ctx.activation = activation
         ctx.save_for_backward(a, b, bias, pre)
         return c
@@ -438,7 +475,7 @@ class Matmul(torch.autograd.Function):
     def backward(ctx, grad_c):
         a, b, bias, pre = ctx.saved_tensors
         grads = gradients(a, b, bias, pre, grad_c, ctx.activation, ctx.needs_input_grad)
-        return (*grads, None)
+        return (*grads, None, None)
 
 
 def matmul(a, b, bias=None, activation=None, *, out=None):
@@ -446,13 +483,14 @@ def matmul(a, b, bias=None, activation=None, *, out=None):
     any strides, float32 as torch's matmul precision says (TF32 unless "highest"):
     differentiable twice and compilable, or written into out (refused while an input requires
     grad, as PyTorch's out= is)."""
-    validate(a, b, bias, activation)
-    wants_grad = torch.is_grad_enabled() and any(
-        t is not None and t.requires_grad for t in (a, b, bias)
-    )
-    if torch.compiler.is_compiling() or (out is None and wants_grad):
-        return common.write_out(Matmul.apply(a, b, bias, activation), out)
-    return common.write_out(forward(a, b, bias, activation, out)[0], out)  # out's version bumped
+    if torch.compiler.is_compiling():
+        validate(a, b, bias, activation)
+        return common.write_out(Matmul.apply(a, b, bias, activation, None), out)
+    planned = planned_forward(a, b, bias, activation)  # validates a layout's first call
+    grads = a.requires_grad or b.requires_grad or (bias is not None and bias.requires_grad)
+    if out is None and grads and torch.is_grad_enabled():
+        return Matmul.apply(a, b, bias, activation, planned)
+    return common.write_out(planned(a, b, bias, out)[0], out)  # out's version bumped
 
 
 # The registered ops (common.register_op: which kind of op, and why). A fake gives the outputs'
@@ -464,8 +502,7 @@ def matmul(a, b, bias=None, activation=None, *, out=None):
 def matmul_op(
     a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | None = None
 ) -> Tensor:
-    validate(a, b, bias, activation)
-    return forward(a, b, bias, activation, in_op=True)[0]
+    return forward(a, b, bias, activation, in_op=True)[0]  # validates
 
 
 @matmul_op.register_fake
@@ -494,8 +531,7 @@ matmul_op.register_autograd(op_backward, setup_context=op_setup_context)
 def matmul_with_pre_op(
     a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | None = None
 ) -> tuple[Tensor, Tensor]:
-    validate(a, b, bias, activation)
-    c, pre = forward(a, b, bias, activation, keep_pre=True, in_op=True)
+    c, pre = forward(a, b, bias, activation, keep_pre=True, in_op=True)  # validates
     return c, (c.new_empty(0) if pre is None else pre)
 
 

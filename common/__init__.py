@@ -295,7 +295,7 @@ def kernel_out(out, shape, dtype, device, inputs):
     if torch.is_grad_enabled() and out.requires_grad:
         raise ValueError("out requires grad, and a kernel's write into it is not differentiable")
     if any(t.untyped_storage().data_ptr() == out.untyped_storage().data_ptr() for t in inputs):
-        return torch.empty(shape, dtype=dtype, device=device)
+        return inputs[0].new_empty(shape, dtype=dtype)
     return out
 
 

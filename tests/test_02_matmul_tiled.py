@@ -767,6 +767,25 @@ def test_an_address_off_16_bytes_is_planned_again(monkeypatch):
     assert picks == ["persistent", "fused"] and len(op.PLANS) == 2
 
 
+def test_matmul_validates_once_a_layout(monkeypatch):
+    # forward()'s plan checks its layouts once: later calls with new tensors of the same
+    # layouts skip validate(); another layout (bias, activation, a's strides) checks again.
+    checked, real = [], op.validate
+    monkeypatch.setattr(op, "validate", lambda *args: checked.append(args) or real(*args))
+    monkeypatch.setattr(op, "FORWARD_PLANS", {})
+    a, b, bias = epilogue_inputs(40, 24, 32, torch.float32)
+    for _ in range(3):
+        a.normal_()
+        with common.uninitialized_memory_is_nan():
+            c = op.matmul(a, b)
+        common.assert_close(c, *reference64(a, b), 32, "c")
+    assert len(checked) == 1
+    op.matmul(a, b, bias)
+    op.matmul(a, b, bias, "gelu_tanh")
+    op.matmul(a.T.contiguous().T, b)
+    assert len(checked) == 4
+
+
 @pytest.mark.parametrize("kernel", ["persistent", "fused"])
 def test_a_plan_launches_new_tensors_of_its_layout(monkeypatch, kernel):
     # The second call of a layout runs the first's plan with its own tensors: new values, a new
@@ -1076,22 +1095,23 @@ def test_bad_input_through_the_entry_and_each_op_alike(entry, fake):
     with mode if fake else torch.no_grad():
         a, b = torch.randn(4, 6, device=DEVICE), torch.randn(6, 5, device=DEVICE)
         bias = torch.randn(5, device=DEVICE)
-        with pytest.raises(TypeError, match="dtype torch.int32"):
-            fn(a.int(), b)
-        with pytest.raises(TypeError, match="a torch.float32, b torch.float16"):
-            fn(a, b.half())
-        with pytest.raises(ValueError, match=r"b must be 2-D, got shape \(6,\)"):
-            fn(a, b[:, 0])
-        with pytest.raises(ValueError, match=r"a \(4, 6\) and b \(5, 6\) do not chain: 6 != 5"):
-            fn(a, b.T)
-        with pytest.raises(ValueError, match=r"bias has shape \(4,\), expected \(5,\)"):
-            fn(a, b, bias=bias[:4])
-        with pytest.raises(ValueError, match=r"bias must be 1-D, got shape \(1, 5\)"):
-            fn(a, b, bias=bias[None])
-        with pytest.raises(TypeError, match="bias torch.float64"):
-            fn(a, b, bias=bias.double())
-        with pytest.raises(ValueError, match="activation must be one of"):
-            fn(a, b, activation="gelu")
+        for _ in range(2):  # a layout that fails validation keeps no plan: refused again
+            with pytest.raises(TypeError, match="dtype torch.int32"):
+                fn(a.int(), b)
+            with pytest.raises(TypeError, match="a torch.float32, b torch.float16"):
+                fn(a, b.half())
+            with pytest.raises(ValueError, match=r"b must be 2-D, got shape \(6,\)"):
+                fn(a, b[:, 0])
+            with pytest.raises(ValueError, match=r"a \(4, 6\) and b \(5, 6\) do not chain: 6 != 5"):
+                fn(a, b.T)
+            with pytest.raises(ValueError, match=r"bias has shape \(4,\), expected \(5,\)"):
+                fn(a, b, bias=bias[:4])
+            with pytest.raises(ValueError, match=r"bias must be 1-D, got shape \(1, 5\)"):
+                fn(a, b, bias=bias[None])
+            with pytest.raises(TypeError, match="bias torch.float64"):
+                fn(a, b, bias=bias.double())
+            with pytest.raises(ValueError, match="activation must be one of"):
+                fn(a, b, activation="gelu")
     if not fake:
         with pytest.raises(ValueError, match="is on meta"):
             fn(a, torch.randn(6, 5, device="meta"))
@@ -1101,6 +1121,10 @@ def test_bad_input_to_the_entry():
     a, b = torch.randn(4, 6, device=DEVICE), torch.randn(6, 5, device=DEVICE)
     with pytest.raises(TypeError, match="a must be a tensor of .*, got list"):
         op.matmul([[1.0]], b)
+    with pytest.raises(TypeError, match="bias must be a tensor of .*, got list"):
+        op.matmul(a, b, bias=[0.0] * 5)
+    with pytest.raises(ValueError, match="activation must be one of"):
+        op.matmul(a, b, activation=["gelu_tanh"])  # (no dict could key it)
     with pytest.raises(ValueError, match=r"a must be 2-D, got shape \(2, 4, 6\)"):
         op.matmul(torch.randn(2, 4, 6, device=DEVICE), b)
     with pytest.raises(ValueError, match=r"out is \(5, 4\).*expected \(4, 5\)"):

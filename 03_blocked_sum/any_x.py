@@ -145,14 +145,21 @@ def column_sums_any_x(x):
 
 def sum_partials(partial, out, kernel=split_any_x_kernel):
     """main.py's second pass, by this file's kernel (or a form of
-    it that op.py passes): partial as one chunk of P rows, on
-    main.py's tile for it."""
+    it that op.py passes): partial as one chunk of P rows."""
     P, N = partial.shape
+    grid, tile = sum_partials_tile(P, N)
+    args = (partial, out, P, N, *partial.stride(), P)  # P: rows_per_chunk
+    kernel[grid](*args, **tile)
+
+
+def sum_partials_tile(P, N):
+    """(grid, tile) of the second pass on P rows of N partial
+    sums: main.py's tile for it. (op.py works it out once a
+    shape: each triton.cdiv costs the host about 2 us.)"""
     block_m = min(triton.next_power_of_2(P), 256)
     block_n = max(16, min(256, 4096 // block_m))
     grid = (triton.cdiv(N, block_n),)
-    args = (partial, out, P, N, *partial.stride(), P)  # P: rows_per_chunk
-    kernel[grid](*args, BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1)
+    return grid, dict(BLOCK_M=block_m, BLOCK_N=block_n, STAGES=1)
 
 
 VARIANTS = {**lesson.VARIANTS, "any_x": column_sums_any_x}

@@ -130,15 +130,17 @@ def plan(x, style, in_op=False, key=None):
     grid = lambda meta: (common.cdiv(N, meta["BLOCK_N"]), splits)  # noqa: E731
     # The second pass launches other arguments: its own kind, whichever kernel a style runs first.
     second_kind = None if key is None else (key, "second pass")
+    second_grid, second_tile = any_x.sum_partials_tile(splits, N)
 
     def split_sums(x):
         out = x.new_empty(N)
         partial = out if splits == 1 else x.new_empty((splits, N), dtype=sum_dtype)
         kernel = common.traceable(KERNELS[style], in_op, key)
         kernel[grid](x, partial, M, N, *x.stride(), rows_per_chunk)
-        if splits > 1:  # the lesson's second pass, partial as one chunk, by any_x.py's kernel
+        if splits > 1:  # any_x.sum_partials: partial as one chunk, by any_x.py's kernel
             second_pass = common.traceable(any_x.split_any_x_kernel, in_op, second_kind)
-            any_x.sum_partials(partial, out, second_pass)
+            args = (partial, out, splits, N, N, 1, splits)  # partial's strides; its rows a chunk
+            second_pass[second_grid](*args, **second_tile)
         return out
 
     return split_sums

@@ -180,6 +180,7 @@ def plan_backward(x2d, weight, grad_y, style, in_op=False, key=None):
         kernel, tiles = backward_wide_kernel, wide.alignment(x2d)
         grid = lambda meta: (common.cdiv(d, meta["D_TILE"]), programs)  # noqa: E731
     second_kind = None if key is None else (key, "second pass")
+    second_grid, second_tile = wide.sum_partials_tile(programs, d)  # wide.py's second pass
 
     def planned(x2d, weight, grad_y):
         weight, grad_y = weight.contiguous(), grad_y.contiguous()  # y.sum()'s grad_y: expanded
@@ -189,9 +190,11 @@ def plan_backward(x2d, weight, grad_y, style, in_op=False, key=None):
         launch[grid](x2d, weight, grad_y, grad_x, partial, rows, d, *strides, **tiles)
         if style == "simple":
             return grad_x, partial.sum(0).to(weight.dtype)
-        # wide.py's second pass: its tile rule and its kernel
+        # wide.sum_partials, with its tile worked out once
         second_pass = common.traceable(wide.sum_partials_wide_kernel, in_op, second_kind)
-        return grad_x, wide.sum_partials(partial, weight, second_pass)
+        grad_w = weight.new_empty(d)
+        second_pass[second_grid](partial, grad_w, programs, d, **second_tile)
+        return grad_x, grad_w
 
     return planned
 

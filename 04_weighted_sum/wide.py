@@ -199,6 +199,14 @@ def sum_partials(partial, weight, kernel=sum_partials_wide_kernel):
     this one, made traceable by torch.compile)."""
     P, D = partial.shape
     grad_w = torch.empty_like(weight)
+    grid, tile = sum_partials_tile(P, D)
+    kernel[grid](partial, grad_w, P, D, **tile)
+    return grad_w
+
+
+def sum_partials_tile(P, D):
+    """(grid, tile) of the second pass on P rows of D partial
+    sums. (op.py works it out once for each shape.)"""
     # (sum) A tile: p_tile rows of partial, d_tile columns.
     # p_tile is P rounded up to a power of 2, at most 1024: few
     # steps cover P. d_tile aims at 4096 values a tile, but is at
@@ -207,8 +215,7 @@ def sum_partials(partial, weight, kernel=sum_partials_wide_kernel):
     p_tile = min(triton.next_power_of_2(P), 1024)
     d_tile = max(16, 4096 // p_tile)
     grid = (triton.cdiv(D, d_tile),)
-    kernel[grid](partial, grad_w, P, D, P_TILE=p_tile, D_TILE=d_tile)
-    return grad_w
+    return grid, dict(P_TILE=p_tile, D_TILE=d_tile)
 
 
 def forward_wide(x2d, weight):

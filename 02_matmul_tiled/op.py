@@ -100,15 +100,6 @@ def validate(a, b, bias=None, activation=None):
     return a.shape[0], b.shape[1], a.shape[1]
 
 
-def layout(a, b, c):
-    """a's and b's shapes (c's follows from them), the strides, dtype and 16-byte alignment of all
-    three, and torch's float32 matmul precision."""
-    aligned = (a.data_ptr() % 16, b.data_ptr() % 16, c.data_ptr() % 16)
-    precision = torch.get_float32_matmul_precision()
-    shapes = (a.shape, a.stride(), b.shape, b.stride(), c.stride())
-    return (*shapes, c.dtype, *aligned, precision)
-
-
 def pick(a, b, c):
     """The lesson's kernel that computes c = a @ b fastest: "persistent" for 16-bit and TF32 dots
     that descriptors can take, unless M <= 128 (one row of 128-row tiles: the fused kernel's
@@ -239,9 +230,11 @@ PLANS = {}
 
 
 def plan_key(a, b, c, bias, pre, activation):
-    """layout(a, b, c), the device, the epilogue, and bias's and pre's alignment and strides."""
+    """common.layout of a, b and c, torch's float32 matmul precision, the epilogue, and bias's
+    and pre's alignment and strides."""
     ends = [None if t is None else (t.data_ptr() % 16, t.stride()) for t in (bias, pre)]
-    return (*layout(a, b, c), c.device, activation, *ends)
+    layouts = (*common.layout(a), *common.layout(b), *common.layout(c))
+    return (*layouts, torch.get_float32_matmul_precision(), activation, *ends)
 
 
 def launch(a, b, c, bias=None, pre=None, activation=None, in_op=False, key=None):
@@ -394,7 +387,7 @@ def forward(a, b, bias=None, activation=None, out=None, keep_pre=False, in_op=Fa
     if in_op:
         planned = plan_forward(a, b, bias, activation, in_op=True)
     else:
-        planned = planned_forward(a, b, bias, activation)
+        planned = kept_forward_plan(a, b, bias, activation)
     return planned(a, b, bias, out, keep_pre)
 
 
@@ -404,7 +397,7 @@ def forward(a, b, bias=None, activation=None, out=None, keep_pre=False, in_op=Fa
 FORWARD_PLANS = {}
 
 
-def planned_forward(a, b, bias, activation):
+def kept_forward_plan(a, b, bias, activation):
     """forward()'s plan for these inputs: made, and the inputs validated, at their layouts'
     first call."""
     try:  # the activation by its index: one no dict could key (a list) raises ValueError here
@@ -465,7 +458,7 @@ class Matmul(torch.autograd.Function):
     def forward(ctx, a, b, bias, activation, planned):
         if planned is None:  # torch.compile records the op, not the launch
             c, pre = matmul_with_pre_op(a, b, bias, activation)
-        else:  # planned_forward's
+        else:  # kept_forward_plan's
             c, pre = planned(a, b, bias, keep_pre=True)
         ctx.activation = activation
         ctx.save_for_backward(a, b, bias, pre)
@@ -486,7 +479,7 @@ def matmul(a, b, bias=None, activation=None, *, out=None):
     if torch.compiler.is_compiling():
         validate(a, b, bias, activation)
         return common.write_out(Matmul.apply(a, b, bias, activation, None), out)
-    planned = planned_forward(a, b, bias, activation)  # validates a layout's first call
+    planned = kept_forward_plan(a, b, bias, activation)  # validates a layout's first call
     grads = a.requires_grad or b.requires_grad or (bias is not None and bias.requires_grad)
     if out is None and grads and torch.is_grad_enabled():
         return Matmul.apply(a, b, bias, activation, planned)

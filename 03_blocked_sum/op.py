@@ -139,7 +139,7 @@ def plan(x, style, in_op=False, key=None):
         kernel[grid](x, partial, M, N, *x.stride(), rows_per_chunk)
         if splits > 1:  # any_x.sum_partials: partial as one chunk, by any_x.py's kernel
             second_pass = common.traceable(any_x.split_any_x_kernel, in_op, second_kind)
-            args = (partial, out, splits, N, N, 1, splits)  # partial's strides; its rows a chunk
+            args = (partial, out, splits, N, *partial.stride(), splits)  # its rows: a chunk
             second_pass[second_grid](*args, **second_tile)
         return out
 

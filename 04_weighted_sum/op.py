@@ -179,8 +179,8 @@ def plan_backward(x2d, weight, grad_y, style, in_op=False, key=None):
         programs = split(rows, d, x2d.device)
         kernel, tiles = backward_wide_kernel, wide.alignment(x2d)
         grid = lambda meta: (common.cdiv(d, meta["D_TILE"]), programs)  # noqa: E731
+        second_grid, second_tile = wide.sum_partials_tile(programs, d)  # wide.py's second pass
     second_kind = None if key is None else (key, "second pass")
-    second_grid, second_tile = wide.sum_partials_tile(programs, d)  # wide.py's second pass
 
     def planned(x2d, weight, grad_y):
         weight, grad_y = weight.contiguous(), grad_y.contiguous()  # y.sum()'s grad_y: expanded

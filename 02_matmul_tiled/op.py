@@ -326,14 +326,37 @@ def first_stream_k_launch(a, b, c, bias, activation, in_op, key):
         a_arg, b_arg = (a.T if a_t else a), (b.T if b_t else b)
         strides = dict(stride_a=a_arg.stride(0), stride_b=b_arg.stride(0), stride_cm=c.stride(0))
         partials = torch.empty((programs, 128, 128), dtype=torch.float32, device=c.device)
-        # New flags each call: two calls on two streams may overlap.
-        flags = torch.zeros(programs, dtype=torch.int32, device=c.device)
+        flags = stream_k_flags(programs, c.device, in_op)
         common.set_descriptor_allocator()
         kernel = common.traceable(stream_k.stream_k_kernel, in_op, key)
         kernel[(programs,)](a_arg, b_arg, c, bias, partials, flags, **strides, **rest)
 
     launch_operands(a, b, c, bias)
     return lambda a, b, c, bias, pre: launch_operands(a, b, c, bias)
+
+
+# Stream-K's flags start at 0, and its kernel leaves them at 0: each owner sets back the flags it
+# waits for (stream_k.py's (fixup)). So a call may reuse the flags of any call it cannot overlap:
+# one on the same CUDA stream, whose work runs in turn. New flags, a tensor of zeros, are a launch
+# of their own: on an H200 they cost a small product 15 us of the host and d = 768's weight
+# gradients 1 to 2 us of the GPU (results/NOTES.md item 205).
+KEPT_FLAGS = {}  # (device, stream) -> int32 flags, all 0 between calls
+STREAMS_KEPT = 64  # streams whose flags are kept: past that, forgotten and made again
+
+
+def stream_k_flags(programs, device, in_op):
+    """programs int32 zeros for a stream-K launch on the current stream: kept ones, but new ones
+    in a registered op's body (torch.compile traces it) and while a CUDA graph captures (a fill
+    captured there runs only when the graph is replayed: kept, it would leave garbage)."""
+    cuda = device.type == "cuda"
+    if in_op or (cuda and torch.cuda.is_current_stream_capturing()):
+        return torch.zeros(programs, dtype=torch.int32, device=device)
+    key = (device, torch.cuda.current_stream(device).cuda_stream if cuda else None)
+    if (flags := KEPT_FLAGS.get(key)) is None or len(flags) < programs:
+        if len(KEPT_FLAGS) >= STREAMS_KEPT:
+            KEPT_FLAGS.clear()
+        KEPT_FLAGS[key] = flags = torch.zeros(programs, dtype=torch.int32, device=device)
+    return flags
 
 
 def first_fused_launch(a, b, c, bias, pre, activation, in_op, key):

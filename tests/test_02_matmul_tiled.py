@@ -684,11 +684,15 @@ def test_matmul_runs_stream_k_where_it_pays(monkeypatch, transpose_a, transpose_
     a = common.random_matrix(256, 1024, half, transpose_a)
     b = common.random_matrix(1024, 256, half, transpose_b)
     bias = torch.randn(256, device=DEVICE, dtype=half)
-    for _ in range(2):  # the second call runs the first's plan
+    op.KEPT_FLAGS.clear()
+    for _ in range(2):  # the second call runs the first's plan, and the first's flags
         with common.uninitialized_memory_is_nan():
             c = op.matmul(a, b, bias=bias)
         want, scale = reference64(a, b)
         common.assert_close(c, want + bias.double(), scale + bias.double().abs(), 1024, "c")
+    # One set of flags, for this stream, which the kernel set back to 0 after each call
+    (flags,) = op.KEPT_FLAGS.values()
+    assert flags.dtype == torch.int32 and not flags.any()
     with common.uninitialized_memory_is_nan():
         c, pre = op.forward(a, b, bias, "gelu_tanh", keep_pre=True)
     common.assert_close(pre, want + bias.double(), scale + bias.double().abs(), 1024, "P")
@@ -696,6 +700,39 @@ def test_matmul_runs_stream_k_where_it_pays(monkeypatch, transpose_a, transpose_
         op.matmul(a.float(), b.float())
     op.matmul(a[:, :512], b[:512])
     assert picks == ["stream_k", "stream_k", "persistent", "persistent"]
+
+
+@support.gpu_only
+def test_matmul_keeps_stream_k_flags_per_stream_but_not_in_a_cuda_graph_on_gpu():
+    # Calls on one stream run in turn, so they share flags; another stream gets its own. A
+    # graph's capture makes new ones: its fill of zeros runs only at a replay. d = 768's weight
+    # gradient at 1024 tokens, which op.pick runs by stream-K on an H100 or H200.
+    a = common.random_matrix(768, 1024, torch.bfloat16, transposed=True)
+    b = common.random_matrix(1024, 3072, torch.bfloat16)
+    if op.pick(a, b, a.new_empty(768, 3072)) != "stream_k":
+        pytest.skip("this GPU runs the product without stream-K")
+    op.KEPT_FLAGS.clear()
+    first = op.matmul(a, b)
+    common.assert_close(first, *reference64(a, b), 1024, "stream-K, flags kept")
+    assert torch.equal(op.matmul(a, b), first) and len(op.KEPT_FLAGS) == 1
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        on_side = op.matmul(a, b)
+    torch.cuda.current_stream().wait_stream(side)
+    assert torch.equal(on_side, first) and len(op.KEPT_FLAGS) == 2
+    kept = dict(op.KEPT_FLAGS)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        replayed = op.matmul(a, b)
+    assert op.KEPT_FLAGS.keys() == kept.keys()  # no flags kept for the capture's stream
+    assert all(op.KEPT_FLAGS[key] is flags for key, flags in kept.items())
+    for _ in range(2):
+        replayed.zero_()
+        graph.replay()
+        assert torch.equal(replayed, first)
+    assert torch.equal(op.matmul(a, b), first)
+    assert not any(flags.any() for flags in op.KEPT_FLAGS.values())
 
 
 def test_the_registered_op_runs_stream_k(monkeypatch):

@@ -94,27 +94,40 @@ STYLES = [style for style in KERNELS if style in appendix.VARIANTS]  # block_ptr
 
 
 def forward(x, style, in_op=False):
-    """x.sum(0) by the lesson's kernels of `style`, launched as its wrappers launch them, for a
-    validated x; records no gradient. in_op: from the registered op's body (common.traceable),
-    which torch.compile traces: planned each call, as a plan there would outlive the traced x."""
-    if x.numel() == 0:  # a sum of no rows is 0; no launch, nothing for an autotuner to time
-        return x.new_zeros(x.shape[1])
+    """x.sum(0) by the lesson's kernels of `style`, launched as its wrappers launch them; records
+    no gradient. Validates x at its layout's first call. in_op: from the registered op's body
+    (common.traceable), which torch.compile traces and which validates x itself: planned each
+    call, as a plan there would outlive the traced x."""
     if in_op:
         return plan(x, style, in_op=True)(x)
-    key = (*common.layout(x), style)
-    return common.kept_plan(PLANS, key, plan, x, style)(x)
+    return kept_forward_plan(x, style)(x)
 
 
-# forward()'s plans (common.kept_plan: what a plan is), one for each layout of x: keyed by all
-# that decides the kernels and their arguments but x's address. Its launches are keyed by the
+def kept_forward_plan(x, style):
+    """forward()'s plan for x's layout and style: made, and x validated, at their first call."""
+    try:  # the style by its index: one that no dict could key (a list) raises ValueError here
+        key = (*common.layout(x), STYLES.index(style))
+    except (AttributeError, ValueError):  # x is no tensor, or the style is none of STYLES
+        validate(x, style)  # raises, naming it
+    return common.kept_plan(PLANS, key, plan, x, style)
+
+
+# forward()'s plans (common.kept_plan: what a plan is; here the checks too), one for each layout
+# of x: keyed by all that decides the kernels and their arguments but x's address. A later call
+# of a layout skips validate(), as 01's and 02's entries do. Its launches are keyed by the
 # same (a Named launcher, common/launch.py), so the Launcher skips its own key for each.
 PLANS = {}
 
 
 def plan(x, style, in_op=False, key=None):
     """A function of an x of this x's layout that returns x.sum(0) by the kernels of `style`.
-    key: the layout's key, the Launcher's kind for its launches."""
+    Raises validate()'s errors, but in_op (the op's body has validated x). key: the layout's key,
+    the Launcher's kind for its launches."""
+    if not in_op:
+        validate(x, style)
     (M, N), sum_dtype = x.shape, torch.promote_types(x.dtype, torch.float32)
+    if x.numel() == 0:  # a sum of no rows is 0; no launch, nothing for an autotuner to time
+        return lambda x: x.new_zeros(N)
     if style in FIRST_KERNELS:  # lesson.column_sums_simple: a program per 64 columns
         grid = (common.cdiv(N, 64),)
 
@@ -157,26 +170,28 @@ class BlockedSum(torch.autograd.Function):
     which costs the host microseconds each call."""
 
     @staticmethod
-    def forward(ctx, x, style):
+    def forward(ctx, x, style, planned=None):  # planned: blocked_sum's, for x's layout
         setup_context(ctx, (x, style), None)
-        return forward(x, style)
+        return forward(x, style) if planned is None else planned(x)
 
     @staticmethod
-    def backward(ctx, grad_out):
-        return grad_out.expand(ctx.x_shape), None
+    def backward(ctx, grad_out):  # for x, style, planned (the op has no planned: autograd
+        # takes a None past the last input)
+        return grad_out.expand(ctx.x_shape), None, None
 
 
 def blocked_sum(x, style="tuned", *, out=None):
     """x.sum(0) for a 2-D float x of any strides, in x's dtype (16-bit x adds in float32):
     differentiable and compilable, or written into out. `style` picks the lesson's variant."""
-    N = validate(x, style)
     if torch.compiler.is_compiling():  # torch.compile records the op and never sees the launch
+        validate(x, style)
         return common.write_out(blocked_sum_op(x, style), out)
+    planned = kept_forward_plan(x, style)  # validates x at its layout's first call
     if out is None and torch.is_grad_enabled() and x.requires_grad:
-        return BlockedSum.apply(x, style)
+        return BlockedSum.apply(x, style, planned)
     if out is not None:  # checks out as PyTorch's out= does
-        common.kernel_out(out, (N,), x.dtype, x.device, (x,))
-    return common.write_out(forward(x, style), out)  # out, if given, with its version bumped
+        common.kernel_out(out, x.shape[1:], x.dtype, x.device, (x,))
+    return common.write_out(planned(x), out)  # out, if given, with its version bumped
 
 
 # The registered op, torch.ops.triton_lessons.blocked_sum (common.register_op: which kind of op,

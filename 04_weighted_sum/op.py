@@ -106,15 +106,23 @@ def validate_backward(x2d, weight, grad_y, style="tuned"):
 
 
 def forward(x, weight, style, in_op=False):
-    """y = x @ weight by the lesson's forward kernel of `style`, launched as its wrapper does, for
-    validated inputs; no autograd. in_op: from a registered op's body (common.traceable), which
-    torch.compile traces: planned each call, as a plan there would outlive the traced tensors."""
-    if x.numel() == 0:  # sums of no terms are 0: no launch, so no autotuner times an empty one
-        return x.new_zeros(x.shape[:-1])
+    """y = x @ weight by the lesson's forward kernel of `style`, launched as its wrapper does; no
+    autograd. Validates at the first call of the inputs' layouts. in_op: from a registered op's
+    body (common.traceable), which torch.compile traces and which validates its inputs itself:
+    planned each call, as a plan there would outlive the traced tensors."""
     if in_op:
         return plan_forward(x, weight, style, in_op=True)(x, weight)
-    key = ("forward", style, *common.layout(x), *weight_layout(weight))
-    return common.kept_plan(PLANS, key, plan_forward, x, weight, style)(x, weight)
+    return kept_forward_plan(x, weight, style)(x, weight)
+
+
+def kept_forward_plan(x, weight, style):
+    """forward()'s plan for these inputs: made, and the inputs validated, at their layouts' first
+    call."""
+    try:  # the style by its index: one that no dict could key (a list) raises ValueError here
+        key = ("forward", STYLES.index(style), *common.layout(x), *common.layout(weight))
+    except (AttributeError, ValueError):  # an input is no tensor, or the style none of STYLES
+        validate(x, weight, style)  # raises, naming it
+    return common.kept_plan(PLANS, key, plan_forward, x, weight, style)
 
 
 def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_op=False):
@@ -134,9 +142,9 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_
 
 
 # forward()'s and backward()'s plans (common.kept_plan: what a plan is; here the output's shape,
-# the tiles, the grid, the split), one for each layout of the inputs: keyed by all that decides
-# the kernels and their arguments but the tensors' addresses. The launches are keyed by the same
-# (a Named launcher, common/launch.py), so the Launcher skips its own key.
+# the tiles, the grid, the split, and forward's checks), one for each layout of the inputs: keyed
+# by all that decides the kernels and their arguments but the tensors' addresses. The launches are
+# keyed by the same (a Named launcher, common/launch.py), so the Launcher skips its own key.
 PLANS = {}
 
 
@@ -146,8 +154,13 @@ def weight_layout(weight):  # its shape, dtype and device are x's (validate)
 
 def plan_forward(x, weight, style, in_op=False, key=None):
     """A function of (x, weight) of these layouts that returns x @ weight by the kernel of
-    `style`. key: the layouts' key, the Launcher's kind for the launch."""
+    `style`. Raises validate()'s errors, but in_op (the op's body has validated its inputs).
+    key: the layouts' key, the Launcher's kind for the launch."""
+    if not in_op:
+        validate(x, weight, style)
     x2d, out_shape = as_2d(x), x.shape[:-1]
+    if x.numel() == 0:  # sums of no terms are 0: no launch, so no autotuner times an empty one
+        return lambda x, weight: x.new_zeros(out_shape)
     (rows, d), strides = x2d.shape, x2d.stride()
     if style == "simple":  # lesson.forward_simple
         kernel, tiles = lesson.simple_forward_kernel, SIMPLE_TILE
@@ -237,13 +250,14 @@ class WeightedSum(torch.autograd.Function):
     inspect.signature, which costs the host microseconds each call."""
 
     @staticmethod
-    def forward(ctx, x, weight, style):
+    def forward(ctx, x, weight, style, planned=None):  # planned: weighted_sum's, for the layouts
         setup_context(ctx, (x, weight, style), None)
-        return forward(x, weight, style)
+        return forward(x, weight, style) if planned is None else planned(x, weight)
 
     @staticmethod
     def backward(ctx, grad_y):
-        return (*gradients(*ctx.saved_tensors, grad_y, ctx.needs_input_grad, ctx.style), None)
+        grads = gradients(*ctx.saved_tensors, grad_y, ctx.needs_input_grad, ctx.style)
+        return (*grads, None, None)
 
 
 def setup_context(ctx, inputs, output):  # what the backward needs: WeightedSum's and the op's
@@ -255,14 +269,15 @@ def weighted_sum(x, weight, style="tuned", *, out=None):
     """x @ weight over the last dim of x (..., D), weight (D,): a tensor of shape x.shape[:-1], in
     x's dtype; differentiable twice and compilable, or written into out (refused while an input
     requires grad, as PyTorch's out= is). `style` picks the lesson's kernels."""
-    shape = validate(x, weight, style)
     if torch.compiler.is_compiling():  # torch.compile records the op and never sees the launch
+        validate(x, weight, style)
         return common.write_out(weighted_sum_op(x, weight, style), out)
+    planned = kept_forward_plan(x, weight, style)  # validates a layout's first call
     if out is None and torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
-        return WeightedSum.apply(x, weight, style)
+        return WeightedSum.apply(x, weight, style, planned)
     if out is not None:  # checks out as PyTorch does
-        common.kernel_out(out, shape, x.dtype, x.device, (x, weight))
-    return common.write_out(forward(x, weight, style), out)  # out, if given, its version bumped
+        common.kernel_out(out, x.shape[:-1], x.dtype, x.device, (x, weight))
+    return common.write_out(planned(x, weight), out)  # out, if given, its version bumped
 
 
 # The registered op, torch.ops.triton_lessons.weighted_sum (common.register_op: which kind of

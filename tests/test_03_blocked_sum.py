@@ -322,6 +322,29 @@ def test_a_plan_sums_each_new_x_of_its_layout(monkeypatch, style):
     assert planned == [style, style] and len(op.PLANS) == 2
 
 
+def test_blocked_sum_validates_once_a_layout(monkeypatch):
+    # forward()'s plan checks x once: later calls with new x of the same layout skip validate();
+    # another layout (strides, an empty x) or style checks again, and so does a bad x, which
+    # leaves no plan.
+    checked, real = [], op.validate
+    monkeypatch.setattr(op, "validate", lambda *args: checked.append(args) or real(*args))
+    monkeypatch.setattr(op, "PLANS", {})
+    for _ in range(3):
+        x = layout(40, 24)
+        with common.uninitialized_memory_is_nan():
+            assert_sums(op.blocked_sum(x), x, "tuned")
+    assert len(checked) == 1
+    op.blocked_sum(layout(40, 24).T.contiguous().T)
+    op.blocked_sum(layout(40, 24), style="simple")
+    empty = torch.empty(0, 3, device=DEVICE)
+    assert_sums(op.blocked_sum(empty), empty, "empty")
+    assert len(checked) == 4
+    for _ in range(2):
+        with pytest.raises(TypeError, match="x is torch.int32"):
+            op.blocked_sum(torch.ones(3, 4, dtype=torch.int32, device=DEVICE))
+    assert len(checked) == 6 and len(op.PLANS) == 4
+
+
 def test_a_plans_two_launches_have_two_kinds(monkeypatch):
     # On a GPU a plan's launches are keyed by the kind it names (common/launch.py's Named): its
     # second pass launches other arguments, so it names another kind, whichever kernel it is.

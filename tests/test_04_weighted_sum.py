@@ -814,6 +814,32 @@ def test_a_plan_runs_each_new_x_of_its_layout(monkeypatch, style):
     assert planned == ["plan_forward", "plan_backward"] * 2 and len(op.PLANS) == 4
 
 
+def test_weighted_sum_validates_once_a_layout(monkeypatch):
+    # forward()'s plan checks its inputs once: later calls with new tensors of the same layouts
+    # skip validate(); another layout (x's strides, weight's dtype, an empty x) or style checks
+    # again, and so does bad input, which leaves no plan.
+    checked, real = [], op.validate
+    monkeypatch.setattr(op, "validate", lambda *args: checked.append(args) or real(*args))
+    monkeypatch.setattr(op, "PLANS", {})
+    x, w = torch.randn(40, 24, device=DEVICE), torch.randn(24, device=DEVICE)
+    for _ in range(3):
+        x.normal_()
+        w.normal_()
+        with common.uninitialized_memory_is_nan():
+            y = op.weighted_sum(x, w)
+        x64, w64 = x.double(), w.double()
+        common.assert_close(y, x64 @ w64, x64.abs() @ w64.abs(), 24, "y")
+    assert len(checked) == 1
+    op.weighted_sum(x.T.contiguous().T, w)
+    op.weighted_sum(x, w, style="simple")
+    assert op.weighted_sum(torch.empty(0, 24, device=DEVICE), w).shape == (0,)
+    assert len(checked) == 4
+    for _ in range(2):
+        with pytest.raises(TypeError, match="x is torch.float32 but weight is torch.float16"):
+            op.weighted_sum(x, w.half())
+    assert len(checked) == 6 and len(op.PLANS) == 4
+
+
 @pytest.mark.parametrize("style", op.STYLES)
 def test_a_backward_plans_launches_have_their_kinds(monkeypatch, style):
     # On a GPU a plan's launches are keyed by the kind it names (common/launch.py's Named): the
@@ -829,6 +855,7 @@ def test_a_backward_plans_launches_have_their_kinds(monkeypatch, style):
     y = op.weighted_sum(x, w, style=style)
     assert_matches_float64(y, torch.autograd.grad(y, (x, w), g), x, w, g, style)
     forward_key, backward_key = op.PLANS
-    assert forward_key[:2] == ("forward", style) and backward_key[:2] == ("backward", style)
+    assert forward_key[:2] == ("forward", op.STYLES.index(style))
+    assert backward_key[:2] == ("backward", style)
     second = [(backward_key, "second pass")] if style == "tuned" else []
     assert kinds == [forward_key, backward_key, *second]

@@ -87,6 +87,8 @@ def validate(a, b, bias=None, activation=None):
     if len({t.dtype for t in inputs.values()}) > 1:
         dtypes = ", ".join(f"{arg} {t.dtype}" for arg, t in inputs.items())
         raise TypeError(f"matmul: the inputs must have one dtype, got {dtypes}")
+    if not torch.compiler.is_compiling():  # (common.refuse_negated says why)
+        common.refuse_negated(**inputs)
     if len({t.device for t in inputs.values()}) > 1 or a.device.type != common.DEVICE.type:
         where = ", ".join(f"{arg} is on {t.device}" for arg, t in inputs.items())
         raise ValueError(f"matmul: {where}; expected one {common.DEVICE.type}")
@@ -351,7 +353,8 @@ def stream_k_flags(programs, device, in_op):
     cuda = device.type == "cuda"
     if in_op or (cuda and torch.cuda.is_current_stream_capturing()):
         return torch.zeros(programs, dtype=torch.int32, device=device)
-    key = (device, torch.cuda.current_stream(device).cuda_stream if cuda else None)
+    # keyed by the stream the kernel is launched on: the current device's current stream
+    key = (device, torch.cuda.current_stream().cuda_stream if cuda else None)
     if (flags := KEPT_FLAGS.get(key)) is None or len(flags) < programs:
         if len(KEPT_FLAGS) >= STREAMS_KEPT:
             KEPT_FLAGS.clear()

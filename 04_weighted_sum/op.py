@@ -70,6 +70,8 @@ def validate(x, weight, style="tuned"):
             raise TypeError(f"{name} is {t.dtype}; expected one of {names}")
     if x.dtype != weight.dtype:
         raise TypeError(f"x is {x.dtype} but weight is {weight.dtype}; give both one dtype")
+    if not torch.compiler.is_compiling():  # (common.refuse_negated says why)
+        common.refuse_negated(x=x, weight=weight)
     if weight.dim() != 1 or x.dim() == 0 or x.shape[-1] != weight.shape[0]:
         shapes = f"x has shape {tuple(x.shape)} and weight {tuple(weight.shape)}"
         if weight.dim() != 1 or x.dim() == 0:
@@ -100,6 +102,7 @@ def validate_backward(x2d, weight, grad_y, style="tuned"):
     if (grad_y.dtype, grad_y.device) != (x2d.dtype, x2d.device):
         where = f"grad_y is {grad_y.dtype} on {grad_y.device}"
         raise TypeError(f"{where}: expected x2d's {x2d.dtype} on {x2d.device}")
+    common.refuse_negated(grad_y=grad_y)
     if grad_y.shape != x2d.shape[:1]:
         shapes = f"grad_y has shape {tuple(grad_y.shape)} and x2d {tuple(x2d.shape)}"
         raise ValueError(f"{shapes}: expected grad_y of shape (rows,)")
@@ -183,6 +186,7 @@ def plan_backward(x2d, weight, grad_y, style, in_op=False, key=None):
     """A function of (x2d, weight, grad_y) of these layouts that returns (grad_x, grad_w) by the
     kernels of `style`. key: as plan_forward's; the second pass launches other arguments, so
     its kind is another."""
+    common.refuse_negated(grad_y=grad_y)  # autograd's: x and weight were checked going forward
     (rows, d), strides = x2d.shape, x2d.stride()
     sum_dtype = torch.promote_types(x2d.dtype, torch.float32)
     if style == "simple":  # lesson.backward_simple: a program per 16 rows, a partial row each

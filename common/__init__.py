@@ -288,6 +288,7 @@ def kernel_out(out, shape, dtype, device, inputs):
     got, wanted = (tuple(out.shape), out.dtype, out.device), (tuple(shape), dtype, device)
     if got != wanted:
         raise ValueError("out is {} {} on {}, expected {} {} on {}".format(*got, *wanted))
+    refuse_negated(out=out)  # a kernel's writes would read back with their signs flipped
     if torch._debug_has_internal_overlap(out) == 1:  # an expand()ed view: writes would collide
         raise ValueError(f"out has strides {out.stride()}: elements share one memory location")
     if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
@@ -353,6 +354,17 @@ def next_power_of_2(n):
     """triton.next_power_of_2(n) for n >= 1 (1 for 0), as plain Python: Triton's costs about
     2 us a call on an H200's host, as triton.cdiv does."""
     return 1 << max(n - 1, 0).bit_length()
+
+
+def refuse_negated(**tensors):
+    """ValueError naming the first of the tensors that is a negated view: the real or imaginary
+    part of a conjugated complex tensor (t.is_neg()), whose values are its memory's with their
+    signs flipped. A kernel reads the memory, so it would flip every sign; PyTorch's ops resolve
+    the view. Not while torch.compile's Dynamo traces: it cannot trace is_neg() (the ops' fakes,
+    which it does not trace, check), nor a global that this module, loaded by its path, reads."""
+    for name, t in tensors.items():
+        if t.is_neg():
+            raise ValueError(f"{name} is a negated view (is_neg()): pass {name}.resolve_neg()")
 
 
 def elements_spanned(tensor):
@@ -432,8 +444,9 @@ def heuristics_applied(kernel, args):
 PLANS_KEPT = 1024  # layouts an op keeps planned: past that, forgotten and planned again
 
 
-def layout(t):  # a tensor's part of a plan's key: all of it that a kernel is compiled for
-    return t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16
+def layout(t):  # a tensor's part of a plan's key: all of it that a kernel is compiled for, and
+    # whether it is a negated view, which validate() refuses (refuse_negated)
+    return t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16, t.is_neg()
 
 
 def kept_plan(plans, key, plan, *inputs):

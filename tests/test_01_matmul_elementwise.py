@@ -398,6 +398,26 @@ def test_fake_validates_like_the_entry(case):
             OP(a, b)
 
 
+def test_a_negated_view_is_refused_by_the_entry_and_resolved_by_the_op():
+    # The imaginary part of a conjugate holds its memory's values with the signs flipped
+    # (is_neg()): a kernel would read the memory. The entry names it, in a and in out; the
+    # registered op gets it resolved by PyTorch's dispatcher, and is right.
+    a, b = (
+        torch.randn(4, 3, dtype=torch.cfloat, device=common.DEVICE).conj().imag,
+        torch.randn(3, 5, device=common.DEVICE),
+    )
+    assert a.is_neg()
+    for _ in range(2):  # a layout refused keeps no plan
+        with pytest.raises(ValueError, match=r"a is a negated view \(is_neg\(\)\)"):
+            op.matmul_elementwise(a, b)
+    with pytest.raises(ValueError, match="out is a negated view"):
+        op.matmul_elementwise(
+            b.T, b, out=torch.randn(5, 5, dtype=torch.cfloat, device=common.DEVICE).conj().imag
+        )
+    a64 = a.resolve_neg().double()
+    common.assert_close(OP(a, b), a64 @ b.double(), a64.abs() @ b.double().abs(), 3, "op")
+
+
 def test_bad_out():
     a, b, entry = randn(3, 4), randn(4, 2), op.matmul_elementwise
     with pytest.raises(ValueError, match=r"out .*\(2, 3\).*expected \(3, 2\)"):

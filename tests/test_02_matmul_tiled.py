@@ -1154,6 +1154,30 @@ def test_bad_input_through_the_entry_and_each_op_alike(entry, fake):
             fn(a, torch.randn(6, 5, device="meta"))
 
 
+def test_a_negated_view_is_refused_by_the_entry_and_resolved_by_the_op():
+    # The imaginary part of a conjugate holds its memory's values with the signs flipped
+    # (is_neg()): a kernel would read the memory. The entry names it (a, bias, out); the
+    # registered op gets it resolved by PyTorch's dispatcher, and is right.
+    a, b = (
+        torch.randn(4, 6, dtype=torch.cfloat, device=DEVICE).conj().imag,
+        torch.randn(6, 5, device=DEVICE),
+    )
+    for _ in range(2):  # a layout refused keeps no plan
+        with pytest.raises(ValueError, match=r"a is a negated view \(is_neg\(\)\)"):
+            op.matmul(a, b)
+    with pytest.raises(ValueError, match="bias is a negated view"):
+        op.matmul(
+            a.resolve_neg(), b, bias=torch.randn(5, dtype=torch.cfloat, device=DEVICE).conj().imag
+        )
+    with pytest.raises(ValueError, match="out is a negated view"):
+        op.matmul(
+            a.resolve_neg(), b, out=torch.randn(4, 5, dtype=torch.cfloat, device=DEVICE).conj().imag
+        )
+    common.assert_close(
+        torch.ops.triton_lessons.matmul(a, b), *reference64(a.resolve_neg(), b), 6, "op"
+    )
+
+
 def test_bad_input_to_the_entry():
     a, b = torch.randn(4, 6, device=DEVICE), torch.randn(6, 5, device=DEVICE)
     with pytest.raises(TypeError, match="a must be a tensor of .*, got list"):

@@ -446,6 +446,21 @@ def test_fake_validates_like_the_entry(case):
             OP(*args)
 
 
+def test_a_negated_view_is_refused_by_the_entry_and_resolved_by_the_op():
+    # The imaginary part of a conjugate holds its memory's values with the signs flipped
+    # (is_neg()): a kernel would read the memory. The entry names it, in x and in out; the
+    # registered op gets it resolved by PyTorch's dispatcher, and is right.
+    x = torch.randn(40, 3, dtype=torch.cfloat, device=DEVICE).conj().imag
+    for _ in range(2):  # a layout refused keeps no plan
+        with pytest.raises(ValueError, match=r"x is a negated view \(is_neg\(\)\)"):
+            op.blocked_sum(x)
+    with pytest.raises(ValueError, match="out is a negated view"):
+        op.blocked_sum(
+            x.resolve_neg(), out=torch.randn(3, dtype=torch.cfloat, device=DEVICE).conj().imag
+        )
+    assert_sums(OP(x), x.resolve_neg(), "the op")
+
+
 def test_not_a_tensor():
     with pytest.raises(TypeError, match="x must be a torch.Tensor, got list"):
         op.blocked_sum([[1.0, 2.0]])

@@ -595,6 +595,35 @@ def test_the_lessons_function_asserts_that_d_matches():
         ws.WeightedSum.apply(torch.randn(4, 8, device=DEVICE), torch.randn(7, device=DEVICE))
 
 
+def test_a_negated_view_is_refused_by_the_entry_and_resolved_by_the_op():
+    # The imaginary part of a conjugate holds its memory's values with the signs flipped
+    # (is_neg()): a kernel would read the memory. The entry names it (x, weight, out); the
+    # registered op gets it resolved by PyTorch's dispatcher, and is right.
+    x, w = (
+        torch.randn(40, 3, dtype=torch.cfloat, device=DEVICE).conj().imag,
+        torch.randn(3, device=DEVICE),
+    )
+    for _ in range(2):  # a layout refused keeps no plan
+        with pytest.raises(ValueError, match=r"x is a negated view \(is_neg\(\)\)"):
+            op.weighted_sum(x, w)
+    with pytest.raises(ValueError, match="weight is a negated view"):
+        op.weighted_sum(
+            x.resolve_neg(), torch.randn(3, dtype=torch.cfloat, device=DEVICE).conj().imag
+        )
+    with pytest.raises(ValueError, match="out is a negated view"):
+        op.weighted_sum(
+            x.resolve_neg(), w, out=torch.randn(40, dtype=torch.cfloat, device=DEVICE).conj().imag
+        )
+    x64, w64 = x.resolve_neg().double(), w.double()
+    y = torch.ops.triton_lessons.weighted_sum(x, w)
+    common.assert_close(y, x64 @ w64, x64.abs() @ w64.abs(), 3, "the op")
+    # A gradient handed to the backward as a negated view: refused, as the inputs are
+    x = x.resolve_neg().requires_grad_()
+    grad_y = torch.randn(40, dtype=torch.cfloat, device=DEVICE).conj().imag
+    with pytest.raises(ValueError, match="grad_y is a negated view"):
+        op.weighted_sum(x, w).backward(grad_y)
+
+
 def test_not_a_tensor():
     with pytest.raises(TypeError, match="weight must be a torch.Tensor, got list"):
         op.weighted_sum(torch.randn(2, 3, device=DEVICE), [1.0, 2.0, 3.0])

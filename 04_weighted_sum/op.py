@@ -186,7 +186,8 @@ def plan_backward(x2d, weight, grad_y, style, in_op=False, key=None):
     """A function of (x2d, weight, grad_y) of these layouts that returns (grad_x, grad_w) by the
     kernels of `style`. key: as plan_forward's; the second pass launches other arguments, so
     its kind is another."""
-    common.refuse_negated(grad_y=grad_y)  # autograd's: x and weight were checked going forward
+    if not in_op:  # (the backward op's validate_backward has checked grad_y)
+        common.refuse_negated(grad_y=grad_y)  # autograd's: x and weight were checked forward
     (rows, d), strides = x2d.shape, x2d.stride()
     sum_dtype = torch.promote_types(x2d.dtype, torch.float32)
     if style == "simple":  # lesson.backward_simple: a program per 16 rows, a partial row each

@@ -283,12 +283,10 @@ def kernel_out(out, shape, dtype, device, inputs):
     or shares storage with an input the kernel reads (write_out then copies it into out)."""
     if out is None:  # on device, as the inputs are; new_empty costs the host 1 us less than empty
         return inputs[0].new_empty(shape, dtype=dtype)
-    if not isinstance(out, torch.Tensor):
-        raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
-    got, wanted = (tuple(out.shape), out.dtype, out.device), (tuple(shape), dtype, device)
-    if got != wanted:
-        raise ValueError("out is {} {} on {}, expected {} {} on {}".format(*got, *wanted))
+    check_out(out, shape, dtype, device)
     refuse_negated(out=out)  # a kernel's writes would read back with their signs flipped
+    if out.is_inference() and not torch.is_inference_mode_enabled():  # as PyTorch's in-place ops
+        raise ValueError("out is an inference tensor: it may be written inside inference_mode only")
     if torch._debug_has_internal_overlap(out) == 1:  # an expand()ed view: writes would collide
         raise ValueError(f"out has strides {out.stride()}: elements share one memory location")
     if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
@@ -300,14 +298,30 @@ def kernel_out(out, shape, dtype, device, inputs):
     return out
 
 
-def write_out(result, out):
+# check_out and write_out read no global of this module: torch.compile's Dynamo traces them (the
+# entries, compiled, hand out= to write_out alone), and to read a module's global it imports the
+# module by its name, which fails where a script loaded this module by its path (the README's
+# way). So what they use comes in as arguments, bound when they are defined.
+def check_out(out, shape, dtype, device, torch=torch):
+    """TypeError or ValueError unless out is a tensor of this shape, dtype and device, as PyTorch's
+    out= asks."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
+    got, wanted = (tuple(out.shape), out.dtype, out.device), (tuple(shape), dtype, device)
+    if got != wanted:
+        raise ValueError("out is {} {} on {}, expected {} {} on {}".format(*got, *wanted))
+
+
+def write_out(result, out, check_out=check_out, bump=torch.autograd.graph.increment_version):
     """result, or out holding it with its version bumped (as by any in-place write): a backward
-    that saved out then raises rather than run on the new values."""
+    that saved out then raises rather than run on the new values. out checked by check_out first:
+    compiled, copy_ would broadcast and cast it silently."""
     if out is None:
         return result
+    check_out(out, result.shape, result.dtype, result.device)
     if out is not result:
         out.copy_(result)
-    torch.autograd.graph.increment_version(out)
+    bump(out)
     return out
 
 
@@ -360,8 +374,10 @@ def refuse_negated(**tensors):
     """ValueError naming the first of the tensors that is a negated view: the real or imaginary
     part of a conjugated complex tensor (t.is_neg()), whose values are its memory's with their
     signs flipped. A kernel reads the memory, so it would flip every sign; PyTorch's ops resolve
-    the view. Not while torch.compile's Dynamo traces: it cannot trace is_neg() (the ops' fakes,
-    which it does not trace, check), nor a global that this module, loaded by its path, reads."""
+    the view. The validators skip it while torch.compile's Dynamo traces, which cannot trace
+    is_neg(), nor a global of this module loaded by its path. Compiled, the graph resolves the view
+    before the registered op runs; Inductor in torch 2.13 drops the negation there, for torch.mm
+    too (on the CPU; aot_eager keeps it)."""
     for name, t in tensors.items():
         if t.is_neg():
             raise ValueError(f"{name} is a negated view (is_neg()): pass {name}.resolve_neg()")

@@ -176,10 +176,12 @@ OP_CALLS = {
 @pytest.mark.parametrize("folder", list(OP_CALLS))
 def test_every_op_runs_from_a_script_elsewhere(folder, tmp_path):
     call, expected = OP_CALLS[folder]
+    with_out = call[:-1] + ", out=out)"
     path = str(support.REPO_ROOT / folder / "op.py")
     script = f"""
 import importlib.util
 import sys
+import traceback
 import torch
 
 spec = importlib.util.spec_from_file_location("user_op", {path!r})
@@ -192,6 +194,19 @@ torch.testing.assert_close({call}, {expected}, atol=1e-2, rtol=1e-2)
 # a model's function that calls the entry, compiled whole
 compiled = torch.compile(lambda a, b: {call} * 2, fullgraph=True, backend="aot_eager")
 torch.testing.assert_close(compiled(a, b), ({expected}) * 2, atol=2e-2, rtol=1e-2)
+# with out=, which the compiled entry checks and writes through common.write_out
+into = torch.compile(lambda a, b, out: {with_out}, fullgraph=True, backend="aot_eager")
+out = torch.full_like({expected}, float("nan"))
+assert into(a, b, out) is out
+torch.testing.assert_close(out, {expected}, atol=1e-2, rtol=1e-2)
+wrong = torch.zeros(2, *out.shape, device=out.device)  # copy_ would broadcast into it
+try:
+    into(a, b, wrong)
+except Exception as error:  # fullgraph: Dynamo's Unsupported, which names our ValueError
+    said = "".join(traceback.format_exception(error))  # (torch 2.11: its format string)
+    assert "check_out" in said and "out is " in said, said
+else:
+    raise AssertionError("a compiled call took an out of the wrong shape")
 print("the op works")
 """
     assert "the op works" in run_as_users_script(script, tmp_path)
@@ -439,6 +454,11 @@ def test_kernel_out_names_what_is_wrong_with_out():
         kernel_out(out)
     with torch.no_grad():  # no graph to record: both are fine, as for PyTorch's out=
         assert kernel_out(out, (a.clone().requires_grad_(),)) is out
+    with torch.inference_mode():
+        inference = torch.empty(8, 6)
+        assert kernel_out(inference) is inference  # inside inference_mode, as for PyTorch's
+    with pytest.raises(ValueError, match="out is an inference tensor"):
+        kernel_out(inference)  # PyTorch's in-place ops refuse it outside inference_mode
 
 
 def test_kernel_out_writes_out_unless_it_shares_storage_with_an_input():
@@ -503,6 +523,13 @@ def test_write_out_copies_and_bumps_the_version():
     assert out._version > version
     version = out._version
     assert common.write_out(out, out) is out and out._version > version  # written in place
+    # an entry compiled hands out= to write_out alone, whose copy_ would broadcast and cast
+    with pytest.raises(ValueError, match=r"out is \(2, 4\) torch.float32 on cpu, expected \(4,\)"):
+        common.write_out(result, torch.zeros(2, 4))
+    with pytest.raises(ValueError, match=r"out is \(4,\) torch.int64 on cpu, expected .*float32"):
+        common.write_out(result, torch.zeros(4, dtype=torch.int64))
+    with pytest.raises(TypeError, match="out must be a torch.Tensor, got list"):
+        common.write_out(result, [0.0] * 4)
 
 
 def test_timing_row():

@@ -25,7 +25,7 @@ LESSONS := $(sort $(wildcard [0-9][0-9]_*/main.py))
 # Each lesson, then the files it goes on in, if any (02's Parts 3 to 5, 03's appendix, 04's Part 4).
 EXAMPLES := $(foreach l,$(LESSONS),$(l) $(wildcard $(addprefix $(dir $(l)),fused.py persistent.py stream_k.py any_x.py block_ptr.py wide.py)))
 
-.PHONY: all test lint bench pictures exercises env clean
+.PHONY: all test lint bench pictures exercises env clean help
 
 all: env
 	@set -e; for example in $(EXAMPLES); do echo "==> $(PY) $$example"; $(PY) $$example; done
@@ -52,6 +52,11 @@ bench: env
 # Each lesson's picture (main.py --draw, tools/pictures.py) into its folder; runs on the CPU too.
 pictures: env
 	@set -e; for example in $(LESSONS); do $(PY) $$example --draw $$(dirname $$example)/picture.png; done
+
+# This file's opening comment, and its targets (each explained above it here).
+help:
+	@sed -n '1,/^$$/s/^# \{0,1\}//p' Makefile
+	@echo "Targets: all test lint exercises bench pictures env clean help"
 
 # The venv gets a .pth file listing the creating Python's site-packages. `--system-site-packages`
 # alone is not enough when PYTHON is itself a venv (as on many GPU images): it would only see the

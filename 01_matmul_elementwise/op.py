@@ -61,8 +61,10 @@ def product(a, b, out=None, in_op=False):
         return plan(a, b, in_op=True)(a, b)
     try:
         key = (*common.layout(a), *common.layout(b))
-    except AttributeError:  # a or b is no tensor: validate raises, naming it
-        validate(a, b)
+    except AttributeError:  # a or b is no tensor
+        key = None  # validate() raises below, out of the handler: its error alone is shown
+    if key is None:
+        validate(a, b)  # raises, naming it
     return common.kept_plan(PLANS, key, plan, a, b)(a, b, out)
 
 

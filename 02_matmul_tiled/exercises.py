@@ -1,7 +1,7 @@
 """Lesson 02, practice: four tiled kernels to write, each checked on the spot.
 
-Read main.py's Part 1 and Part 2's (group) and (epilogue) first;
-for exercise 4, stream_k.py (Part 5). Then write each exercise's
+Read main.py's Part 1 and Part 2's (group), and fused.py's
+(epilogue) (Part 3) first; for exercise 4, stream_k.py (Part 5). Then write each exercise's
 code where it says "Your code", and run
 
     python 02_matmul_tiled/exercises.py        # all four
@@ -39,7 +39,7 @@ def random(*shape):  # a random float16 tensor where the kernels run
     return torch.randn(shape, device=common.DEVICE).half()
 
 
-# ## Exercise 1. A ReLU epilogue (main.py: Part 1, and Part 2's
+# ## Exercise 1. A ReLU epilogue (main.py: Part 1, and fused.py's
 # (epilogue))
 # Compute C = relu(A @ B): simple_matmul_kernel, and before the
 # store acc = tl.maximum(acc, 0.0). The launch is written: 32 x 32
@@ -247,7 +247,7 @@ def launch_4(a, b, out):
 EXERCISES = [
     practice.Exercise(
         title="a ReLU epilogue",
-        section="Part 1; Part 2's (epilogue)",
+        section="Part 1; fused.py's (epilogue)",
         inputs=lambda: dict(a=random(70, 24), b=random(24, 36)),  # 3 x 2 tiles: not square
         reference=reference_1,
         terms=24,

@@ -430,6 +430,8 @@ def kept_forward_plan(a, b, bias, activation):
         ends = None if bias is None else common.layout(bias)
         key = (*common.layout(a), *common.layout(b), ends, ACTIVATIONS.index(activation))
     except (AttributeError, ValueError):  # an input is no tensor, or no activation
+        key = None  # validate() raises below, out of the handler: its error alone is shown
+    if key is None:
         validate(a, b, bias, activation)  # raises, naming it
     key += (torch.get_float32_matmul_precision(),)
     return common.kept_plan(FORWARD_PLANS, key, plan_forward, a, b, bias, activation)

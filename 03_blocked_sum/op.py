@@ -110,6 +110,8 @@ def kept_forward_plan(x, style):
     try:  # the style by its index: one that no dict could key (a list) raises ValueError here
         key = (*common.layout(x), STYLES.index(style))
     except (AttributeError, ValueError):  # x is no tensor, or the style is none of STYLES
+        key = None  # validate() raises below, out of the handler: its error alone is shown
+    if key is None:
         validate(x, style)  # raises, naming it
     return common.kept_plan(PLANS, key, plan, x, style)
 

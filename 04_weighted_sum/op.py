@@ -124,6 +124,8 @@ def kept_forward_plan(x, weight, style):
     try:  # the style by its index: one that no dict could key (a list) raises ValueError here
         key = ("forward", STYLES.index(style), *common.layout(x), *common.layout(weight))
     except (AttributeError, ValueError):  # an input is no tensor, or the style none of STYLES
+        key = None  # validate() raises below, out of the handler: its error alone is shown
+    if key is None:
         validate(x, weight, style)  # raises, naming it
     return common.kept_plan(PLANS, key, plan_forward, x, weight, style)
 

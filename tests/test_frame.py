@@ -315,6 +315,26 @@ def test_block_ptr_is_listed_exactly_where_it_runs(folder):
         assert "does not run on triton" in problem  # Triton 3.9 removed block pointers
 
 
+# A bad argument each entry's plan key trips on (no tensor, or an activation or style of none of
+# its names), before validate() names it.
+BAD_CALLS = {
+    "01_matmul_elementwise": ("matmul_elementwise", ([[1.0]], torch.ones(1, 1)), {}),
+    "02_matmul_tiled": ("matmul", (torch.ones(2, 2), torch.ones(2, 2)), dict(activation="gelu")),
+    "03_blocked_sum": ("blocked_sum", (torch.ones(2, 2),), dict(style="nope")),
+    "04_weighted_sum": ("weighted_sum", (torch.ones(2, 2), torch.ones(2)), dict(style="nope")),
+}
+
+
+@pytest.mark.parametrize("folder", list(BAD_CALLS))
+def test_an_entrys_error_for_a_bad_argument_comes_alone(folder):
+    # Raised inside the key's except clause, validate()'s error had been shown below a first one,
+    # "tuple.index(x): x not in tuple", as "During handling of the above exception".
+    name, args, kwargs = BAD_CALLS[folder]
+    with pytest.raises((TypeError, ValueError)) as raised:
+        getattr(support.load_op(folder), name)(*args, **kwargs)
+    assert raised.value.__context__ is None, repr(raised.value.__context__)
+
+
 @pytest.mark.parametrize("folder", EXAMPLES)
 def test_help_describes_the_flags(folder, capsys):
     with pytest.raises(SystemExit) as exit_info:
@@ -328,7 +348,7 @@ def test_help_describes_the_flags(folder, capsys):
         "04_weighted_sum": "wide.py",
     }
     if folder in parts:
-        assert f"The lesson goes on in {parts[folder]}, each run as this file is." in out
+        assert f"The lesson goes on in {parts[folder]}, each a script (see its --help)." in out
 
 
 @pytest.mark.parametrize("folder", EXAMPLES)

@@ -59,13 +59,13 @@ def lesson_epilog(lesson):
     path = Path(lesson.__file__)
     text = (
         "Without CUDA, Triton's interpreter runs the kernels on the CPU, one program at a time: "
-        "keep sizes to a few hundred."
+        "keep sizes near the defaults."
     )
     if path.name != "main.py":
         return f"{text} This file goes on from main.py beside it."
     parts = sorted(p.name for p in path.parent.glob("*.py") if p.name not in NOT_PARTS)
     if parts:
-        text += f" The lesson goes on in {', '.join(parts)}, each run as this file is."
+        text += f" The lesson goes on in {', '.join(parts)}, each a script (see its --help)."
     return f"{text} op.py wraps its kernels for a model; exercises.py is its practice."
 
 

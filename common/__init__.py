@@ -168,7 +168,8 @@ def print_table(rows, columns):
         print("  ".join(c.ljust(w) for c, w in zip(line, widths)))
     if columns == TIMING_COLUMNS and INTERPRETED:
         print("\nCPU ms: the interpreter's wall time of a call, which says nothing of a GPU's")
-        print("speed; x torch: PyTorch's time over ours. On a GPU this table times the kernels.")
+        print("speed; x torch: PyTorch's time over ours. On a GPU this table times the kernels,")
+        print("and fills the columns that are '-' here (a plain loop, the host, the copy ceiling).")
     elif columns == TIMING_COLUMNS:  # what the timing columns measure
         print("\nGPU ms: do_bench's median of a CUDA-graph replay, L2 flushed; loop ms: the same")
         print("of plain calls, Python included; host us: a call's CPU time; x torch: PyTorch's")

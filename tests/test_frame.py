@@ -443,10 +443,11 @@ def test_timing_table_names_what_it_timed(interpreted, capsys, monkeypatch):
     monkeypatch.setattr(common, "INTERPRETED", interpreted)
     row = common.timing_row("c", "v", (1.0, None, None), (2.0, None, None), 1.0, "TFLOP/s")
     common.print_table([row], common.TIMING_COLUMNS)
-    header, *_, note = capsys.readouterr().out.splitlines()
+    header, *_, before_last, last = capsys.readouterr().out.splitlines()
     shown, hidden = ("CPU ms", "GPU ms") if interpreted else ("GPU ms", "CPU ms")
     assert shown in header and hidden not in header
-    assert ("on a gpu this table times" in note.lower()) == interpreted
+    assert ("on a gpu this table times" in before_last.lower()) == interpreted
+    assert ("columns that are '-' here" in last) == interpreted  # what a CPU leaves out
 
 
 def test_kernel_out_names_what_is_wrong_with_out():

@@ -59,13 +59,12 @@ def product(a, b, out=None, in_op=False):
     outlive the traced tensors."""
     if in_op:
         return plan(a, b, in_op=True)(a, b)
-    try:
-        key = (*common.layout(a), *common.layout(b))
-    except AttributeError:  # a or b is no tensor
-        key = None  # validate() raises below, out of the handler: its error alone is shown
-    if key is None:
-        validate(a, b)  # raises, naming it
+    key = common.checked_key(layouts_key, validate, a, b)  # validate(): where a or b is no tensor
     return common.kept_plan(PLANS, key, plan, a, b)(a, b, out)
+
+
+def layouts_key(a, b):
+    return (*common.layout(a), *common.layout(b))
 
 
 # product()'s plans (common.kept_plan: what a plan is; here the sizes, strides and grid), one for

@@ -426,15 +426,16 @@ FORWARD_PLANS = {}
 def kept_forward_plan(a, b, bias, activation):
     """forward()'s plan for these inputs: made, and the inputs validated, at their layouts'
     first call."""
-    try:  # the activation by its index: one no dict could key (a list) raises ValueError here
-        ends = None if bias is None else common.layout(bias)
-        key = (*common.layout(a), *common.layout(b), ends, ACTIVATIONS.index(activation))
-    except (AttributeError, ValueError):  # an input is no tensor, or no activation
-        key = None  # validate() raises below, out of the handler: its error alone is shown
-    if key is None:
-        validate(a, b, bias, activation)  # raises, naming it
-    key += (torch.get_float32_matmul_precision(),)
+    key = common.checked_key(forward_key, validate, a, b, bias, activation)
     return common.kept_plan(FORWARD_PLANS, key, plan_forward, a, b, bias, activation)
+
+
+def forward_key(a, b, bias, activation):
+    """The layouts of a, b and bias, the activation by its index (one no dict could key, a list,
+    raises ValueError here), and torch's float32 matmul precision."""
+    ends = None if bias is None else common.layout(bias)
+    key = (*common.layout(a), *common.layout(b), ends, ACTIVATIONS.index(activation))
+    return (*key, torch.get_float32_matmul_precision())
 
 
 def plan_forward(a, b, bias, activation, in_op=False, key=None):

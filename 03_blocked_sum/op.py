@@ -107,13 +107,12 @@ def forward(x, style, in_op=False):
 
 def kept_forward_plan(x, style):
     """forward()'s plan for x's layout and style: made, and x validated, at their first call."""
-    try:  # the style by its index: one that no dict could key (a list) raises ValueError here
-        key = (*common.layout(x), STYLES.index(style))
-    except (AttributeError, ValueError):  # x is no tensor, or the style is none of STYLES
-        key = None  # validate() raises below, out of the handler: its error alone is shown
-    if key is None:
-        validate(x, style)  # raises, naming it
+    key = common.checked_key(forward_key, validate, x, style)
     return common.kept_plan(PLANS, key, plan, x, style)
+
+
+def forward_key(x, style):  # the style by its index: one no dict could key (a list) raises here
+    return (*common.layout(x), STYLES.index(style))
 
 
 # forward()'s plans (common.kept_plan: what a plan is; here the checks too), one for each layout

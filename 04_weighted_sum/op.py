@@ -121,13 +121,12 @@ def forward(x, weight, style, in_op=False):
 def kept_forward_plan(x, weight, style):
     """forward()'s plan for these inputs: made, and the inputs validated, at their layouts' first
     call."""
-    try:  # the style by its index: one that no dict could key (a list) raises ValueError here
-        key = ("forward", STYLES.index(style), *common.layout(x), *common.layout(weight))
-    except (AttributeError, ValueError):  # an input is no tensor, or the style none of STYLES
-        key = None  # validate() raises below, out of the handler: its error alone is shown
-    if key is None:
-        validate(x, weight, style)  # raises, naming it
+    key = common.checked_key(forward_key, validate, x, weight, style)
     return common.kept_plan(PLANS, key, plan_forward, x, weight, style)
+
+
+def forward_key(x, weight, style):  # the style by its index: a list raises here, as in 03's
+    return ("forward", STYLES.index(style), *common.layout(x), *common.layout(weight))
 
 
 def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_op=False):

@@ -315,12 +315,13 @@ def check_out(out, shape, dtype, device, torch=torch):
 
 def write_out(result, out, check_out=check_out, bump=torch.autograd.graph.increment_version):
     """result, or out holding it with its version bumped (as by any in-place write): a backward
-    that saved out then raises rather than run on the new values. out checked by check_out first:
-    compiled, copy_ would broadcast and cast it silently."""
+    that saved out then raises rather than run on the new values. An out that is not result is
+    checked by check_out first (kernel_out checked one a kernel wrote): compiled, the entries hand
+    out= to this alone, and copy_ would broadcast and cast it silently."""
     if out is None:
         return result
-    check_out(out, result.shape, result.dtype, result.device)
     if out is not result:
+        check_out(out, result.shape, result.dtype, result.device)
         out.copy_(result)
     bump(out)
     return out
@@ -464,6 +465,19 @@ PLANS_KEPT = 1024  # layouts an op keeps planned: past that, forgotten and plann
 def layout(t):  # a tensor's part of a plan's key: all of it that a kernel is compiled for, and
     # whether it is a negated view, which validate() refuses (refuse_negated)
     return t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16, t.is_neg()
+
+
+def checked_key(key_of, validate, *inputs):
+    """key_of(*inputs), an entry's plan key, made before the inputs are checked. Where it trips on
+    a bad input (no tensor: AttributeError; a name none of the op's, by its index: ValueError),
+    validate(*inputs) raises, naming it: out of the except clause, so that its error comes alone,
+    not below the key's."""
+    try:
+        return key_of(*inputs)
+    except (AttributeError, ValueError) as error:
+        tripped = error
+    validate(*inputs)
+    raise tripped  # validate() found nothing wrong: the key's own error
 
 
 def kept_plan(plans, key, plan, *inputs):

@@ -335,6 +335,22 @@ def test_an_entrys_error_for_a_bad_argument_comes_alone(folder):
     assert raised.value.__context__ is None, repr(raised.value.__context__)
 
 
+def test_checked_key_leaves_a_bad_input_to_validate_and_keeps_the_keys_error_otherwise():
+    def key_of(name):
+        return ("key", ("a", "b").index(name))
+
+    def names_it(name):
+        if name not in ("a", "b"):
+            raise ValueError(f"name {name!r}: not one of a, b")
+
+    assert common.checked_key(key_of, names_it, "b") == ("key", 1)
+    with pytest.raises(ValueError, match="name 'c': not one of a, b") as raised:
+        common.checked_key(key_of, names_it, "c")
+    assert raised.value.__context__ is None  # alone, not below the key's error
+    with pytest.raises(ValueError, match="x not in tuple"):  # validate() found nothing
+        common.checked_key(key_of, lambda name: None, "c")
+
+
 @pytest.mark.parametrize("folder", EXAMPLES)
 def test_help_describes_the_flags(folder, capsys):
     with pytest.raises(SystemExit) as exit_info:

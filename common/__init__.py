@@ -469,15 +469,40 @@ def layout(t):  # a tensor's part of a plan's key: all of it that a kernel is co
 
 def checked_key(key_of, validate, *inputs):
     """key_of(*inputs), an entry's plan key, made before the inputs are checked. Where it trips on
-    a bad input (no tensor: AttributeError; a name none of the op's, by its index: ValueError),
-    validate(*inputs) raises, naming it: out of the except clause, so that its error comes alone,
-    not below the key's."""
+    a bad input (no tensor: AttributeError; a name none of the op's, by its index: ValueError; a
+    tensor whose memory it cannot read: RuntimeError), validate(*inputs) raises, naming it: out
+    of the except clause, so that its error comes alone, not below the key's. validate() does not
+    look for the last kind: refuse_unreadable() names it."""
     try:
         return key_of(*inputs)
-    except (AttributeError, ValueError) as error:
+    except (AttributeError, ValueError, RuntimeError) as error:
         tripped = error
+    if isinstance(tripped, RuntimeError):
+        refuse_unreadable(inputs)
     validate(*inputs)
     raise tripped  # validate() found nothing wrong: the key's own error
+
+
+def refuse_unreadable(inputs):
+    """TypeError for the first of inputs that is a tensor the kernels cannot read: a sparse or
+    nested one, or one without storage, as inside torch.func's vmap or grad."""
+    for t in (t for t in inputs if isinstance(t, torch.Tensor)):
+        if t.is_nested or t.layout != torch.strided:
+            kind = "nested" if t.is_nested else str(t.layout)
+            raise TypeError(f"an input is a {kind} tensor: the kernels read dense (strided) ones")
+        if not has_storage(t):
+            raise TypeError(
+                "an input is a tensor without storage, as inside torch.func's vmap or grad: the "
+                "kernels read memory, so call the op outside torch.func's transforms"
+            )
+
+
+def has_storage(t):  # False where PyTorch refuses t's data pointer
+    try:
+        t.data_ptr()
+    except RuntimeError:
+        return False
+    return True
 
 
 def kept_plan(plans, key, plan, *inputs):

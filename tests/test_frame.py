@@ -335,6 +335,23 @@ def test_an_entrys_error_for_a_bad_argument_comes_alone(folder):
     assert raised.value.__context__ is None, repr(raised.value.__context__)
 
 
+@pytest.mark.parametrize("folder", list(BAD_CALLS))
+def test_an_entry_names_a_tensor_its_kernels_cannot_read(folder):
+    # Inside torch.func's vmap (or grad) a tensor has no storage, and a sparse one no strides: the
+    # plan key tripped on either with PyTorch's "Cannot access data pointer of Tensor that doesn't
+    # have storage". common.refuse_unreadable names each, and its error comes alone.
+    name, bad_args, _ = BAD_CALLS[folder]
+    entry = getattr(support.load_op(folder), name)
+    x = torch.randn(4, 4, device=common.DEVICE)
+    args = (x, x[0]) if folder == "04_weighted_sum" else (x, x)[: len(bad_args)]
+    with pytest.raises(TypeError, match="inside torch.func's vmap or grad") as raised:
+        torch.func.vmap(entry)(*(t.expand(3, *t.shape) for t in args))
+    assert raised.value.__context__ is None, repr(raised.value.__context__)
+    with pytest.raises(TypeError, match="a torch.sparse_coo tensor") as raised:
+        entry(args[0].to_sparse(), *args[1:])
+    assert raised.value.__context__ is None, repr(raised.value.__context__)
+
+
 def test_checked_key_leaves_a_bad_input_to_validate_and_keeps_the_keys_error_otherwise():
     def key_of(name):
         return ("key", ("a", "b").index(name))

@@ -104,12 +104,22 @@ class MatmulElementwise(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a, b):
+        c = product(a, b)  # validates a and b (save_for_forward takes tensors alone)
         ctx.save_for_backward(a, b)
-        return product(a, b)
+        ctx.save_for_forward(a, b)
+        return c
 
     @staticmethod
     def backward(ctx, grad_c):
         return gradients(ctx, grad_c, matmul_elementwise)
+
+    @staticmethod
+    def jvp(ctx, tangent_a, tangent_b):  # forward mode (common.dual_level_open): da @ b + a @ db
+        a, b = ctx.saved_tensors
+        return common.sum_present(
+            None if tangent_a is None else product(tangent_a, b),
+            None if tangent_b is None else product(a, tangent_b),
+        )
 
 
 def matmul_elementwise(a, b, *, out=None):
@@ -119,7 +129,7 @@ def matmul_elementwise(a, b, *, out=None):
         return common.write_out(matmul_elementwise_op(a, b), out)
     # getattr: a or b may be no tensor, which product's validate() then names
     wants_grad = getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
-    if out is None and wants_grad and torch.is_grad_enabled():
+    if out is None and (wants_grad and torch.is_grad_enabled() or common.dual_level_open()):
         return MatmulElementwise.apply(a, b)
     return product(a, b, out)  # validates a and b
 

@@ -491,6 +491,7 @@ class Matmul(torch.autograd.Function):
             c, pre = planned(a, b, bias, keep_pre=True)
         ctx.activation = activation
         ctx.save_for_backward(a, b, bias, pre)
+        ctx.save_for_forward(a, b, pre)  # (MatmulForwardMode's)
         return c
 
     @staticmethod
@@ -498,6 +499,23 @@ class Matmul(torch.autograd.Function):
         a, b, bias, pre = ctx.saved_tensors
         grads = gradients(a, b, bias, pre, grad_c, ctx.activation, ctx.needs_input_grad)
         return (*grads, None, None)
+
+
+class MatmulForwardMode(Matmul):
+    """Matmul with a jvp, for forward-mode AD (common.dual_level_open). Matmul itself has none:
+    torch.compile's Dynamo does not trace a Function that defines one."""
+
+    @staticmethod
+    def jvp(ctx, tangent_a, tangent_b, tangent_bias, *_):
+        a, b, pre = ctx.saved_tensors
+        tangent = common.sum_present(  # P's: da @ b + a @ db + dbias
+            None if tangent_a is None else forward(tangent_a, b)[0],
+            None if tangent_b is None else forward(a, tangent_b)[0],
+            None if tangent_bias is None else tangent_bias.expand(a.shape[0], b.shape[1]),
+        )
+        if ctx.activation:  # C's: the activation's slope at P times P's tangent
+            tangent = torch.ops.aten.gelu_backward(tangent, pre, approximate="tanh")
+        return tangent
 
 
 def matmul(a, b, bias=None, activation=None, *, out=None):
@@ -510,6 +528,8 @@ def matmul(a, b, bias=None, activation=None, *, out=None):
         return common.write_out(Matmul.apply(a, b, bias, activation, None), out)
     planned = kept_forward_plan(a, b, bias, activation)  # validates a layout's first call
     grads = a.requires_grad or b.requires_grad or (bias is not None and bias.requires_grad)
+    if out is None and common.dual_level_open():  # forward mode: tangents pass through its jvp
+        return MatmulForwardMode.apply(a, b, bias, activation, planned)
     if out is None and grads and torch.is_grad_enabled():
         return Matmul.apply(a, b, bias, activation, planned)
     return common.write_out(planned(a, b, bias, out)[0], out)  # out's version bumped

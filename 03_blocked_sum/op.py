@@ -175,12 +175,17 @@ class BlockedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, style, planned=None):  # planned: blocked_sum's, for x's layout
         setup_context(ctx, (x, style), None)
+        ctx.style = style
         return forward(x, style) if planned is None else planned(x)
 
     @staticmethod
     def backward(ctx, grad_out):  # for x, style, planned (the op has no planned: autograd
         # takes a None past the last input)
         return grad_out.expand(ctx.x_shape), None, None
+
+    @staticmethod
+    def jvp(ctx, tangent_x, *_):  # forward mode (common.dual_level_open): the tangent's sum
+        return forward(tangent_x, ctx.style)
 
 
 def blocked_sum(x, style="tuned", *, out=None):
@@ -190,7 +195,7 @@ def blocked_sum(x, style="tuned", *, out=None):
         validate(x, style)
         return common.write_out(blocked_sum_op(x, style), out)
     planned = kept_forward_plan(x, style)  # validates x at its layout's first call
-    if out is None and torch.is_grad_enabled() and x.requires_grad:
+    if out is None and (torch.is_grad_enabled() and x.requires_grad or common.dual_level_open()):
         return BlockedSum.apply(x, style, planned)
     if out is not None:  # checks out as PyTorch's out= does
         common.kernel_out(out, x.shape[1:], x.dtype, x.device, (x,))

@@ -137,9 +137,8 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_
         grad_x, grad_w = x2d.new_zeros(x2d.shape), weight.new_zeros(weight.shape)
     elif in_op:
         grad_x, grad_w = plan_backward(x2d, weight, grad_y, style, in_op=True)(x2d, weight, grad_y)
-    else:
-        layouts = (*common.layout(x2d), *weight_layout(weight), *common.layout(grad_y))
-        key = ("backward", style, *layouts)
+    else:  # (a batched grad_y, autograd.grad's is_grads_batched, trips the key)
+        key = common.checked_key(backward_key, validate_backward, x2d, weight, grad_y, style)
         planned = common.kept_plan(PLANS, key, plan_backward, x2d, weight, grad_y, style)
         grad_x, grad_w = planned(x2d, weight, grad_y)
     return grad_x if need_grad_x else None, grad_w if need_grad_w else None
@@ -150,6 +149,11 @@ def backward(x2d, weight, grad_y, style, need_grad_x=True, need_grad_w=True, in_
 # by all that decides the kernels and their arguments but the tensors' addresses. The launches are
 # keyed by the same (a Named launcher, common/launch.py), so the Launcher skips its own key.
 PLANS = {}
+
+
+def backward_key(x2d, weight, grad_y, style):
+    layouts = (*common.layout(x2d), *weight_layout(weight), *common.layout(grad_y))
+    return ("backward", style, *layouts)
 
 
 def weight_layout(weight):  # its shape, dtype and device are x's (validate)
@@ -258,12 +262,21 @@ class WeightedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, style, planned=None):  # planned: weighted_sum's, for the layouts
         setup_context(ctx, (x, weight, style), None)
+        ctx.save_for_forward(x, weight)
         return forward(x, weight, style) if planned is None else planned(x, weight)
 
     @staticmethod
     def backward(ctx, grad_y):
         grads = gradients(*ctx.saved_tensors, grad_y, ctx.needs_input_grad, ctx.style)
         return (*grads, None, None)
+
+    @staticmethod
+    def jvp(ctx, tangent_x, tangent_weight, *_):  # forward mode (common.dual_level_open)
+        x, weight = ctx.saved_tensors
+        return common.sum_present(  # dx @ w + x @ dw
+            None if tangent_x is None else forward(tangent_x, weight, ctx.style),
+            None if tangent_weight is None else forward(x, tangent_weight, ctx.style),
+        )
 
 
 def setup_context(ctx, inputs, output):  # what the backward needs: WeightedSum's and the op's
@@ -279,7 +292,8 @@ def weighted_sum(x, weight, style="tuned", *, out=None):
         validate(x, weight, style)
         return common.write_out(weighted_sum_op(x, weight, style), out)
     planned = kept_forward_plan(x, weight, style)  # validates a layout's first call
-    if out is None and torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+    grads = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)
+    if out is None and (grads or common.dual_level_open()):
         return WeightedSum.apply(x, weight, style, planned)
     if out is not None:  # checks out as PyTorch does
         common.kernel_out(out, x.shape[:-1], x.dtype, x.device, (x, weight))

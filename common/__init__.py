@@ -10,6 +10,7 @@ import timeit
 import warnings
 
 import torch
+from torch.autograd import forward_ad
 
 if not torch.cuda.is_available():
     # Triton reads the switch as it is imported: its own helpers (tl.sum) would not run
@@ -279,6 +280,18 @@ def uninitialized_memory_is_nan():
 OP_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
+# Forward-mode AD (torch.autograd.forward_ad): inside a dual_level, an input may carry a tangent,
+# the direction its derivative is taken in. Only an autograd.Function's jvp passes one on: a
+# kernel called on the tensors would drop it, and the output's tangent would be silently missing.
+def dual_level_open():  # whether a forward_ad.dual_level is open (its module keeps the level)
+    return forward_ad._current_level >= 0
+
+
+def sum_present(*terms):  # the sum of the terms that are not None (a jvp's, at least one is)
+    present = [t for t in terms if t is not None]
+    return sum(present[1:], present[0])
+
+
 def kernel_out(out, shape, dtype, device, inputs):
     """The tensor a kernel writes: out, checked as PyTorch's out= is, or a new one if out is None
     or shares storage with an input the kernel reads (write_out then copies it into out)."""
@@ -294,6 +307,8 @@ def kernel_out(out, shape, dtype, device, inputs):
         raise ValueError("out= is not differentiable: an input requires grad; call without out=")
     if torch.is_grad_enabled() and out.requires_grad:
         raise ValueError("out requires grad, and a kernel's write into it is not differentiable")
+    if dual_level_open() and any(forward_ad.unpack_dual(t).tangent is not None for t in inputs):
+        raise ValueError("out= is not differentiable: an input carries a forward-mode tangent")
     if any(t.untyped_storage().data_ptr() == out.untyped_storage().data_ptr() for t in inputs):
         return inputs[0].new_empty(shape, dtype=dtype)
     return out
@@ -313,15 +328,20 @@ def check_out(out, shape, dtype, device, torch=torch):
         raise ValueError("out is {} {} on {}, expected {} {} on {}".format(*got, *wanted))
 
 
-def write_out(result, out, check_out=check_out, bump=torch.autograd.graph.increment_version):
+def write_out(
+    result, out, check_out=check_out, bump=torch.autograd.graph.increment_version,
+    grad_enabled=torch.is_grad_enabled,
+):  # fmt: skip
     """result, or out holding it with its version bumped (as by any in-place write): a backward
     that saved out then raises rather than run on the new values. An out that is not result is
     checked by check_out first (kernel_out checked one a kernel wrote): compiled, the entries hand
-    out= to this alone, and copy_ would broadcast and cast it silently."""
+    out= to this alone, and copy_ would broadcast and cast it silently, and record its grad."""
     if out is None:
         return result
     if out is not result:
         check_out(out, result.shape, result.dtype, result.device)
+        if grad_enabled() and result.requires_grad:  # as kernel_out refuses, eager
+            raise ValueError("out= is not differentiable: an input requires grad")
         out.copy_(result)
     bump(out)
     return out
@@ -464,7 +484,9 @@ PLANS_KEPT = 1024  # layouts an op keeps planned: past that, forgotten and plann
 
 def layout(t):  # a tensor's part of a plan's key: all of it that a kernel is compiled for, and
     # whether it is a negated view, which validate() refuses (refuse_negated)
-    return t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16, t.is_neg()
+    if not (address := t.data_ptr()) and t.numel():  # a fake tensor's: refuse_without_storage
+        raise RuntimeError("a tensor whose elements lie at address 0, as a fake tensor's")
+    return t.shape, t.stride(), t.dtype, t.device, address % 16, t.is_neg()
 
 
 def checked_key(key_of, validate, *inputs):
@@ -472,37 +494,45 @@ def checked_key(key_of, validate, *inputs):
     a bad input (no tensor: AttributeError; a name none of the op's, by its index: ValueError; a
     tensor whose memory it cannot read: RuntimeError), validate(*inputs) raises, naming it: out
     of the except clause, so that its error comes alone, not below the key's. validate() does not
-    look for the last kind: refuse_unreadable() names it."""
+    look for the last kind: refuse_unstrided() and refuse_without_storage() name it."""
     try:
         return key_of(*inputs)
     except (AttributeError, ValueError, RuntimeError) as error:
         tripped = error
-    if isinstance(tripped, RuntimeError):
-        refuse_unreadable(inputs)
-    validate(*inputs)
+    unreadable = isinstance(tripped, RuntimeError)
+    if unreadable:
+        refuse_unstrided(inputs)  # before validate(), which cannot read a nested tensor's shape
+    validate(*inputs)  # (which names a meta tensor's device)
+    if unreadable:
+        refuse_without_storage(inputs)
     raise tripped  # validate() found nothing wrong: the key's own error
 
 
-def refuse_unreadable(inputs):
-    """TypeError for the first of inputs that is a tensor the kernels cannot read: a sparse or
-    nested one, or one without storage, as inside torch.func's vmap or grad."""
+def refuse_unstrided(inputs):  # TypeError naming a sparse or nested tensor among inputs
     for t in (t for t in inputs if isinstance(t, torch.Tensor)):
         if t.is_nested or t.layout != torch.strided:
             kind = "nested" if t.is_nested else str(t.layout)
             raise TypeError(f"an input is a {kind} tensor: the kernels read dense (strided) ones")
-        if not has_storage(t):
-            raise TypeError(
-                "an input is a tensor without storage, as inside torch.func's vmap or grad: the "
-                "kernels read memory, so call the op outside torch.func's transforms"
-            )
 
 
-def has_storage(t):  # False where PyTorch refuses t's data pointer
+def refuse_without_storage(inputs):
+    """TypeError if a tensor among inputs has no memory the kernels could read: inside torch.func's
+    vmap or grad, a batched gradient (autograd.grad's is_grads_batched) or a fake tensor."""
+    if not all(map(has_storage, inputs)):
+        raise TypeError(
+            "an input is a tensor without storage, as inside torch.func's vmap or grad, a batched "
+            "gradient or a fake tensor: the kernels read memory, so call the op on tensors that "
+            "hold it"
+        )
+
+
+def has_storage(t):  # False for a tensor whose data pointer PyTorch refuses, or gives as 0
+    if not isinstance(t, torch.Tensor):
+        return True
     try:
-        t.data_ptr()
+        return t.data_ptr() != 0 or t.numel() == 0
     except RuntimeError:
         return False
-    return True
 
 
 def kept_plan(plans, key, plan, *inputs):

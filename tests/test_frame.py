@@ -5,7 +5,9 @@ import os
 import subprocess
 import sys
 import textwrap
+import traceback
 import types
+import warnings
 
 import pytest
 import torch
@@ -16,6 +18,8 @@ import triton  # after support, whose import of common may switch on the interpr
 import triton.language as tl
 from functorch.compile import make_boxed_func
 from torch._dynamo.backends.common import aot_autograd
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.autograd import forward_ad
 from common import launch
 from tools import example_paths, host, layouts, train_step
 
@@ -350,6 +354,87 @@ def test_an_entry_names_a_tensor_its_kernels_cannot_read(folder):
     with pytest.raises(TypeError, match="a torch.sparse_coo tensor") as raised:
         entry(args[0].to_sparse(), *args[1:])
     assert raised.value.__context__ is None, repr(raised.value.__context__)
+
+
+# Each entry on small float64 inputs, with the keywords the call needs, and PyTorch's answer.
+def _gelu_tanh(p):
+    return torch.nn.functional.gelu(p, approximate="tanh")
+
+
+ENTRY_CALLS = {
+    "01_matmul_elementwise": ("matmul_elementwise", [(3, 4), (4, 2)], {}, torch.matmul),
+    "02_matmul_tiled": (
+        "matmul", [(3, 4), (4, 2), (2,)], dict(activation="gelu_tanh"),
+        lambda a, b, bias: _gelu_tanh(a @ b + bias),
+    ),
+    "03_blocked_sum": ("blocked_sum", [(5, 3)], {}, lambda x: x.sum(0)),
+    "04_weighted_sum": ("weighted_sum", [(2, 3, 4), (4,)], {}, torch.matmul),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("folder", list(ENTRY_CALLS))
+def test_an_entry_passes_forward_mode_tangents_on(folder):
+    # Inside torch.autograd.forward_ad.dual_level, inputs that do not require grad skipped the
+    # Function and its kernels dropped their tangents: the output had none, silently.
+    name, shapes, kwargs, reference = ENTRY_CALLS[folder]
+    entry = getattr(support.load_op(folder), name)
+    f64 = dict(dtype=torch.float64, device=common.DEVICE)
+    primals = [torch.randn(shape, **f64) for shape in shapes]
+    tangents = [torch.randn(shape, **f64) for shape in shapes]
+    for carrying in [{i} for i in range(len(shapes))] + [set(range(len(shapes)))]:
+        with forward_ad.dual_level():
+
+            def inputs():
+                return [forward_ad.make_dual(p, t) if i in carrying else p
+                        for i, (p, t) in enumerate(zip(primals, tangents))]  # fmt: skip
+
+            got = forward_ad.unpack_dual(entry(*inputs(), **kwargs)).tangent
+            want = forward_ad.unpack_dual(reference(*inputs())).tangent
+        assert got is not None, carrying
+        torch.testing.assert_close(got, want)
+    leaves = [p.clone().requires_grad_() for p in primals]
+    assert torch.autograd.gradcheck(lambda *t: entry(*t, **kwargs), leaves, check_forward_ad=True)
+    with forward_ad.dual_level():  # out= takes no tangent: refused, not dropped
+        out = torch.empty_like(reference(*primals))
+        dual = forward_ad.make_dual(primals[0], tangents[0])
+        with pytest.raises(ValueError, match="forward-mode tangent"):
+            entry(dual, *primals[1:], out=out, **kwargs)
+
+
+@pytest.mark.parametrize("folder", list(ENTRY_CALLS))
+def test_an_entry_names_a_batched_gradient_and_a_fake_tensor(folder):
+    # autograd.grad(..., is_grads_batched=True) hands the backward a batch of gradients, without
+    # storage (04's backward plan key raised PyTorch's data-pointer error); a fake tensor's data
+    # pointer is 0, which the kernels would have been launched on.
+    name, shapes, kwargs, _ = ENTRY_CALLS[folder]
+    entry = getattr(support.load_op(folder), name)
+    inputs = [torch.randn(shape, device=common.DEVICE, requires_grad=True) for shape in shapes]
+    output = entry(*inputs, **kwargs)
+    if folder != "03_blocked_sum":  # (03's backward is a view of the gradient: no kernel)
+        batch = torch.randn(3, *output.shape, device=common.DEVICE)
+        with pytest.raises(TypeError, match="a batched gradient") as raised:
+            torch.autograd.grad(output, inputs[0], batch, is_grads_batched=True)
+        assert raised.value.__context__ is None, repr(raised.value.__context__)
+    with FakeTensorMode(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyTorch's: a fake tensor's data pointer is deprecated
+        fakes = [torch.randn(shape, device=common.DEVICE) for shape in shapes]
+        with pytest.raises(TypeError, match="or a fake tensor"):
+            entry(*fakes, **kwargs)
+
+
+@pytest.mark.parametrize("folder", list(ENTRY_CALLS))
+def test_a_compiled_entry_refuses_out_while_an_input_requires_grad(folder):
+    # Eager, kernel_out refuses it; compiled, write_out copied the result into out, grad and all.
+    name, shapes, kwargs, reference = ENTRY_CALLS[folder]
+    entry = getattr(support.load_op(folder), name)
+    inputs = [torch.randn(shape, device=common.DEVICE, requires_grad=True) for shape in shapes]
+    out = torch.empty_like(reference(*inputs).detach())
+    compiled = torch.compile(
+        lambda *t: entry(*t, out=out, **kwargs), backend="aot_eager", fullgraph=True
+    )
+    with pytest.raises(Exception) as raised:
+        compiled(*inputs)
+    assert "out= is not differentiable" in "".join(traceback.format_exception(raised.value))
 
 
 def test_checked_key_leaves_a_bad_input_to_validate_and_keeps_the_keys_error_otherwise():

@@ -115,10 +115,10 @@ class MatmulElementwise(torch.autograd.Function):
 
     @staticmethod
     def jvp(ctx, tangent_a, tangent_b):  # forward mode (common.dual_level_open): da @ b + a @ db
-        a, b = ctx.saved_tensors
+        a, b = ctx.saved_tensors  # by the entry, which autograd records (reverse over forward)
         return common.sum_present(
-            None if tangent_a is None else product(tangent_a, b),
-            None if tangent_b is None else product(a, tangent_b),
+            None if tangent_a is None else matmul_elementwise(tangent_a, b),
+            None if tangent_b is None else matmul_elementwise(a, tangent_b),
         )
 
 
@@ -129,7 +129,10 @@ def matmul_elementwise(a, b, *, out=None):
         return common.write_out(matmul_elementwise_op(a, b), out)
     # getattr: a or b may be no tensor, which product's validate() then names
     wants_grad = getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
-    if out is None and (wants_grad and torch.is_grad_enabled() or common.dual_level_open()):
+    if out is None and common.dual_level_open():  # (torch.func's tensors are refused first)
+        common.refuse_without_storage((a, b))
+        return MatmulElementwise.apply(a, b)
+    if out is None and wants_grad and torch.is_grad_enabled():
         return MatmulElementwise.apply(a, b)
     return product(a, b, out)  # validates a and b
 

@@ -465,8 +465,8 @@ def gradients(a, b, bias, pre, grad_c, activation, needs_input_grad, through_op=
     by the registered op instead, which torch.compile records."""
     product = matmul_op if through_op else matmul
     if activation:
-        if pre is None or torch.is_grad_enabled():
-            pre = product(a, b, bias=bias)
+        if pre is None or torch.is_grad_enabled() or common.dual_level_open():  # (forward mode:
+            pre = product(a, b, bias=bias)  # P with its tangent, as the products below)
         grad_c = torch.ops.aten.gelu_backward(grad_c, pre, approximate="tanh")
         # Compiled, Inductor would compute this gradient twice: written for the products, and
         # again inside bias's sum. Its as_strided writes it once, and the sum reads that copy.
@@ -491,7 +491,7 @@ class Matmul(torch.autograd.Function):
             c, pre = planned(a, b, bias, keep_pre=True)
         ctx.activation = activation
         ctx.save_for_backward(a, b, bias, pre)
-        ctx.save_for_forward(a, b, pre)  # (MatmulForwardMode's)
+        ctx.save_for_forward(a, b, bias, pre)  # (MatmulForwardMode's)
         return c
 
     @staticmethod
@@ -507,13 +507,15 @@ class MatmulForwardMode(Matmul):
 
     @staticmethod
     def jvp(ctx, tangent_a, tangent_b, tangent_bias, *_):
-        a, b, pre = ctx.saved_tensors
+        a, b, bias, pre = ctx.saved_tensors  # by matmul, which autograd records
         tangent = common.sum_present(  # P's: da @ b + a @ db + dbias
-            None if tangent_a is None else forward(tangent_a, b)[0],
-            None if tangent_b is None else forward(a, tangent_b)[0],
+            None if tangent_a is None else matmul(tangent_a, b),
+            None if tangent_b is None else matmul(a, tangent_b),
             None if tangent_bias is None else tangent_bias.expand(a.shape[0], b.shape[1]),
         )
         if ctx.activation:  # C's: the activation's slope at P times P's tangent
+            if torch.is_grad_enabled():  # P recorded too, for a gradient of the tangent
+                pre = matmul(a, b, bias)
             tangent = torch.ops.aten.gelu_backward(tangent, pre, approximate="tanh")
         return tangent
 

@@ -242,7 +242,7 @@ def gradients(x, weight, grad_y, needs_input_grad, style, through_op=False):
     launch the kernels through the backward op, which torch.compile records."""
     need_grad_x, need_grad_w = needs_input_grad[:2]
     x2d, grad_y = as_2d(x), grad_y if grad_y.dim() == 1 else grad_y.reshape(-1)
-    if torch.is_grad_enabled():  # autograd turns it on in backward only under create_graph=True
+    if torch.is_grad_enabled() or common.dual_level_open():  # create_graph=True, or forward mode
         grad_x = grad_y[:, None] * weight if need_grad_x else None
         grad_w = weighted_sum(x2d.T, grad_y, style=style) if need_grad_w else None
     elif through_op:  # the op returns both gradients
@@ -272,10 +272,10 @@ class WeightedSum(torch.autograd.Function):
 
     @staticmethod
     def jvp(ctx, tangent_x, tangent_weight, *_):  # forward mode (common.dual_level_open)
-        x, weight = ctx.saved_tensors
+        x, weight = ctx.saved_tensors  # by weighted_sum, which autograd records
         return common.sum_present(  # dx @ w + x @ dw
-            None if tangent_x is None else forward(tangent_x, weight, ctx.style),
-            None if tangent_weight is None else forward(x, tangent_weight, ctx.style),
+            None if tangent_x is None else weighted_sum(tangent_x, weight, ctx.style),
+            None if tangent_weight is None else weighted_sum(x, tangent_weight, ctx.style),
         )
 
 

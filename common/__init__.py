@@ -283,7 +283,8 @@ OP_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # Forward-mode AD (torch.autograd.forward_ad): inside a dual_level, an input may carry a tangent,
 # the direction its derivative is taken in. Only an autograd.Function's jvp passes one on: a
 # kernel called on the tensors would drop it, and the output's tangent would be silently missing.
-def dual_level_open():  # whether a forward_ad.dual_level is open (its module keeps the level)
+def dual_level_open(forward_ad=forward_ad):  # whether a forward_ad.dual_level is open (its
+    # module keeps the level); forward_ad bound here, as write_out's arguments are, for Dynamo
     return forward_ad._current_level >= 0
 
 
@@ -307,8 +308,12 @@ def kernel_out(out, shape, dtype, device, inputs):
         raise ValueError("out= is not differentiable: an input requires grad; call without out=")
     if torch.is_grad_enabled() and out.requires_grad:
         raise ValueError("out requires grad, and a kernel's write into it is not differentiable")
-    if dual_level_open() and any(forward_ad.unpack_dual(t).tangent is not None for t in inputs):
-        raise ValueError("out= is not differentiable: an input carries a forward-mode tangent")
+    if dual_level_open() and any(
+        forward_ad.unpack_dual(t).tangent is not None for t in (*inputs, out)
+    ):
+        raise ValueError(
+            "out= is not differentiable: an input or out carries a forward-mode tangent"
+        )
     if any(t.untyped_storage().data_ptr() == out.untyped_storage().data_ptr() for t in inputs):
         return inputs[0].new_empty(shape, dtype=dtype)
     return out

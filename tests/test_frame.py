@@ -394,11 +394,38 @@ def test_an_entry_passes_forward_mode_tangents_on(folder):
         torch.testing.assert_close(got, want)
     leaves = [p.clone().requires_grad_() for p in primals]
     assert torch.autograd.gradcheck(lambda *t: entry(*t, **kwargs), leaves, check_forward_ad=True)
-    with forward_ad.dual_level():  # out= takes no tangent: refused, not dropped
+    # Reverse over forward (a loss on the tangent: the jvp's products are recorded), and forward
+    # over reverse without create_graph (the backward passes tangents on too), as PyTorch's.
+    got, want = (
+        _both_ways(f, primals, tangents) for f in (lambda *t: entry(*t, **kwargs), reference)
+    )
+    for mine, theirs in zip(got, want):
+        torch.testing.assert_close(mine, theirs)
+    with forward_ad.dual_level():  # out= takes no tangent, nor holds one: refused, not dropped
         out = torch.empty_like(reference(*primals))
         dual = forward_ad.make_dual(primals[0], tangents[0])
         with pytest.raises(ValueError, match="forward-mode tangent"):
             entry(dual, *primals[1:], out=out, **kwargs)
+        with pytest.raises(ValueError, match="forward-mode tangent"):
+            entry(*primals, out=forward_ad.make_dual(out, torch.ones_like(out)), **kwargs)
+
+
+def _both_ways(f, primals, tangents):
+    """The gradients of sum(f) + sum(f's tangent ** 2), and the tangents of f ** 2's gradients."""
+    leaves = [p.clone().requires_grad_() for p in primals]
+    with forward_ad.dual_level():
+        value, tangent = forward_ad.unpack_dual(
+            f(*(forward_ad.make_dual(x, t) for x, t in zip(leaves, tangents)))
+        )
+        loss = value.sum() + (tangent**2).sum()
+    gradients = torch.autograd.grad(loss, leaves)
+    with forward_ad.dual_level():
+        duals = [
+            forward_ad.make_dual(p.clone().requires_grad_(), t) for p, t in zip(primals, tangents)
+        ]
+        grads = torch.autograd.grad((f(*duals) ** 2).sum(), duals)
+        grad_tangents = [forward_ad.unpack_dual(g).tangent for g in grads]
+    return [*gradients, *grad_tangents]
 
 
 @pytest.mark.parametrize("folder", list(ENTRY_CALLS))

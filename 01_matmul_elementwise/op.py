@@ -115,8 +115,8 @@ class MatmulElementwise(torch.autograd.Function):
 
     @staticmethod
     def jvp(ctx, tangent_a, tangent_b):  # forward mode (common.dual_level_open): da @ b + a @ db
-        a, b = ctx.saved_tensors  # by the entry, which autograd records (reverse over forward)
-        return common.sum_present(
+        a, b = ctx.saved_tensors
+        return common.sum_present(  # by the entry, which autograd records (reverse over forward)
             None if tangent_a is None else matmul_elementwise(tangent_a, b),
             None if tangent_b is None else matmul_elementwise(a, tangent_b),
         )

@@ -465,8 +465,9 @@ def gradients(a, b, bias, pre, grad_c, activation, needs_input_grad, through_op=
     by the registered op instead, which torch.compile records."""
     product = matmul_op if through_op else matmul
     if activation:
-        if pre is None or torch.is_grad_enabled() or common.dual_level_open():  # (forward mode:
-            pre = product(a, b, bias=bias)  # P with its tangent, as the products below)
+        # P again where autograd records (create_graph=True) or forward mode wants its tangent
+        if pre is None or torch.is_grad_enabled() or common.dual_level_open():
+            pre = product(a, b, bias=bias)
         grad_c = torch.ops.aten.gelu_backward(grad_c, pre, approximate="tanh")
         # Compiled, Inductor would compute this gradient twice: written for the products, and
         # again inside bias's sum. Its as_strided writes it once, and the sum reads that copy.
@@ -507,8 +508,8 @@ class MatmulForwardMode(Matmul):
 
     @staticmethod
     def jvp(ctx, tangent_a, tangent_b, tangent_bias, *_):
-        a, b, bias, pre = ctx.saved_tensors  # by matmul, which autograd records
-        tangent = common.sum_present(  # P's: da @ b + a @ db + dbias
+        a, b, bias, pre = ctx.saved_tensors
+        tangent = common.sum_present(  # P's: da @ b + a @ db + dbias, by matmul (recorded)
             None if tangent_a is None else matmul(tangent_a, b),
             None if tangent_b is None else matmul(a, tangent_b),
             None if tangent_bias is None else tangent_bias.expand(a.shape[0], b.shape[1]),

@@ -272,8 +272,8 @@ class WeightedSum(torch.autograd.Function):
 
     @staticmethod
     def jvp(ctx, tangent_x, tangent_weight, *_):  # forward mode (common.dual_level_open)
-        x, weight = ctx.saved_tensors  # by weighted_sum, which autograd records
-        return common.sum_present(  # dx @ w + x @ dw
+        x, weight = ctx.saved_tensors
+        return common.sum_present(  # dx @ w + x @ dw, by weighted_sum, which autograd records
             None if tangent_x is None else weighted_sum(tangent_x, weight, ctx.style),
             None if tangent_weight is None else weighted_sum(x, tangent_weight, ctx.style),
         )

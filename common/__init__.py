@@ -454,9 +454,29 @@ def register_op(name):
     """A decorator that registers a function as the op torch.ops.<name>. On a GPU it is a
     torch.library.triton_op: torch.compile traces its body and launches its kernels itself, so
     the body launches each through traceable(). Under the interpreter a custom_op, which the
-    compiler never enters: tracing would run the interpreted kernels on tensors without data."""
+    compiler never enters: tracing would run the interpreted kernels on tensors without data.
+    While a forward-mode dual level is open the op refuses to run (refusing_forward_mode)."""
     register = torch.library.custom_op if INTERPRETED else torch.library.triton_op
-    return lambda fn: register(name, fn, mutates_args=())
+    return lambda fn: register(name, refusing_forward_mode(name, fn), mutates_args=())
+
+
+def refusing_forward_mode(name, fn, level_open=dual_level_open):
+    """fn, but a NotImplementedError while a forward-mode dual level is open (forward_ad's, which
+    torch.func's jvp and jacfwd open too). PyTorch's custom ops take no jvp: their output
+    would carry no tangent, or a zero one, silently. (In the dual level an input's tangent may
+    be out of the body's sight, so the level alone decides.) The entries take their Functions."""
+
+    @functools.wraps(fn)  # the op's schema is read from fn's signature
+    def body(*args, **kwargs):
+        if level_open():
+            raise NotImplementedError(
+                f"torch.ops.{name.replace('::', '.')} has no forward-mode derivative (PyTorch's "
+                "custom ops take no jvp), so it refuses to run inside forward_ad.dual_level or "
+                "torch.func's jvp and jacfwd: call op.py's entry instead, eager"
+            )
+        return fn(*args, **kwargs)
+
+    return body
 
 
 def traceable(kernel, in_op, kind=None):

@@ -410,6 +410,24 @@ def test_an_entry_passes_forward_mode_tangents_on(folder):
             entry(*primals, out=forward_ad.make_dual(out, torch.ones_like(out)), **kwargs)
 
 
+@pytest.mark.parametrize("folder", list(ENTRY_CALLS))
+def test_a_registered_op_refuses_forward_mode_rather_than_drop_the_tangent(folder):
+    # PyTorch's custom ops take no jvp: inside a dual level the op's output carried no tangent
+    # (forward_ad) or a zero one (torch.func.jvp), silently.
+    name, shapes, kwargs, reference = ENTRY_CALLS[folder]
+    support.load_op(folder)
+    op = getattr(torch.ops.triton_lessons, name)
+    f64 = dict(dtype=torch.float64, device=common.DEVICE)
+    primals = [torch.randn(shape, **f64) for shape in shapes]
+    tangents = [torch.randn(shape, **f64) for shape in shapes]
+    refused = pytest.raises(NotImplementedError, match="has no forward-mode derivative")
+    with forward_ad.dual_level(), refused:
+        op(forward_ad.make_dual(primals[0], tangents[0]), *primals[1:], **kwargs)
+    with refused:
+        torch.func.jvp(lambda *t: op(*t, **kwargs), tuple(primals), tuple(tangents))
+    torch.testing.assert_close(op(*primals, **kwargs), reference(*primals))  # no level: it runs
+
+
 def _both_ways(f, primals, tangents):
     """The gradients of sum(f) + sum(f's tangent ** 2), and the tangents of f ** 2's gradients."""
     leaves = [p.clone().requires_grad_() for p in primals]

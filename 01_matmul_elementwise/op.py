@@ -43,8 +43,7 @@ def validate(a, b):
     if a.dtype != b.dtype or a.dtype not in DTYPES:
         names = [str(dtype).removeprefix("torch.") for dtype in DTYPES]
         raise TypeError(f"a and b must share a dtype of {names}, got {a.dtype}, {b.dtype}")
-    if not torch.compiler.is_compiling():  # (common.refuse_negated says why)
-        common.refuse_negated(a=a, b=b)
+    common.refuse_negated(a=a, b=b)
     if a.device != b.device or a.device.type != common.DEVICE.type:
         raise ValueError(f"a and b must be on one {common.DEVICE} device: {a.device}, {b.device}")
     if a.shape[0] * b.shape[1] >= 2**31:  # a grid holds at most 2^31 - 1 programs along axis 0

@@ -87,8 +87,7 @@ def validate(a, b, bias=None, activation=None):
     if len({t.dtype for t in inputs.values()}) > 1:
         dtypes = ", ".join(f"{arg} {t.dtype}" for arg, t in inputs.items())
         raise TypeError(f"matmul: the inputs must have one dtype, got {dtypes}")
-    if not torch.compiler.is_compiling():  # (common.refuse_negated says why)
-        common.refuse_negated(**inputs)
+    common.refuse_negated(**inputs)
     if len({t.device for t in inputs.values()}) > 1 or a.device.type != common.DEVICE.type:
         where = ", ".join(f"{arg} is on {t.device}" for arg, t in inputs.items())
         raise ValueError(f"matmul: {where}; expected one {common.DEVICE.type}")

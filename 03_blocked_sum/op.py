@@ -53,8 +53,7 @@ def validate(x, style="tuned"):
         raise TypeError(f"x is {x.dtype}; expected one of {names}")
     if x.dim() != 2:
         raise ValueError(f"x has shape {tuple(x.shape)}: expected a 2-D (M, N) matrix")
-    if not torch.compiler.is_compiling():  # (common.refuse_negated says why)
-        common.refuse_negated(x=x)
+    common.refuse_negated(x=x)
     if x.device.type != common.DEVICE.type:
         raise ValueError(f"x is on {x.device}: it must be on {common.DEVICE.type}")
     if style not in STYLES:

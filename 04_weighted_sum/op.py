@@ -70,8 +70,7 @@ def validate(x, weight, style="tuned"):
             raise TypeError(f"{name} is {t.dtype}; expected one of {names}")
     if x.dtype != weight.dtype:
         raise TypeError(f"x is {x.dtype} but weight is {weight.dtype}; give both one dtype")
-    if not torch.compiler.is_compiling():  # (common.refuse_negated says why)
-        common.refuse_negated(x=x, weight=weight)
+    common.refuse_negated(x=x, weight=weight)
     if weight.dim() != 1 or x.dim() == 0 or x.shape[-1] != weight.shape[0]:
         shapes = f"x has shape {tuple(x.shape)} and weight {tuple(weight.shape)}"
         if weight.dim() != 1 or x.dim() == 0:

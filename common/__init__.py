@@ -397,14 +397,16 @@ def next_power_of_2(n):
     return 1 << max(n - 1, 0).bit_length()
 
 
-def refuse_negated(**tensors):
+def refuse_negated(is_compiling=torch.compiler.is_compiling, **tensors):
     """ValueError naming the first of the tensors that is a negated view: the real or imaginary
     part of a conjugated complex tensor (t.is_neg()), whose values are its memory's with their
     signs flipped. A kernel reads the memory, so it would flip every sign; PyTorch's ops resolve
-    the view. The validators skip it while torch.compile's Dynamo traces, which cannot trace
-    is_neg(), nor a global of this module loaded by its path. Compiled, the graph resolves the view
-    before the registered op runs; Inductor in torch 2.13 drops the negation there, for torch.mm
-    too (on the CPU; aot_eager keeps it)."""
+    the view. Skipped while torch.compile's Dynamo traces, which cannot trace is_neg() (and reads
+    no global here: is_compiling is bound, as write_out's arguments are). Compiled, the graph
+    resolves the view before the registered op runs; Inductor in torch 2.13 drops the negation
+    there, for torch.mm too (on the CPU; aot_eager keeps it)."""
+    if is_compiling():
+        return
     for name, t in tensors.items():
         if t.is_neg():
             raise ValueError(f"{name} is a negated view (is_neg()): pass {name}.resolve_neg()")

@@ -125,6 +125,8 @@ def matmul_elementwise(a, b, *, out=None):
     """a @ b for a (M, K) and b (K, N) of one float dtype, any strides: differentiable, or
     written into out (refused while an input requires grad, as PyTorch's out= is)."""
     if torch.compiler.is_compiling():  # torch.compile traces the registered op, one node
+        if common.dual_level_open():  # the op has no jvp: run this call eagerly (a graph break)
+            return eager(a, b, out=out)
         return common.write_out(matmul_elementwise_op(a, b), out)
     # getattr: a or b may be no tensor, which product's validate() then names
     wants_grad = getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
@@ -134,6 +136,10 @@ def matmul_elementwise(a, b, *, out=None):
     if out is None and wants_grad and torch.is_grad_enabled():
         return MatmulElementwise.apply(a, b)
     return product(a, b, out)  # validates a and b
+
+
+# The entry run outside torch.compile's graph: compiled, a call in a dual level goes here
+eager = torch.compiler.disable(matmul_elementwise)
 
 
 # The registered op, torch.ops.triton_lessons.matmul_elementwise (common.register_op: which kind

@@ -526,6 +526,8 @@ def matmul(a, b, bias=None, activation=None, *, out=None):
     differentiable twice and compilable, or written into out (refused while an input requires
     grad, as PyTorch's out= is)."""
     if torch.compiler.is_compiling():
+        if common.dual_level_open():  # the op has no jvp: run this call eagerly (a graph break)
+            return eager(a, b, bias, activation, out=out)
         validate(a, b, bias, activation)
         return common.write_out(Matmul.apply(a, b, bias, activation, None), out)
     planned = kept_forward_plan(a, b, bias, activation)  # validates a layout's first call
@@ -535,6 +537,10 @@ def matmul(a, b, bias=None, activation=None, *, out=None):
     if out is None and grads and torch.is_grad_enabled():
         return Matmul.apply(a, b, bias, activation, planned)
     return common.write_out(planned(a, b, bias, out)[0], out)  # out's version bumped
+
+
+# The entry run outside torch.compile's graph: compiled, a call in a dual level goes here
+eager = torch.compiler.disable(matmul)
 
 
 # The registered ops (common.register_op: which kind of op, and why). A fake gives the outputs'

@@ -191,6 +191,8 @@ def blocked_sum(x, style="tuned", *, out=None):
     """x.sum(0) for a 2-D float x of any strides, in x's dtype (16-bit x adds in float32):
     differentiable and compilable, or written into out. `style` picks the lesson's variant."""
     if torch.compiler.is_compiling():  # torch.compile records the op and never sees the launch
+        if common.dual_level_open():  # the op has no jvp: run this call eagerly (a graph break)
+            return eager(x, style, out=out)
         validate(x, style)
         return common.write_out(blocked_sum_op(x, style), out)
     planned = kept_forward_plan(x, style)  # validates x at its layout's first call
@@ -199,6 +201,10 @@ def blocked_sum(x, style="tuned", *, out=None):
     if out is not None:  # checks out as PyTorch's out= does
         common.kernel_out(out, x.shape[1:], x.dtype, x.device, (x,))
     return common.write_out(planned(x), out)  # out, if given, with its version bumped
+
+
+# The entry run outside torch.compile's graph: compiled, a call in a dual level goes here
+eager = torch.compiler.disable(blocked_sum)
 
 
 # The registered op, torch.ops.triton_lessons.blocked_sum (common.register_op: which kind of op,

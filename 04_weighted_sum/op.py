@@ -288,6 +288,8 @@ def weighted_sum(x, weight, style="tuned", *, out=None):
     x's dtype; differentiable twice and compilable, or written into out (refused while an input
     requires grad, as PyTorch's out= is). `style` picks the lesson's kernels."""
     if torch.compiler.is_compiling():  # torch.compile records the op and never sees the launch
+        if common.dual_level_open():  # the op has no jvp: run this call eagerly (a graph break)
+            return eager(x, weight, style, out=out)
         validate(x, weight, style)
         return common.write_out(weighted_sum_op(x, weight, style), out)
     planned = kept_forward_plan(x, weight, style)  # validates a layout's first call
@@ -297,6 +299,10 @@ def weighted_sum(x, weight, style="tuned", *, out=None):
     if out is not None:  # checks out as PyTorch does
         common.kernel_out(out, x.shape[:-1], x.dtype, x.device, (x, weight))
     return common.write_out(planned(x, weight), out)  # out, if given, its version bumped
+
+
+# The entry run outside torch.compile's graph: compiled, a call in a dual level goes here
+eager = torch.compiler.disable(weighted_sum)
 
 
 # The registered op, torch.ops.triton_lessons.weighted_sum (common.register_op: which kind of

@@ -466,7 +466,8 @@ def refusing_forward_mode(name, fn, level_open=dual_level_open):
     """fn, but a NotImplementedError while a forward-mode dual level is open (forward_ad's, which
     torch.func's jvp and jacfwd open too). PyTorch's custom ops take no jvp: their output
     would carry no tangent, or a zero one, silently. (In the dual level an input's tangent may
-    be out of the body's sight, so the level alone decides.) The entries take their Functions."""
+    be out of the body's sight, so the level alone decides.) The entries take their Functions,
+    and compiled, run eagerly there."""
 
     @functools.wraps(fn)  # the op's schema is read from fn's signature
     def body(*args, **kwargs):

@@ -426,6 +426,16 @@ def test_a_registered_op_refuses_forward_mode_rather_than_drop_the_tangent(folde
     with refused:
         torch.func.jvp(lambda *t: op(*t, **kwargs), tuple(primals), tuple(tangents))
     torch.testing.assert_close(op(*primals, **kwargs), reference(*primals))  # no level: it runs
+    # Compiled, an entry records the op: in a dual level the call runs eagerly instead, and its
+    # output carries the tangent (which the op had dropped, on a GPU silently).
+    entry = torch.compile(getattr(support.load_op(folder), name), backend="aot_eager")
+    torch.testing.assert_close(entry(*primals, **kwargs), reference(*primals))
+    with forward_ad.dual_level():
+        dual = forward_ad.make_dual(primals[0], tangents[0])
+        got = forward_ad.unpack_dual(entry(dual, *primals[1:], **kwargs)).tangent
+        want = forward_ad.unpack_dual(reference(dual, *primals[1:])).tangent
+    assert got is not None
+    torch.testing.assert_close(got, want)
 
 
 def _both_ways(f, primals, tangents):

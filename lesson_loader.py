@@ -10,7 +10,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-SHARED = ("common", "tools", "lesson_loader")  # the repository's modules that a lesson imports
+# The repository's modules that a lesson imports, by their files
+SHARED = {
+    "common": ROOT / "common" / "__init__.py",
+    "tools": ROOT / "tools" / "__init__.py",
+    "lesson_loader": ROOT / "lesson_loader.py",
+}
 
 
 def load_lesson(folder, file="main.py"):
@@ -25,7 +30,7 @@ def load_lesson(folder, file="main.py"):
     path, saved = list(sys.path), {n: sys.modules.get(n) for n in SHARED}
     for module_name, module in saved.items():
         where = Path(getattr(module, "__file__", None) or "/").resolve()
-        if module is not None and ROOT not in where.parents:
+        if module is not None and where != SHARED[module_name]:
             del sys.modules[module_name]  # the caller's: the lesson imports ours instead
     try:
         spec = importlib.util.spec_from_file_location(name, folder / file)

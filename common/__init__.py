@@ -23,7 +23,8 @@ if not torch.cuda.is_available():
             "(or import common) first, or set TRITON_INTERPRET=1 in the environment."
         )
     os.environ.setdefault("TRITON_INTERPRET", "1")
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+# Triton takes 1, true, yes, on or y, in any case, as on
+INTERPRETED = os.environ.get("TRITON_INTERPRET", "").lower() in ("1", "true", "yes", "on", "y")
 if INTERPRETED:  # the interpreter runs tl.sigmoid in numpy, whose exp(-x) warns of an overflow
     # to inf for a large negative x, where the sigmoid is exactly 0, as on a GPU
     warnings.filterwarnings("ignore", "overflow encountered in exp", RuntimeWarning)

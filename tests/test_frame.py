@@ -2,12 +2,15 @@
 
 import inspect
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import traceback
 import types
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -122,11 +125,14 @@ def test_compiled_code_launches_the_ops_kernels_itself_on_a_gpu(folder):
         assert f"triton_lessons.{name}.default" in targets, targets
 
 
-def run_as_users_script(script, folder):
+def run_as_users_script(script, folder, interpret=None):
     """script's stdout, run as user.py in folder, in a new process whose environment leaves the
-    interpreter switch to the lessons (as a user's would), after asserting that it succeeded."""
+    interpreter switch to the lessons (as a user's would), or sets it to `interpret`, after
+    asserting that it succeeded."""
     (folder / "user.py").write_text(script)
     env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
+    if interpret is not None:
+        env["TRITON_INTERPRET"] = interpret
     done = subprocess.run(
         [sys.executable, "user.py"], cwd=folder, env=env, capture_output=True, text=True
     )
@@ -134,9 +140,21 @@ def run_as_users_script(script, folder):
     return done.stdout
 
 
-def test_readme_snippet_loads_an_op_from_a_script_elsewhere(tmp_path):
+@pytest.mark.parametrize("inside", [False, True], ids=["elsewhere", "inside_the_clone"])
+def test_readme_snippet_loads_an_op_from_a_script_elsewhere(tmp_path, inside):
     """The README's snippet, run as a user's script in another directory that has modules of its
-    own named common and tools: the op works, and the user's modules stay the user's."""
+    own named common and tools: the op works, and the user's modules stay the user's. Inside the
+    clone too: a user's common there had been taken for the repository's, and the op failed."""
+    if inside:
+        tmp_path = Path(tempfile.mkdtemp(prefix=".user-", dir=support.REPO_ROOT))
+    try:
+        _run_readme_snippet(tmp_path)
+    finally:
+        if inside:
+            shutil.rmtree(tmp_path)
+
+
+def _run_readme_snippet(tmp_path):
     readme = (support.REPO_ROOT / "README.md").read_text()
     snippet = readme.split("```python\n", 1)[1].split("```", 1)[0]
     assert "/path/to/this/repository/" in snippet
@@ -214,6 +232,26 @@ else:
 print("the op works")
 """
     assert "the op works" in run_as_users_script(script, tmp_path)
+
+
+@pytest.mark.parametrize("switch", ["true", "On"])
+def test_the_interpreter_switch_is_read_as_triton_reads_it(switch, tmp_path):
+    # Triton interprets for TRITON_INTERPRET=true (1, yes, on, y, any case), where common had
+    # taken "1" alone: the ops took their GPU paths, and 02 to 04 failed inside Triton's timing.
+    path = str(support.REPO_ROOT / "04_weighted_sum" / "op.py")
+    script = f"""
+import importlib.util
+import torch
+
+spec = importlib.util.spec_from_file_location("user_op", {path!r})
+op = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(op)
+x, w = torch.randn(9, 5), torch.randn(5)
+assert op.common.INTERPRETED and op.common.DEVICE.type == "cpu"
+torch.testing.assert_close(op.weighted_sum(x, w), x @ w)
+print("interpreted")
+"""
+    assert "interpreted" in run_as_users_script(script, tmp_path, interpret=switch)
 
 
 @pytest.mark.skipif(support.ON_GPU, reason="with CUDA, Triton's interpreter stays off")

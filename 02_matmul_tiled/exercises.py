@@ -163,9 +163,9 @@ def launch_3(a, b, out):
 # first program whose run starts at or before tile_start. The
 # launch runs schedule(2, 4, 5), stream_k.py's example: tile 0
 # has one partial, tile 1 two. A wrong tile 1 and a right tile 0
-# means a second partial was missed. Elements "no program wrote"
-# are NaN: a partial that no program stored was added (partials
-# start as NaN).
+# means a second partial was missed. Elements reported NaN:
+# a partial that no program stored was added (partials start as
+# NaN).
 def reference_4(a, b):
     return a @ b
 

@@ -317,12 +317,19 @@ VARIANTS = {**fused.VARIANTS, "persistent": matmul_persistent}
 
 
 # ## Timing (the harness: skip it on a first read)
-def variants_for(a, b):
-    """The VARIANTS that take a @ b and its backward's products."""
+def refusal(a, b):
+    """Why the kernel cannot take a @ b or its backward's
+    products (main() prints it), or None."""
     c = a.new_empty((a.shape[0], b.shape[1]))
     grad_a, grad_b = a.new_empty(a.shape), b.new_empty(b.shape)
     products = [(a, b, c), (c, b.T, grad_a), (a.T, c, grad_b)]
-    refused = any(persistent_problem(*p) for p in products)
+    problems = (persistent_problem(*p) for p in products)
+    return next((problem for problem in problems if problem), None)
+
+
+def variants_for(a, b):
+    """The VARIANTS that take a @ b and its backward's products."""
+    refused = refusal(a, b)
     persistent = {} if refused else {"persistent": VARIANTS["persistent"]}
     return fused.variants_for(a, b) | persistent
 

@@ -579,6 +579,11 @@ def variants_for(a, b):
     return variants
 
 
+def refusal(a, b):  # persistent.py's, which stream_k shares
+    why = persistent.refusal(a, b)
+    return why and why.replace("persistent", "persistent and stream_k", 1)
+
+
 def check_epilogue(a, b):
     """fused.py's check of the fused epilogue, and the same for
     this file's kernel, where that kernel takes a @ b."""

@@ -483,6 +483,8 @@ def test_main_leaves_out_a_variant_descriptors_cannot_take(capsys):
     printed = capsys.readouterr().out
     assert "check 33x65x17 float32: simple, tuned, fused match float64, grads too" in printed
     assert not re.search(r"^33x65x17 .*  persistent  ", printed, re.M)  # no row in the table
+    # and says so, and why (it had left the kernel out without a word)
+    assert "not checked at 33x65x17 float32, persistent: no descriptor for" in printed
 
 
 @pytest.mark.parametrize(

@@ -55,7 +55,8 @@ def test_every_untouched_stub_gets_not_yet_and_a_report(folder):
 def test_the_stubs_reports_say_what_is_missing():
     reports = [practice.check(e)[1] for e in exercises01.EXERCISES]
     assert reports[0] == [
-        "15 of 15 elements no program wrote: (0, 0), (0, 1), (0, 2), (1, 0), (1, 1)"
+        "15 of 15 elements are NaN (no program wrote them, or one wrote NaN): (0, 0), (0, 1), "
+        "(0, 2), (1, 0), (1, 1)"
     ]
     assert reports[1][0].startswith("your code raised NotImplementedError: exercise 2")
     assert reports[2][0].startswith("your code raised NotImplementedError: exercise 3")
@@ -246,6 +247,50 @@ def test_04_a_mask_off_by_one_gets_the_out_of_bounds_report():
         "49); program 1 (of 2) made it"
     )
     assert lines[-1].startswith("a load read outside input x: offsets 1850, past its last")
+
+
+@triton.jit
+def first_dim_kernel_without_a_row_mask(
+    x_ptr, w_ptr, y_ptr, rows, D, stride_row, stride_col,
+    ROWS_TILE: tl.constexpr, D_TILE: tl.constexpr,
+):  # fmt: skip
+    cols = tl.program_id(0) * D_TILE + tl.arange(0, D_TILE)
+    acc = tl.zeros((ROWS_TILE, D_TILE), dtype=tl.float32)
+    for r0 in range(0, rows, ROWS_TILE):
+        row_ids = r0 + tl.arange(0, ROWS_TILE)
+        offsets = row_ids[:, None] * stride_row + cols[None, :] * stride_col
+        x = tl.load(x_ptr + offsets, mask=(cols < D)[None, :])  # rows past the last read too
+        acc += x * tl.load(w_ptr + row_ids, mask=row_ids < rows, other=0.0)[:, None]
+    tl.store(y_ptr + cols, tl.sum(acc, axis=0), mask=cols < D)
+
+
+def test_a_load_outside_that_a_masked_off_zero_multiplies_is_reported():
+    # x's rows past the last are read, and multiplied by w's masked-off 0: any guard value but
+    # inf or NaN gives 0, so the run with the band at 1000 left the output as it was, and the
+    # checker said "passed". On a GPU that memory may hold NaN.
+    passed, lines = check_with_kernels(
+        solutions04, 1, solutions04.exercises.launch_1,
+        first_dim_kernel=first_dim_kernel_without_a_row_mask,
+    )  # fmt: skip
+    assert not passed
+    assert lines == [lines[0]] and lines[0].startswith("a load read outside input x: offsets"), (
+        lines
+    )
+
+
+def launch_by_pytorch(a, b, bias, out):
+    out.copy_(a @ b + bias)
+
+
+def test_a_launch_that_runs_no_kernel_is_told_so():
+    # Its values are right: the checker compared values only, and said "passed".
+    exercise = dataclasses.replace(solutions01.EXERCISES[0], launch=launch_by_pytorch)
+    passed, lines = practice.check(exercise)
+    assert not passed
+    assert lines == [
+        "your launch ran no kernel (no kernel[grid](...) call): the exercise asks for a Triton "
+        "kernel to compute the output, not PyTorch"
+    ]
 
 
 def test_an_output_that_changes_run_to_run_is_named_as_such():
@@ -470,7 +515,8 @@ def test_a_buffer_row_no_program_wrote_is_named():
         solutions03, 4, solutions03.launch_4, split_column_sum_kernel=split_sum_kernel_into_row_0
     )
     assert not passed and lines[0].startswith(
-        "140 of 160 elements of the buffer partial no program wrote: (1, 0), (1, 1)"
+        "140 of 160 elements of the buffer partial are NaN (no program wrote them, or one wrote "
+        "NaN): (1, 0), (1, 1)"
     ), lines
 
 
@@ -531,4 +577,4 @@ def test_a_stream_k_owner_waiting_for_a_flag_no_program_sets_ends_with_a_report(
     )
     passed, lines = practice.check(exercise)
     assert not passed
-    assert lines[0].startswith("512 of 512 elements no program wrote"), lines
+    assert lines[0].startswith("512 of 512 elements are NaN (no program wrote them"), lines

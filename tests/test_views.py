@@ -29,6 +29,33 @@ def test_draw_writes_a_png(folder, tmp_path, capsys):
     assert f"wrote {path}" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("name", ["missing/picture.png", "picture.foo"])
+def test_draw_to_a_path_it_cannot_write_is_a_usage_error(name, tmp_path, capsys):
+    # It had ended in matplotlib's FileNotFoundError or ValueError, with a traceback.
+    for run in (support.load("04_weighted_sum").main, exercises_main):
+        with pytest.raises(SystemExit) as exit_info:
+            run(["--draw", str(tmp_path / name)])
+        assert exit_info.value.code == 2
+        said = capsys.readouterr().err
+        assert "--draw" in said and ("there is no folder" in said or "a .png file" in said), said
+
+
+def exercises_main(argv):  # 01's exercises.py, its first exercise
+    from tools import load_example, practice
+
+    exercises = load_example(support.REPO_ROOT / "01_matmul_elementwise" / "exercises.py")
+    return practice.main(exercises, ["-e", "1", *argv])
+
+
+@pytest.mark.parametrize("part", ["any_x.py", "block_ptr.py"])
+def test_asm_of_a_lessons_other_file_prints_its_lessons_lines(part, capfd):
+    # 03's other files had failed: the probes read main.py's kernels from the file given.
+    from tools import asm
+
+    assert asm.in_compiling_process(f"03_blocked_sum/{part}").returncode == 0
+    assert "simple_column_sum_kernel" in capfd.readouterr().out
+
+
 @pytest.mark.parametrize("folder", EXAMPLES)
 def test_asm_prints_the_instructions_it_names(folder, capfd):
     with pytest.raises(SystemExit) as exit_info:

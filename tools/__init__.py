@@ -74,7 +74,22 @@ class ShowAndExit(argparse.Action):  # const: the lesson's module
         if option_string == "--draw":
             from tools import pictures  # imports matplotlib: only when asked
 
+            if problem := picture_problem(values):
+                parser.error(problem)
             parser.exit(pictures.draw(self.const, values))
         from tools import asm
 
         parser.exit(asm.show(self.const))
+
+
+def picture_problem(path):
+    """Why --draw cannot write a picture to path (no such folder, or a kind of file matplotlib
+    does not write), or None."""
+    from matplotlib.backend_bases import FigureCanvasBase  # only when asked
+
+    path, kinds = Path(path), FigureCanvasBase.get_supported_filetypes()
+    if not path.parent.is_dir():
+        return f"--draw {path}: there is no folder {path.parent}"
+    if path.suffix[1:].lower() not in kinds:
+        return f"--draw {path}: name a .png file (or another kind matplotlib writes, as .svg)"
+    return None

@@ -168,7 +168,8 @@ def probes_02(lesson, device):  # lesson: any of 02's files; main.py's and persi
     ]  # fmt: skip
 
 
-def probes_03(lesson, device):
+def probes_03(lesson, device):  # lesson: any of 03's files; main.py's kernels
+    lesson = load_example(Path(lesson.__file__).parent / "main.py")
     x, out = torch.randn(1000, 96, device=device), torch.empty(96, device=device)
     looks = [
         (r"add\.f32", "adds: the loop's (each thread its own elements), and tl.sum's"),

@@ -6,13 +6,15 @@ How it finds out, with public Triton and torch only:
   guard(numel) elements before and after it (wide: a grid too large, or a wrong stride, lands
   in it rather than in memory the interpreter uses); the output starts as NaN, its band as
   SENTINEL;
-- an output element still NaN afterwards: no program wrote it (and so for a buffer that the
-  launch is handed, such as a partial-sum buffer);
+- an output element still NaN afterwards: no program wrote it, or one wrote NaN (and so for
+  a buffer that the launch is handed, such as a partial-sum buffer);
+- no kernel[grid](...) call while the launch ran: the output came from PyTorch, not a kernel;
 - an output guard element no longer SENTINEL, or an input changed: a store left its tensor;
-- the launch run again with an input's guard band changed: if the output (bands included)
-  changes, a load read outside that input; halving the changed part of the band finds the
-  offsets read. A load outside whose value reaches no output (a masked-off column's) goes
-  unseen: the checker sees values, never the loads themselves;
+- the launch run again with an input's guard band changed, to 1000 and then to NaN (which a
+  product with a masked-off 0 still passes on): if the output (bands included) changes, a load
+  read outside that input; halving the changed part of the band finds the offsets read. A load
+  outside whose value reaches no output (a masked-off column's) goes unseen: the checker sees
+  values, never the loads themselves;
 - which program stored outside: the launch's kernel (recorded through a stand-in for its global
   name) run again with 1, 2, 3, ... programs (a 1-D grid), until the guard band changes.
 It always exits 0, so that a learner can run it again and again; --strict exits 1 on any
@@ -27,7 +29,7 @@ from typing import Callable
 
 import torch
 import common
-from tools import load_example
+from tools import load_example, picture_problem
 
 
 def guard(numel):  # elements of guard band on each side of a tensor of numel elements
@@ -221,15 +223,15 @@ def same_output(run, other):
     return torch.equal(run.out_buffer.nan_to_num(7.0), other.out_buffer.nan_to_num(7.0))
 
 
-def read_offsets(exercise, inputs, out_shape, name, base):
+def read_offsets(exercise, inputs, out_shape, name, base, value):
     """Where, outside input `name`, the launch reads: on each side of the tensor, the nearest
     and the farthest offset read, as (first, last) ranges. Each is found by a binary search on
     windows of the guard band that start at the tensor's edge (nearest) or end at the band's
-    (farthest): changing a window changes the output iff the launch reads inside it."""
+    (farthest): changing a window to value changes the output iff the launch reads inside it."""
     numel, width = inputs[name].numel(), guard(inputs[name].numel())
 
     def reads(offsets):  # whether changing these guard elements changes the output
-        probe = run_once(exercise, inputs, out_shape, {name: (offsets, 1000.0)})
+        probe = run_once(exercise, inputs, out_shape, {name: (offsets, value)})
         return not same_output(probe, base)
 
     found = []
@@ -283,6 +285,9 @@ def check(exercise):
     lines = []
     if run.error:
         return False, [f"your code raised {run.error}"]
+    if not any(recorder.launches for recorder in run.recorders.values()):
+        lines.append("your launch ran no kernel (no kernel[grid](...) call): the exercise asks")
+        lines[-1] += " for a Triton kernel to compute the output, not PyTorch"
     stored = stores_outside(run)
     if stored:  # the first program to store outside, wherever it stored
         whom = who_stored_outside(run, inputs, expected.shape, exercise.scratch)
@@ -300,13 +305,16 @@ def check(exercise):
         if missed:
             shown = ", ".join(str(tuple(i)) for i in missed[:SHOWN])
             lines.append(
-                f"{len(missed)} of {view.numel()} elements of the buffer {name} no program wrote: "
-                + shown
+                f"{len(missed)} of {view.numel()} elements of the buffer {name} are NaN (no "
+                f"program wrote them, or one wrote NaN): {shown}"
             )
     unwritten = run.out.isnan().nonzero().tolist()
     if unwritten:
         shown = ", ".join(str(tuple(i)) for i in unwritten[:SHOWN])
-        lines.append(f"{len(unwritten)} of {run.out.numel()} elements no program wrote: {shown}")
+        lines.append(
+            f"{len(unwritten)} of {run.out.numel()} elements are NaN (no program wrote them, or "
+            f"one wrote NaN): {shown}"
+        )
     got = run.out.double()
     dtype, terms = run.out.dtype, exercise.terms
     bound = common.allowed_error(dtype, expected, magnitude, terms, exercise.roundoff)
@@ -322,11 +330,13 @@ def check(exercise):
         lines[-1] += " memory nothing wrote, or programs racing to write one element"
         return False, lines  # the loads outside cannot be told apart from that
     for name, t in inputs.items():
-        changed = run_once(exercise, inputs, expected.shape, {name: 1000.0})
-        if not same_output(changed, run):
-            offsets = read_offsets(exercise, inputs, expected.shape, name, run)
-            where = describe(offsets, t.numel(), ends_only=True)
-            lines.append(f"a load read outside input {name}: {where}")
+        for value in (1000.0, float("nan")) if t.is_floating_point() else (1000.0,):
+            changed = run_once(exercise, inputs, expected.shape, {name: value})
+            if not same_output(changed, run):
+                offsets = read_offsets(exercise, inputs, expected.shape, name, run, value)
+                where = describe(offsets, t.numel(), ends_only=True)
+                lines.append(f"a load read outside input {name}: {where}")
+                break
     return not lines, lines
 
 
@@ -411,6 +421,8 @@ def main(exercises_module, argv=None):
     if args.draw:
         if args.e is None:
             parser.error("--draw needs -e N")
+        if problem := picture_problem(args.draw):
+            parser.error(problem)
         draw(module.EXERCISES[args.e - 1], args.draw)
         return 0
     print(common.describe_run())

@@ -182,6 +182,16 @@ def test_the_command_line(tmp_path, capsys):
     assert picture.stat().st_size > 1000
 
 
+def test_draw_says_when_the_kernel_writes_no_element_of_the_output(tmp_path, capsys):
+    # 04's exercise 3: the kernel writes partial sums and the host the output; the picture had
+    # drawn one cell, "none", for a solution that passes.
+    picture = tmp_path / "who.png"
+    exercises04 = module("04_weighted_sum", "exercises")
+    assert practice.main(exercises04, ["--solutions", "-e", "3", "--draw", str(picture)]) == 0
+    assert "its kernel wrote no element of the output" in capsys.readouterr().out
+    assert not picture.exists()
+
+
 def test_guards_hold_their_values_and_the_tensor_its_own():
     t = torch.arange(6.0, device=common.DEVICE).reshape(2, 3)
     buffer, view = practice.guarded(t, -1.0)

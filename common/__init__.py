@@ -458,25 +458,29 @@ def register_op(name):
     torch.library.triton_op: torch.compile traces its body and launches its kernels itself, so
     the body launches each through traceable(). Under the interpreter a custom_op, which the
     compiler never enters: tracing would run the interpreted kernels on tensors without data.
-    While a forward-mode dual level is open the op refuses to run (refusing_forward_mode)."""
+    An input that carries a forward-mode tangent is refused (refusing_forward_mode)."""
     register = torch.library.custom_op if INTERPRETED else torch.library.triton_op
     return lambda fn: register(name, refusing_forward_mode(name, fn), mutates_args=())
 
 
-def refusing_forward_mode(name, fn, level_open=dual_level_open):
-    """fn, but a NotImplementedError while a forward-mode dual level is open (forward_ad's, which
-    torch.func's jvp and jacfwd open too). PyTorch's custom ops take no jvp: their output
-    would carry no tangent, or a zero one, silently. (In the dual level an input's tangent may
-    be out of the body's sight, so the level alone decides.) The entries take their Functions,
-    and compiled, run eagerly there."""
+def refusing_forward_mode(name, fn, level_open=dual_level_open, forward_ad=forward_ad):
+    """fn, but a NotImplementedError where an input carries a forward-mode tangent (inside
+    forward_ad.dual_level): PyTorch's custom ops take no jvp, so their output would carry none,
+    silently. Under torch.func's jvp and jacfwd the tangents are out of the body's sight, and
+    the op's tangent comes out zero, as any custom op's. The entries take their Functions, and
+    compiled, run eagerly in a dual level."""
 
     @functools.wraps(fn)  # the op's schema is read from fn's signature
     def body(*args, **kwargs):
-        if level_open():
+        if level_open() and any(
+            forward_ad.unpack_dual(t).tangent is not None
+            for t in (*args, *kwargs.values())
+            if isinstance(t, torch.Tensor)
+        ):
             raise NotImplementedError(
                 f"torch.ops.{name.replace('::', '.')} has no forward-mode derivative (PyTorch's "
-                "custom ops take no jvp), so it refuses to run inside forward_ad.dual_level or "
-                "torch.func's jvp and jacfwd: call op.py's entry instead, eager"
+                "custom ops take no jvp), so it refuses an input that carries a tangent: call "
+                "op.py's entry, eager, inside forward_ad.dual_level"
             )
         return fn(*args, **kwargs)
 

@@ -289,18 +289,36 @@ def test_a_load_outside_that_a_masked_off_zero_multiplies_is_reported():
 
 
 def launch_by_pytorch(a, b, bias, out):
+    assert bias_kernel  # noqa: F821  (with_kernels gives it: named, never launched)
     out.copy_(a @ b + bias)
 
 
-def test_a_launch_that_runs_no_kernel_is_told_so():
+def test_a_launch_that_never_launches_its_kernel_is_told_so():
     # Its values are right: the checker compared values only, and said "passed".
-    exercise = dataclasses.replace(solutions01.EXERCISES[0], launch=launch_by_pytorch)
+    launch = practice.with_kernels(launch_by_pytorch, bias_kernel=solutions01.bias_kernel)
+    exercise = dataclasses.replace(solutions01.EXERCISES[0], launch=launch)
     passed, lines = practice.check(exercise)
     assert not passed
     assert lines == [
-        "your launch ran no kernel (no kernel[grid](...) call): the exercise asks for a Triton "
+        "your launch names bias_kernel but never launched it: the exercise asks for a Triton "
         "kernel to compute the output, not PyTorch"
     ]
+
+
+def launch_2_through_a_helper(x, w, grad_y, out):
+    launch_grad_x(w, grad_y, out, *x.shape)
+
+
+def launch_grad_x(w, grad_y, out, rows, d):
+    solutions04.grad_x_kernel[(triton.cdiv(rows, 16),)](
+        w, grad_y, out, rows, d, ROWS_TILE=16, D_TILE=32
+    )
+
+
+def test_a_kernel_launched_from_a_helper_passes():
+    # The checker records only the kernels the launch names; it had said "no kernel" here.
+    exercise = dataclasses.replace(solutions04.EXERCISES[1], launch=launch_2_through_a_helper)
+    assert practice.check(exercise) == (True, [])
 
 
 def test_an_output_that_changes_run_to_run_is_named_as_such():
@@ -577,7 +595,9 @@ def test_a_stream_k_owner_that_misses_a_partial_gets_its_tile_reported():
     exercise = dataclasses.replace(exercises02.EXERCISES[3], launch=owner_launch(add_one_partial))
     passed, lines = practice.check(exercise)
     assert not passed
-    assert lines[0].startswith("256 elements wrong, the first: (0, 16): expected"), lines
+    # Tile 1's 256 elements miss a partial; one whose partial is near 0 may pass the tolerance.
+    found = re.match(r"(\d+) elements wrong, the first: \(0, 16\): expected", lines[0])
+    assert found and 240 <= int(found[1]) <= 256, lines
 
 
 def test_a_stream_k_owner_waiting_for_a_flag_no_program_sets_ends_with_a_report():

@@ -88,6 +88,7 @@ def picture_problem(path):
     from matplotlib.backend_bases import FigureCanvasBase  # only when asked
 
     path, kinds = Path(path), FigureCanvasBase.get_supported_filetypes()
+    kinds.pop("pgf", None)  # needs a TeX installation
     if not path.parent.is_dir():
         return f"--draw {path}: there is no folder {path.parent}"
     if path.suffix[1:].lower() not in kinds:

@@ -289,6 +289,16 @@ def dual_level_open(forward_ad=forward_ad):  # whether a forward_ad.dual_level i
     return forward_ad._current_level >= 0
 
 
+def carries_tangent(tensors, level_open=dual_level_open, forward_ad=forward_ad):
+    """Whether a dual level is open and a tensor among tensors (others skipped) carries a
+    tangent there (bound as dual_level_open's forward_ad is)."""
+    return level_open() and any(
+        forward_ad.unpack_dual(t).tangent is not None
+        for t in tensors
+        if isinstance(t, torch.Tensor)
+    )
+
+
 def sum_present(*terms):  # the sum of the terms that are not None (a jvp's, at least one is)
     present = [t for t in terms if t is not None]
     return sum(present[1:], present[0])
@@ -309,9 +319,7 @@ def kernel_out(out, shape, dtype, device, inputs):
         raise ValueError("out= is not differentiable: an input requires grad; call without out=")
     if torch.is_grad_enabled() and out.requires_grad:
         raise ValueError("out requires grad, and a kernel's write into it is not differentiable")
-    if dual_level_open() and any(
-        forward_ad.unpack_dual(t).tangent is not None for t in (*inputs, out)
-    ):
+    if carries_tangent((*inputs, out)):
         raise ValueError(
             "out= is not differentiable: an input or out carries a forward-mode tangent"
         )
@@ -463,7 +471,7 @@ def register_op(name):
     return lambda fn: register(name, refusing_forward_mode(name, fn), mutates_args=())
 
 
-def refusing_forward_mode(name, fn, level_open=dual_level_open, forward_ad=forward_ad):
+def refusing_forward_mode(name, fn, tangent_in=carries_tangent):
     """fn, but a NotImplementedError where an input carries a forward-mode tangent (inside
     forward_ad.dual_level): PyTorch's custom ops take no jvp, so their output would carry none,
     silently. Under torch.func's jvp and jacfwd the tangents are out of the body's sight, and
@@ -472,11 +480,7 @@ def refusing_forward_mode(name, fn, level_open=dual_level_open, forward_ad=forwa
 
     @functools.wraps(fn)  # the op's schema is read from fn's signature
     def body(*args, **kwargs):
-        if level_open() and any(
-            forward_ad.unpack_dual(t).tangent is not None
-            for t in (*args, *kwargs.values())
-            if isinstance(t, torch.Tensor)
-        ):
+        if tangent_in((*args, *kwargs.values())):
             raise NotImplementedError(
                 f"torch.ops.{name.replace('::', '.')} has no forward-mode derivative (PyTorch's "
                 "custom ops take no jvp), so it refuses an input that carries a tangent: call "

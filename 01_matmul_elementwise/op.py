@@ -80,7 +80,7 @@ def plan(a, b, in_op=False, key=None):
     strides = (*a.stride(), *b.stride())
 
     def planned(a, b, out=None):
-        c = common.kernel_out(out, (m, n), a.dtype, a.device, (a, b))  # out, or a new tensor
+        c = common.kernel_out(out, (m, n), (a, b))  # out, or a new tensor
         kind = key if c is not out else None  # a new C: (N, 1) strides, an aligned address
         launch = common.traceable(any_x.vector_k_any_x_kernel, in_op, kind)
         launch[(m * n,)](a, b, c, n, k, *strides, *c.stride(), **lesson.VECTOR_K_LAUNCH)

@@ -445,7 +445,7 @@ def plan_forward(a, b, bias, activation, in_op=False, key=None):
 
     def planned(a, b, bias, out=None, keep_pre=False):
         inputs = (a, b) if bias is None else (a, b, bias)
-        c = common.kernel_out(out, (m, n), a.dtype, a.device, inputs)
+        c = common.kernel_out(out, (m, n), inputs)
         pre = a.new_empty((m, n)) if keep_pre and activation else None
         bias = None if bias is None else bias.contiguous()  # the kernels read bias_ptr + column
         if c.numel():  # (K = 0: the fused kernel stores sums of no products, with the epilogue)

@@ -199,7 +199,7 @@ def blocked_sum(x, style="tuned", *, out=None):
     if out is None and (torch.is_grad_enabled() and x.requires_grad or common.dual_level_open()):
         return BlockedSum.apply(x, style, planned)
     if out is not None:  # checks out as PyTorch's out= does
-        common.kernel_out(out, x.shape[1:], x.dtype, x.device, (x,))
+        common.kernel_out(out, x.shape[1:], (x,))
     return common.write_out(planned(x), out)  # out, if given, with its version bumped
 
 

@@ -297,7 +297,7 @@ def weighted_sum(x, weight, style="tuned", *, out=None):
     if out is None and (grads or common.dual_level_open()):
         return WeightedSum.apply(x, weight, style, planned)
     if out is not None:  # checks out as PyTorch does
-        common.kernel_out(out, x.shape[:-1], x.dtype, x.device, (x, weight))
+        common.kernel_out(out, x.shape[:-1], (x, weight))
     return common.write_out(planned(x, weight), out)  # out, if given, its version bumped
 
 

@@ -676,7 +676,7 @@ def test_kernel_out_names_what_is_wrong_with_out():
     a = torch.randn(8, 6)
 
     def kernel_out(out, inputs=(a,)):
-        return common.kernel_out(out, (8, 6), torch.float32, a.device, inputs)
+        return common.kernel_out(out, (8, 6), inputs)
 
     with pytest.raises(TypeError, match="out must be a torch.Tensor, got list"):
         kernel_out([])
@@ -706,10 +706,10 @@ def test_kernel_out_names_what_is_wrong_with_out():
 
 def test_kernel_out_writes_out_unless_it_shares_storage_with_an_input():
     a = torch.randn(8, 6)
-    new = common.kernel_out(None, (8, 6), torch.float32, a.device, (a,))
+    new = common.kernel_out(None, (8, 6), (a,))
     assert new.shape == (8, 6) and new.dtype == torch.float32
     out = torch.empty(8, 6)
-    assert common.kernel_out(out, (8, 6), torch.float32, a.device, (a,)) is out
+    assert common.kernel_out(out, (8, 6), (a,)) is out
     storage = torch.randn(8, 12)
     # out is an input, a transposed view of one, or beside one in the same storage: a new tensor,
     # which write_out then copies into out.
@@ -718,7 +718,7 @@ def test_kernel_out_writes_out_unless_it_shares_storage_with_an_input():
         (a.t(), (a.t().contiguous(), a)),
         (storage[:, 6:], (storage[:, :6],)),
     ]:
-        fresh = common.kernel_out(out, tuple(out.shape), torch.float32, a.device, inputs)
+        fresh = common.kernel_out(out, tuple(out.shape), inputs)
         assert fresh is not out and fresh.shape == out.shape
         assert not any(
             fresh.untyped_storage().data_ptr() == t.untyped_storage().data_ptr() for t in inputs

@@ -130,10 +130,8 @@ def matmul_elementwise(a, b, *, out=None):
         return common.write_out(matmul_elementwise_op(a, b), out)
     # getattr: a or b may be no tensor, which product's validate() then names
     wants_grad = getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
-    if out is None and common.dual_level_open():  # (torch.func's tensors are refused first)
-        common.refuse_without_storage((a, b))
-        return MatmulElementwise.apply(a, b)
-    if out is None and wants_grad and torch.is_grad_enabled():
+    if out is None and (wants_grad and torch.is_grad_enabled() or common.dual_level_open()):
+        common.refuse_without_storage((a, b))  # torch.func's tensors, before the Function
         return MatmulElementwise.apply(a, b)
     return product(a, b, out)  # validates a and b
 

@@ -323,15 +323,15 @@ weighted_sum_op.register_fake(
 @common.register_op("triton_lessons::weighted_sum_backward")
 def weighted_sum_backward_op(
     x2d: torch.Tensor, weight: torch.Tensor, grad_y: torch.Tensor, style: str = "tuned"
-) -> list[torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor]:
     validate_backward(x2d, weight, grad_y, style)
-    return list(backward(x2d, weight, grad_y, style, in_op=True))
+    return tuple(backward(x2d, weight, grad_y, style, in_op=True))
 
 
 @weighted_sum_backward_op.register_fake
 def _(x2d, weight, grad_y, style="tuned"):
     validate_backward(x2d, weight, grad_y, style)
-    return [x2d.new_empty(x2d.shape), weight.new_empty(weight.shape)]
+    return x2d.new_empty(x2d.shape), weight.new_empty(weight.shape)
 
 
 def op_backward(ctx, grad_y):  # the op's backward, through weighted_sum_backward

@@ -6,6 +6,7 @@ import functools
 import os
 import statistics
 import sys
+import threading
 import timeit
 import warnings
 
@@ -357,6 +358,10 @@ def write_out(
         check_out(out, result.shape, result.dtype, result.device)
         if grad_enabled() and result.requires_grad:  # as kernel_out refuses, eager
             raise ValueError("out= is not differentiable: an input requires grad")
+        if grad_enabled() and out.requires_grad:  # (copy_ would raise PyTorch's leaf error)
+            raise ValueError(
+                "out requires grad, and a kernel's write into it is not differentiable"
+            )
         out.copy_(result)
     bump(out)
     return out
@@ -475,21 +480,52 @@ def register_op(name):
 def refusing_forward_mode(name, fn, tangent_in=carries_tangent):
     """fn, but a NotImplementedError where an input carries a forward-mode tangent (inside
     forward_ad.dual_level): PyTorch's custom ops take no jvp, so their output would carry none,
-    silently. Under torch.func's jvp and jacfwd the tangents are out of the body's sight, and
-    the op's tangent comes out zero, as any custom op's. The entries take their Functions, and
+    silently. Refused too where the tangents cannot be seen: inside a compiled graph run in a
+    dual level (on the CPU, torch 2.13), where unpack_dual fails an internal assert of PyTorch's.
+    Under torch.func's jvp and jacfwd the tangents are out of the body's sight, and the op's
+    tangent comes out zero, as any custom op's. The entries take their Functions, and
     compiled, run eagerly in a dual level."""
 
     @functools.wraps(fn)  # the op's schema is read from fn's signature
     def body(*args, **kwargs):
-        if tangent_in((*args, *kwargs.values())):
+        try:
+            seen = tangent_in((*args, *kwargs.values()))
+        except RuntimeError:  # (the compiled graph's case above)
+            seen = None
+        if seen is not False:  # True, or None: not seen
+            refused = (
+                "an input that carries a tangent"
+                if seen
+                else "inputs whose tangents it cannot see (inside a compiled graph)"
+            )
             raise NotImplementedError(
                 f"torch.ops.{name.replace('::', '.')} has no forward-mode derivative (PyTorch's "
-                "custom ops take no jvp), so it refuses an input that carries a tangent: call "
-                "op.py's entry, eager, inside forward_ad.dual_level"
+                f"custom ops take no jvp), so it refuses {refused}: call op.py's entry, eager, "
+                "inside forward_ad.dual_level"
             )
         return fn(*args, **kwargs)
 
     return body
+
+
+# Triton's interpreter keeps one state for the process: the grid of the launch it runs, and
+# triton.language patched while a kernel runs. Two threads launching at once fail, or could run
+# on each other's state, so op.py's launches take turns there.
+INTERPRETER_LOCK = threading.RLock()
+
+
+class OneAtATime:
+    """kernel[grid](...) under INTERPRETER_LOCK: traceable's kernels under the interpreter."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            with INTERPRETER_LOCK:
+                return self.kernel[grid](*args, **kwargs)
+
+        return launch
 
 
 def traceable(kernel, in_op, kind=None):
@@ -497,9 +533,10 @@ def traceable(kernel, in_op, kind=None):
     through wrap_triton, so that torch.compile records the launch (an eager call of the op
     launches directly). Elsewhere on a GPU its Launcher (common/launch.py): the kernel Triton
     compiled for the call, launched with less of the host's time; kind: the caller's key for
-    what Triton compiles for (launch.Named). Under the interpreter the kernel itself."""
+    what Triton compiles for (launch.Named). Under the interpreter the kernel, launched by one
+    thread at a time (OneAtATime)."""
     if INTERPRETED:
-        return kernel
+        return OneAtATime(kernel)
     return torch.library.wrap_triton(kernel) if in_op else launch.launcher(kernel, kind)
 
 

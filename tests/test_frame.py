@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import traceback
 import types
 import warnings
@@ -203,6 +204,7 @@ def test_every_op_runs_from_a_script_elsewhere(folder, tmp_path):
     script = f"""
 import importlib.util
 import sys
+import threading
 import traceback
 import torch
 
@@ -393,6 +395,10 @@ def test_an_entry_names_a_tensor_its_kernels_cannot_read(folder):
     with pytest.raises(TypeError, match="inside torch.func's vmap or grad") as raised:
         torch.func.vmap(entry)(*(t.expand(3, *t.shape) for t in args))
     assert raised.value.__context__ is None, repr(raised.value.__context__)
+    # 01's entry took its Function first, whose apply raised PyTorch's error about setup_context
+    with pytest.raises(TypeError, match="inside torch.func's vmap or grad") as raised:
+        torch.func.grad(lambda *t: entry(*t).sum())(*args)
+    assert raised.value.__context__ is None, repr(raised.value.__context__)
     with pytest.raises(TypeError, match="a torch.sparse_coo tensor") as raised:
         entry(args[0].to_sparse(), *args[1:])
     assert raised.value.__context__ is None, repr(raised.value.__context__)
@@ -467,6 +473,14 @@ def test_a_registered_op_refuses_forward_mode_rather_than_drop_the_tangent(folde
             op(forward_ad.make_dual(primals[0], tangents[0]), *primals[1:], **kwargs)
         # inputs without a tangent run, as do a compiled call's backward and its ops
         torch.testing.assert_close(op(*primals, **kwargs), reference(*primals))
+    if common.INTERPRETED:  # (on a GPU the compiled graph launches the kernels: no body runs)
+        # Run by a compiled graph in a dual level, the body cannot see the tangents (PyTorch's
+        # unpack_dual failed an internal assert there): refused, with or without one.
+        compiled_op = torch.compile(op, backend="aot_eager")
+        with forward_ad.dual_level():
+            for first in (primals[0], forward_ad.make_dual(primals[0], tangents[0])):
+                with pytest.raises(NotImplementedError, match="has no forward-mode derivative"):
+                    compiled_op(first, *primals[1:], **kwargs)
     leaves = [p.clone().requires_grad_() for p in primals]
     compiled = torch.compile(entry, backend="aot_eager")
     loss = compiled(*leaves, **kwargs).sum()
@@ -527,6 +541,51 @@ def test_an_entry_names_a_batched_gradient_and_a_fake_tensor(folder):
 
 
 @pytest.mark.parametrize("folder", list(ENTRY_CALLS))
+def test_a_registered_op_takes_a_batch_of_gradients(folder):
+    # autograd.grad(..., is_grads_batched=True) runs the op's backward on each gradient of the
+    # batch (PyTorch's fallback). 04's backward op returned a list, which that fallback refuses.
+    name, shapes, kwargs, reference = ENTRY_CALLS[folder]
+    support.load_op(folder)
+    op = getattr(torch.ops.triton_lessons, name)
+    f64 = dict(dtype=torch.float64, device=common.DEVICE)
+    inputs = [torch.randn(shape, **f64, requires_grad=True) for shape in shapes]
+    batch = torch.randn(2, *reference(*inputs).shape, **f64)
+    got = torch.autograd.grad(op(*inputs, **kwargs), inputs, batch, is_grads_batched=True)
+    for i, grad in enumerate(batch):
+        want = torch.autograd.grad(reference(*inputs), inputs, grad)
+        for mine, theirs in zip(got, want):
+            torch.testing.assert_close(mine[i], theirs)
+
+
+@pytest.mark.parametrize("folder", list(ENTRY_CALLS))
+def test_entries_called_from_threads_at_once(folder):
+    # Triton's interpreter keeps one state for the process: four threads calling an entry at
+    # once failed there with its errors ("Did you forget to add @triton.jit ?"). On a GPU the
+    # first calls of new shapes meet in the Launchers.
+    name, shapes, kwargs, reference = ENTRY_CALLS[folder]
+    entry = getattr(support.load_op(folder), name)
+    failures = []
+
+    def call(rows):
+        for n in range(1, 4):
+            # a new size each call: its first launch (the leading dim, 01's and 02's M)
+            inputs = [torch.randn((rows + n, *shapes[0][1:]), dtype=torch.float64)]
+            inputs += [torch.randn(shape, dtype=torch.float64) for shape in shapes[1:]]
+            inputs = [t.to(common.DEVICE) for t in inputs]
+            try:
+                torch.testing.assert_close(entry(*inputs, **kwargs), reference(*inputs))
+            except Exception as error:  # noqa: BLE001 (each thread's failure, reported below)
+                failures.append(repr(error)[:300])
+
+    threads = [threading.Thread(target=call, args=(4 * i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures
+
+
+@pytest.mark.parametrize("folder", list(ENTRY_CALLS))
 def test_a_compiled_entry_refuses_out_while_an_input_requires_grad(folder):
     # Eager, kernel_out refuses it; compiled, write_out copied the result into out, grad and all.
     name, shapes, kwargs, reference = ENTRY_CALLS[folder]
@@ -539,6 +598,12 @@ def test_a_compiled_entry_refuses_out_while_an_input_requires_grad(folder):
     with pytest.raises(Exception) as raised:
         compiled(*inputs)
     assert "out= is not differentiable" in "".join(traceback.format_exception(raised.value))
+    # out that requires grad, inputs that do not: PyTorch's error of an in-place write to a leaf
+    inputs = [t.detach() for t in inputs]
+    out.requires_grad_()
+    with pytest.raises(Exception) as raised:
+        compiled(*inputs)
+    assert "out requires grad" in "".join(traceback.format_exception(raised.value))
 
 
 def test_checked_key_leaves_a_bad_input_to_validate_and_keeps_the_keys_error_otherwise():

@@ -611,11 +611,13 @@ def test_transposed_stride_past_2_to_31_on_gpu(name):
 
 def spy_on_pick(monkeypatch):
     """A list of the kernels op.launch picks, one a layout (it plans each layout once: no plans
-    are kept before)."""
+    are kept before). torch.compile's caches are off: a graph that another test compiled (on
+    the GPU, in another process too) came from them without tracing the op's body, and no pick."""
     picks, real = [], op.pick
     spy = lambda a, b, c: picks.append(real(a, b, c)) or picks[-1]  # noqa: E731
     monkeypatch.setattr(op, "pick", spy)
     monkeypatch.setattr(op, "PLANS", {})
+    monkeypatch.setattr(torch.compiler.config, "force_disable_caches", True)
     return picks
 
 

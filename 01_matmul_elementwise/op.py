@@ -125,13 +125,14 @@ def matmul_elementwise(a, b, *, out=None):
     """a @ b for a (M, K) and b (K, N) of one float dtype, any strides: differentiable, or
     written into out (refused while an input requires grad, as PyTorch's out= is)."""
     if torch.compiler.is_compiling():  # torch.compile traces the registered op, one node
-        if common.dual_level_open():  # the op has no jvp: run this call eagerly (a graph break)
+        # The op has no jvp: in a dual level Dynamo runs this call eagerly (a graph break).
+        if torch.compiler.is_dynamo_compiling() and common.dual_level_open():
             return eager(a, b, out=out)
         return common.write_out(matmul_elementwise_op(a, b), out)
     # getattr: a or b may be no tensor, which product's validate() then names
     wants_grad = getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
     if out is None and (wants_grad and torch.is_grad_enabled() or common.dual_level_open()):
-        common.refuse_without_storage((a, b))  # torch.func's tensors, before the Function
+        common.checked_key(layouts_key, validate, a, b)  # names what product() would refuse
         return MatmulElementwise.apply(a, b)
     return product(a, b, out)  # validates a and b
 

@@ -526,7 +526,8 @@ def matmul(a, b, bias=None, activation=None, *, out=None):
     differentiable twice and compilable, or written into out (refused while an input requires
     grad, as PyTorch's out= is)."""
     if torch.compiler.is_compiling():
-        if common.dual_level_open():  # the op has no jvp: run this call eagerly (a graph break)
+        # The op has no jvp: in a dual level Dynamo runs this call eagerly (a graph break).
+        if torch.compiler.is_dynamo_compiling() and common.dual_level_open():
             return eager(a, b, bias, activation, out=out)
         validate(a, b, bias, activation)
         return common.write_out(Matmul.apply(a, b, bias, activation, None), out)

@@ -191,7 +191,8 @@ def blocked_sum(x, style="tuned", *, out=None):
     """x.sum(0) for a 2-D float x of any strides, in x's dtype (16-bit x adds in float32):
     differentiable and compilable, or written into out. `style` picks the lesson's variant."""
     if torch.compiler.is_compiling():  # torch.compile records the op and never sees the launch
-        if common.dual_level_open():  # the op has no jvp: run this call eagerly (a graph break)
+        # The op has no jvp: in a dual level Dynamo runs this call eagerly (a graph break).
+        if torch.compiler.is_dynamo_compiling() and common.dual_level_open():
             return eager(x, style, out=out)
         validate(x, style)
         return common.write_out(blocked_sum_op(x, style), out)

@@ -288,7 +288,8 @@ def weighted_sum(x, weight, style="tuned", *, out=None):
     x's dtype; differentiable twice and compilable, or written into out (refused while an input
     requires grad, as PyTorch's out= is). `style` picks the lesson's kernels."""
     if torch.compiler.is_compiling():  # torch.compile records the op and never sees the launch
-        if common.dual_level_open():  # the op has no jvp: run this call eagerly (a graph break)
+        # The op has no jvp: in a dual level Dynamo runs this call eagerly (a graph break).
+        if torch.compiler.is_dynamo_compiling() and common.dual_level_open():
             return eager(x, weight, style, out=out)
         validate(x, weight, style)
         return common.write_out(weighted_sum_op(x, weight, style), out)

@@ -402,6 +402,11 @@ def test_an_entry_names_a_tensor_its_kernels_cannot_read(folder):
     with pytest.raises(TypeError, match="a torch.sparse_coo tensor") as raised:
         entry(args[0].to_sparse(), *args[1:])
     assert raised.value.__context__ is None, repr(raised.value.__context__)
+    # and where grad is wanted (01's entry named both as torch.func's tensors, for a while)
+    with pytest.raises(TypeError, match="a torch.sparse_coo tensor"):
+        entry(args[0].to_sparse().requires_grad_(), *args[1:])
+    with pytest.raises(ValueError, match="meta"):
+        entry(args[0].to("meta").requires_grad_(), *args[1:])
 
 
 # Each entry on small float64 inputs, with the keywords the call needs, and PyTorch's answer.
@@ -476,11 +481,14 @@ def test_a_registered_op_refuses_forward_mode_rather_than_drop_the_tangent(folde
     if common.INTERPRETED:  # (on a GPU the compiled graph launches the kernels: no body runs)
         # Run by a compiled graph in a dual level, the body cannot see the tangents (PyTorch's
         # unpack_dual failed an internal assert there): refused, with or without one.
+        # Inputs that require grad: 04's backward, traced, called the entry, whose compiled
+        # branch handed it to itself without end (a RecursionError).
         compiled_op = torch.compile(op, backend="aot_eager")
+        grad = [p.clone().requires_grad_() for p in primals]
         with forward_ad.dual_level():
-            for first in (primals[0], forward_ad.make_dual(primals[0], tangents[0])):
+            for inputs in (primals, [forward_ad.make_dual(primals[0], tangents[0])], grad):
                 with pytest.raises(NotImplementedError, match="has no forward-mode derivative"):
-                    compiled_op(first, *primals[1:], **kwargs)
+                    compiled_op(*inputs, *primals[len(inputs) :], **kwargs)
     leaves = [p.clone().requires_grad_() for p in primals]
     compiled = torch.compile(entry, backend="aot_eager")
     loss = compiled(*leaves, **kwargs).sum()
@@ -559,25 +567,26 @@ def test_a_registered_op_takes_a_batch_of_gradients(folder):
 
 @pytest.mark.parametrize("folder", list(ENTRY_CALLS))
 def test_entries_called_from_threads_at_once(folder):
-    # Triton's interpreter keeps one state for the process: four threads calling an entry at
-    # once failed there with its errors ("Did you forget to add @triton.jit ?"). On a GPU the
-    # first calls of new shapes meet in the Launchers.
+    # Triton's interpreter keeps one state for the process: threads calling an entry at once
+    # failed there with its errors ("Did you forget to add @triton.jit ?"): 01's and 04's each
+    # time, 02's and 03's at times. On a GPU the first calls of new shapes meet in the Launchers.
     name, shapes, kwargs, reference = ENTRY_CALLS[folder]
     entry = getattr(support.load_op(folder), name)
-    failures = []
+    failures, together = [], threading.Barrier(6, timeout=120)  # each call starts at once
 
     def call(rows):
-        for n in range(1, 4):
+        for n in range(1, 6):
             # a new size each call: its first launch (the leading dim, 01's and 02's M)
             inputs = [torch.randn((rows + n, *shapes[0][1:]), dtype=torch.float64)]
             inputs += [torch.randn(shape, dtype=torch.float64) for shape in shapes[1:]]
             inputs = [t.to(common.DEVICE) for t in inputs]
             try:
+                together.wait()
                 torch.testing.assert_close(entry(*inputs, **kwargs), reference(*inputs))
             except Exception as error:  # noqa: BLE001 (each thread's failure, reported below)
                 failures.append(repr(error)[:300])
 
-    threads = [threading.Thread(target=call, args=(4 * i,)) for i in range(4)]
+    threads = [threading.Thread(target=call, args=(6 * i,)) for i in range(6)]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -58,8 +58,13 @@ def product(a, b, out=None, in_op=False):
     outlive the traced tensors."""
     if in_op:
         return plan(a, b, in_op=True)(a, b)
+    return kept_product_plan(a, b)(a, b, out)
+
+
+def kept_product_plan(a, b):
+    """product()'s plan for these layouts: made, and a and b validated, at their first call."""
     key = common.checked_key(layouts_key, validate, a, b)  # validate(): where a or b is no tensor
-    return common.kept_plan(PLANS, key, plan, a, b)(a, b, out)
+    return common.kept_plan(PLANS, key, plan, a, b)
 
 
 def layouts_key(a, b):
@@ -102,18 +107,17 @@ class MatmulElementwise(torch.autograd.Function):
     """The lesson's Function, with a backward that is itself differentiable."""
 
     @staticmethod
-    def forward(ctx, a, b):
-        c = product(a, b)  # validates a and b (save_for_forward takes tensors alone)
+    def forward(ctx, a, b, planned):  # planned: kept_product_plan(a, b), a and b validated
         ctx.save_for_backward(a, b)
         ctx.save_for_forward(a, b)
-        return c
+        return planned(a, b)
 
     @staticmethod
     def backward(ctx, grad_c):
-        return gradients(ctx, grad_c, matmul_elementwise)
+        return (*gradients(ctx, grad_c, matmul_elementwise), None)
 
     @staticmethod
-    def jvp(ctx, tangent_a, tangent_b):  # forward mode (common.dual_level_open): da @ b + a @ db
+    def jvp(ctx, tangent_a, tangent_b, _):  # forward mode (common.dual_level_open): da @ b + a @ db
         a, b = ctx.saved_tensors
         return common.sum_present(  # by the entry, which autograd records (reverse over forward)
             None if tangent_a is None else matmul_elementwise(tangent_a, b),
@@ -132,8 +136,8 @@ def matmul_elementwise(a, b, *, out=None):
     # getattr: a or b may be no tensor, which product's validate() then names
     wants_grad = getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
     if out is None and (wants_grad and torch.is_grad_enabled() or common.dual_level_open()):
-        common.checked_key(layouts_key, validate, a, b)  # names what product() would refuse
-        return MatmulElementwise.apply(a, b)
+        # the plan first: it names bad input (torch.func's tensors too) before the Function
+        return MatmulElementwise.apply(a, b, kept_product_plan(a, b))
     return product(a, b, out)  # validates a and b
 
 

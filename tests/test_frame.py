@@ -204,7 +204,6 @@ def test_every_op_runs_from_a_script_elsewhere(folder, tmp_path):
     script = f"""
 import importlib.util
 import sys
-import threading
 import traceback
 import torch
 
@@ -483,6 +482,9 @@ def test_a_registered_op_refuses_forward_mode_rather_than_drop_the_tangent(folde
         # unpack_dual failed an internal assert there): refused, with or without one.
         # Inputs that require grad: 04's backward, traced, called the entry, whose compiled
         # branch handed it to itself without end (a RecursionError).
+        # (reset: torch.ops' calls share one code object, whose recompiles, past Dynamo's limit
+        # in a run of many tests, run eagerly, where these inputs have nothing to refuse)
+        torch._dynamo.reset()
         compiled_op = torch.compile(op, backend="aot_eager")
         grad = [p.clone().requires_grad_() for p in primals]
         with forward_ad.dual_level():

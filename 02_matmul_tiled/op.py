@@ -218,9 +218,10 @@ def tune_bucket(a, b, into, bias, consts, buckets):
     (k, n), (rows, k_bucket) = b.shape, buckets
     scratch_a, scratch_c = a.new_empty((rows, k)).normal_(), into.new_empty((rows, n))
     strides = (*scratch_a.stride(), *b.stride(), *scratch_c.stride())
-    bucketed_matmul_kernel[lesson.tile_grid(rows, n)](
-        scratch_a, b, scratch_c, bias, rows, n, k, *strides, rows, k_bucket, **consts
-    )
+    with common.launch.THROUGH_TRITON:  # (the autotuner's call, one thread at a time)
+        bucketed_matmul_kernel[lesson.tile_grid(rows, n)](
+            scratch_a, b, scratch_c, bias, rows, n, k, *strides, rows, k_bucket, **consts
+        )
 
 
 # launch()'s plans (common.kept_plan: what a plan is; here the kernel, the operands' views, the

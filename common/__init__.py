@@ -6,7 +6,6 @@ import functools
 import os
 import statistics
 import sys
-import threading
 import timeit
 import warnings
 
@@ -510,22 +509,21 @@ def refusing_forward_mode(name, fn, tangent_in=carries_tangent):
 
 # Triton's interpreter keeps one state for the process: the grid of the launch it runs, and
 # triton.language patched while a kernel runs. Two threads launching at once fail, or could run
-# on each other's state, so op.py's launches take turns there.
-INTERPRETER_LOCK = threading.RLock()
-
-
+# on each other's state, so op.py's launches take turns there (the turns of launch.py's calls
+# through Triton).
 class OneAtATime:
-    """kernel[grid](...) under INTERPRETER_LOCK: traceable's kernels under the interpreter."""
+    """kernel[grid](...) under launch.THROUGH_TRITON: traceable's kernels under the
+    interpreter."""
 
     def __init__(self, kernel):
         self.kernel = kernel
 
     def __getitem__(self, grid):
-        def launch(*args, **kwargs):
-            with INTERPRETER_LOCK:
+        def in_turn(*args, **kwargs):
+            with launch.THROUGH_TRITON:
                 return self.kernel[grid](*args, **kwargs)
 
-        return launch
+        return in_turn
 
 
 def traceable(kernel, in_op, kind=None):

@@ -20,6 +20,11 @@ import triton
 
 KINDS_KEPT = 1024  # kinds of call a Launcher keeps: past that, it forgets them and starts again
 LAUNCHERS = {}  # id(kernel) -> its Launcher
+# Triton's autotuner keeps the call it runs on itself (its arguments, then its pick): two threads
+# in one autotuner at once failed ("'NoneType' object is not a mapping") or could read each
+# other's pick. So op.py's calls that go through Triton's own launch (kernel[grid]) take turns;
+# a Launcher's later launches, of the kernel Triton compiled, need no turn.
+THROUGH_TRITON = threading.RLock()
 # The arguments whose kind call_kind knows (besides tensors); a call with another, such as a
 # tuple or a host-side tensor descriptor, goes through Triton each time.
 SCALARS = (bool, int, float, str, type(None))
@@ -63,9 +68,6 @@ class Launcher:
         parameters = self.jit.signature.parameters.values()
         self.defaults = {p.name: p.default for p in parameters if p.default is not p.empty}
         self.kinds = {}  # kind of call -> (compiled kernel, arguments left out, their order)
-        # One first call at a time: reusable() reads the autotuner's best_config, which a first
-        # call in another thread would set to its own pick.
-        self.first_calls = threading.Lock()
 
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.launch(grid, args, kwargs)
@@ -77,14 +79,15 @@ class Launcher:
             kind = (torch.cuda.current_device(), "named", named)
         known = False if kind is None else self.kinds.get(kind)
         if known is None:  # Triton binds, compiles or tunes, and launches
-            with self.first_calls:
+            with THROUGH_TRITON:  # (reusable() reads the autotuner's pick of this call)
                 compiled = self.kernel[grid](*args, **kwargs)
                 if len(self.kinds) >= KINDS_KEPT:
                     self.kinds.clear()
                 self.kinds[kind] = self.reusable(compiled, len(args), kwargs)
             return
         if known is False:  # no kind, or one this Launcher leaves to Triton: Triton each call
-            self.kernel[grid](*args, **kwargs)
+            with THROUGH_TRITON:
+                self.kernel[grid](*args, **kwargs)
             return
         compiled, left_out, in_order = known
         arguments = in_order((*args, *kwargs.values(), *left_out))

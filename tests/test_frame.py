@@ -571,7 +571,9 @@ def test_a_registered_op_takes_a_batch_of_gradients(folder):
 def test_entries_called_from_threads_at_once(folder):
     # Triton's interpreter keeps one state for the process: threads calling an entry at once
     # failed there with its errors ("Did you forget to add @triton.jit ?"): 01's and 04's each
-    # time, 02's and 03's at times. On a GPU the first calls of new shapes meet in the Launchers.
+    # time, 02's and 03's at times. On a GPU, 02's first calls tuned one autotuner in threads at
+    # once, which failed ("'NoneType' object is not a mapping") where its kernel was not yet
+    # compiled: the turns of launch.THROUGH_TRITON.
     name, shapes, kwargs, reference = ENTRY_CALLS[folder]
     entry = getattr(support.load_op(folder), name)
     failures, together = [], threading.Barrier(6, timeout=120)  # each call starts at once

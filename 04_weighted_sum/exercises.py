@@ -173,6 +173,7 @@ EXERCISES = [
         reference=reference_2,
         terms=1,
         launch=launch_2,
+        strided=False,  # its kernel writes a contiguous grad_x
     ),
     practice.Exercise(
         title="grad_w through a partial buffer",

@@ -608,3 +608,153 @@ def test_a_stream_k_owner_waiting_for_a_flag_no_program_sets_ends_with_a_report(
     passed, lines = practice.check(exercise)
     assert not passed
     assert lines[0].startswith("512 of 512 elements are NaN (no program wrote them"), lines
+
+
+@triton.jit
+def wait_for_its_own_flag_adding_the_right_partials(
+    acc, pid, first, tile_start, iterations, partial_ptr, flag_ptr, in_slot,
+    PROGRAMS: tl.constexpr, SLOT: tl.constexpr,
+):  # fmt: skip
+    other = pid - 1
+    waiting = first > tile_start
+    while waiting:
+        wait_for_flag(flag_ptr + pid)  # pid's flag, not other's: the wait gives up
+        acc += tl.load(partial_ptr + other * SLOT + in_slot, cache_modifier=".cg")
+        waiting = solutions02.run_start(other, iterations, PROGRAMS) > tile_start
+        other -= 1
+    return acc
+
+
+def test_a_stream_k_owner_that_adds_partials_it_never_waited_for_is_told_so():
+    # Programs run one by one under the interpreter, so the partials are there: right values.
+    # It passed; the flags no wait set back to 0 now say so.
+    launch = owner_launch(wait_for_its_own_flag_adding_the_right_partials)
+    exercise = dataclasses.replace(exercises02.EXERCISES[3], launch=launch)
+    passed, lines = practice.check(exercise)
+    assert not passed
+    assert "no wait_for_flag for the flags of programs [0, 2, 3]: they stayed set" in lines, lines
+
+
+@triton.jit
+def bias_kernel_rows_end_to_end(
+    a_ptr, b_ptr, bias_ptr, c_ptr, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    row, col = pid // N, pid % N
+    acc = tl.zeros((), dtype=tl.float32)
+    for k in range(K):
+        a = tl.load(a_ptr + row * K + k)  # A's rows taken as K apart: stride_am unused
+        acc += a * tl.load(b_ptr + k * stride_bk + col * stride_bn)
+    acc += tl.load(bias_ptr + col)
+    tl.store(c_ptr + row * stride_cm + col * stride_cn, acc)
+
+
+def test_a_kernel_right_only_on_rows_end_to_end_is_told_so():
+    # Only a .T view had told a stride apart: this kernel passed exercise 1 (a contiguous a).
+    passed, lines = check_with_kernels(
+        solutions01, 1, exercises01.launch_1, bias_kernel=bias_kernel_rows_end_to_end
+    )
+    assert not passed and len(lines) == 1, lines
+    assert lines[0].startswith(
+        "with inputs and an output whose rows lie 3 elements apart (as x[:, :n]'s), 12 of 15 "
+        "elements are wrong or unwritten, the first: (1, 0): expected"
+    ), lines  # row 0 starts where it did
+    assert lines[0].endswith(": a stride your kernel was given goes unused")
+
+
+def launch_1_by_pytorch_alone(a, b, bias, out):
+    out.copy_(a @ b + bias)
+
+
+def launch_1_then_pytorch(a, b, bias, out):
+    strides = (*a.stride(), *b.stride(), *out.stride())
+    solutions01.bias_kernel[(1,)](a, b, bias, out, b.shape[1], a.shape[1], *strides)
+    out.copy_(a @ b + bias)  # over what the kernel's one program left
+
+
+def test_an_output_that_pytorch_computed_is_told_so():
+    # Both passed: the checker complained only of a kernel named and never launched.
+    exercise = dataclasses.replace(solutions01.EXERCISES[0], launch=launch_1_by_pytorch_alone)
+    assert practice.check(exercise) == (False, [
+        "your launch names no @triton.jit kernel: the exercise asks for a Triton kernel to "
+        "compute the output, not PyTorch"
+    ])  # fmt: skip
+    exercise = dataclasses.replace(solutions01.EXERCISES[0], launch=launch_1_then_pytorch)
+    assert practice.check(exercise) == (False, [
+        "your launch changed the output after its kernel ran: the exercise asks the kernel to "
+        "compute it"
+    ])  # fmt: skip
+
+
+def launch_2_through_the_lesson(a, w, out):  # as exercises.py's launch_2 may write it
+    M, K = a.shape
+    strides = (*a.stride(), w.stride(1), w.stride(0), *out.stride())
+    launch = lesson.vector_k_kernel[(M * w.shape[0],)]  # noqa: F821  (with_kernels gives lesson)
+    launch(a, w, out, w.shape[0], K, *strides, **lesson.VECTOR_K_LAUNCH)  # noqa: F821
+
+
+def test_a_kernel_launched_as_a_modules_attribute_is_seen():
+    # lesson.vector_k_kernel[grid] was not recorded: "names vector_k_kernel but never launched"
+    kernel = exercises01.vector_k_kernel  # as exercises.py holds the lesson's, by its name
+    launch = practice.with_kernels(
+        launch_2_through_the_lesson, lesson=exercises01.lesson, vector_k_kernel=kernel
+    )
+    exercise = dataclasses.replace(solutions01.EXERCISES[1], launch=launch)
+    assert practice.check(exercise) == (True, [])
+
+
+def launch_1_that_never_ends(a, b, bias, out):
+    assert solutions01.bias_kernel  # a kernel named, as a learner's launch names one
+    while True:
+        pass
+
+
+def test_a_launch_that_never_ends_is_stopped_and_told_so(monkeypatch):
+    monkeypatch.setattr(practice, "LAUNCH_SECONDS", 0.5)
+    exercise = dataclasses.replace(solutions01.EXERCISES[0], launch=launch_1_that_never_ends)
+    passed, lines = practice.check(exercise)
+    assert not passed and lines[0].startswith(
+        "your code raised RanTooLong: your launch ran past 0.5 s: a loop that never ends? (line "
+    ), lines
+
+
+def launch_1_without_its_grid(a, b, bias, out):
+    strides = (*a.stride(), *b.stride(), *out.stride())
+    solutions01.bias_kernel(a, b, bias, out, b.shape[1], a.shape[1], *strides)
+
+
+def launch_1_missing_an_argument(a, b, bias, out):
+    strides = (*a.stride(), *b.stride(), *out.stride())
+    solutions01.bias_kernel[(15,)](a, b, bias, out, b.shape[1], *strides)  # no K
+
+
+def test_a_launch_written_wrong_is_named_at_the_learners_line():
+    # "'Recorder' object is not callable"; and a line of Python's inspect.py
+    exercise = dataclasses.replace(solutions01.EXERCISES[0], launch=launch_1_without_its_grid)
+    assert practice.check(exercise)[1][0].startswith(
+        "your code raised TypeError: a kernel is launched as kernel[grid](...), with its grid "
+        "in brackets (line "
+    )
+    exercise = dataclasses.replace(solutions01.EXERCISES[0], launch=launch_1_missing_an_argument)
+    line = practice.check(exercise)[1][0]
+    assert "stride_cn" in line and line.endswith(", in launch_1_missing_an_argument)"), line
+
+
+@triton.jit
+def store_past_a_row_kernel(first_ptr, second_ptr):  # each program stores one element past
+    tl.store(first_ptr + 16, 1.0)
+    tl.store(second_ptr + 16 + tl.program_id(0), 1.0)
+
+
+def launch_into_two_rows(a, b, bias, out):
+    store_past_a_row_kernel[(2,)](out[0], out[1])
+
+
+def test_a_store_outside_through_a_view_of_out_names_its_program():
+    # out[0] and out[1] were not out: relaunched, the kernel wrote the first run's buffers,
+    # and the checker said "none of the first 64 programs alone did".
+    exercise = dataclasses.replace(solutions01.EXERCISES[0], launch=launch_into_two_rows)
+    lines = practice.check(exercise)[1]
+    stores = [line for line in lines if line.startswith("a store left the output")]
+    assert stores and stores[0].endswith("; program 0 (of 2) made it"), lines

@@ -8,7 +8,8 @@ How it finds out, with public Triton and torch only:
   SENTINEL;
 - an output element still NaN afterwards: no program wrote it, or one wrote NaN (and so for
   a buffer that the launch is handed, such as a partial-sum buffer);
-- no launch of the kernels the launch function names: the output came from PyTorch;
+- no launch of the kernels the launch function names, none named, or the output changed after
+  the last kernel ran: the output came from PyTorch;
 - an output guard element no longer SENTINEL, or an input changed: a store left its tensor;
 - the launch run again with an input's guard band changed, to 1000 and then to NaN (which a
   product with a masked-off 0 still passes on): if the output (bands included) changes, a load
@@ -17,11 +18,18 @@ How it finds out, with public Triton and torch only:
   values, never the loads themselves;
 - which program stored outside: the launch's kernel (recorded through a stand-in for its global
   name) run again with 1, 2, 3, ... programs (a 1-D grid), until the guard band changes.
+- a launch right so far runs again on inputs and an output whose rows lie apart in memory: a
+  kernel that ignores a stride it was given gets wrong values there;
+- a launch still running after LAUNCH_SECONDS is stopped (under the interpreter).
 It always exits 0, so that a learner can run it again and again; --strict exits 1 on any
 "not yet" (the tests use it)."""
 
 import argparse
+import contextlib
 import dataclasses
+import signal
+import sysconfig
+import threading
 import traceback
 import types
 from pathlib import Path
@@ -52,6 +60,9 @@ class Exercise:
     # Buffers the launch writes and reads back, given it as its output is (NaN inside, its
     # guard band watched): name -> shape(**inputs).
     scratch: dict = dataclasses.field(default_factory=dict)
+    # Whether the kernel takes every tensor's strides: the launch then runs again on inputs and
+    # an output whose rows lie apart in memory (apart()), as a slice's do.
+    strided: bool = True
 
 
 def guarded(t, guard_value):
@@ -67,6 +78,24 @@ def guarded(t, guard_value):
     return buffer, view
 
 
+GAP = 3  # elements between one row and the next in apart()'s layouts
+
+
+def apart(t, guard_value):
+    """As guarded(), but t's rows (along its innermost dimension in memory) lie GAP elements
+    apart, as a slice's do: a kernel that ignores a stride gets wrong values. A 1-D t: as
+    guarded()."""
+    if t.dim() < 2:
+        return guarded(t, guard_value)
+    order = sorted(range(t.dim()), key=lambda d: -t.stride(d))  # outermost dimension first
+    sizes = [t.shape[d] for d in order]
+    wide = torch.full((*sizes[:-1], sizes[-1] + GAP), guard_value, dtype=t.dtype, device=t.device)
+    buffer, dense = guarded(wide, guard_value)
+    view = dense[..., : sizes[-1]].permute([order.index(d) for d in range(t.dim())])
+    view.copy_(t)
+    return buffer, view
+
+
 def outside(numel):  # the offsets of a tensor's guard band, from its first element
     return list(range(-guard(numel), 0)) + list(range(numel, numel + guard(numel)))
 
@@ -75,24 +104,52 @@ class Recorder:
     """Stands in for a kernel's global name while a launch runs: kernel[grid](...) launches the
     kernel and records the grid and arguments, so that the checker can launch it again."""
 
-    def __init__(self, kernel):
-        self.kernel, self.launches = kernel, []
+    def __init__(self, kernel, after=None):
+        self.kernel, self.launches, self.after = kernel, [], after
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
             self.launches.append((grid, args, kwargs))
-            return self.kernel[grid](*args, **kwargs)
+            launched = self.kernel[grid](*args, **kwargs)
+            if self.after is not None:
+                self.after()  # (run_once: the output as the kernel left it)
+            return launched
 
         return launch
 
+    def __call__(self, *args, **kwargs):
+        raise TypeError("a kernel is launched as kernel[grid](...), with its grid in brackets")
 
-def kernels_used_by(launch):
-    """{global name: kernel} of the @triton.jit kernels that the launch function names."""
-    names = launch.__code__.co_names
-    found = {n: launch.__globals__[n] for n in names if n in launch.__globals__}
-    # A @triton.jit function is a JITFunction, or under the interpreter an InterpretedFunction;
-    # @triton.autotune and @triton.heuristics wrap one: all come from triton.runtime.
-    return {n: k for n, k in found.items() if type(k).__module__.startswith("triton.runtime")}
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def ours(module):  # whether a module is one of this repository's files, not an installed one
+    path = Path(getattr(module, "__file__", None) or "/").resolve()
+    return REPOSITORY in path.parents and not {"site-packages", "dist-packages"} & set(path.parts)
+
+
+def kernels_used_by(launch, depth=2):
+    """[(namespace, name, kernel)] for each @triton.jit kernel that the launch function names,
+    and each namespace it lies in: the launch's globals, a module among them (as in
+    lesson.vector_k_kernel), and those of a function in the launch's file that it calls
+    (depth calls down)."""
+    found = []
+    modules = [m for m in launch.__globals__.values() if isinstance(m, types.ModuleType)]
+    # this repository's (a lesson), not triton's, whose next_power_of_2 comes from triton.runtime
+    spaces = [launch.__globals__, *(vars(m) for m in modules if ours(m))]
+    for name in launch.__code__.co_names:
+        for space in spaces:
+            value = space.get(name)
+            # A @triton.jit function is a JITFunction, or under the interpreter an
+            # InterpretedFunction; @triton.autotune and @triton.heuristics wrap one: all come
+            # from triton.runtime.
+            if type(value).__module__.startswith("triton.runtime"):
+                found.append((space, name, value))
+            elif depth and isinstance(value, types.FunctionType):
+                if value.__code__.co_filename == launch.__code__.co_filename:
+                    found += kernels_used_by(value, depth - 1)
+    return found
 
 
 @dataclasses.dataclass
@@ -104,14 +161,17 @@ class Run:
     scratch: dict = dataclasses.field(default_factory=dict)  # name -> (buffer, view)
     recorders: dict = dataclasses.field(default_factory=dict)
     error: str = None  # what the learner's code raised, in one line
+    after_kernels: torch.Tensor = None  # out_buffer as the last recorded launch left it
+    remark: str = None  # what a launch written for the learner saw wrong (it returns a str)
 
 
-def prepare(inputs, out_shape, guard_values=None, scratch=None):
+def prepare(inputs, out_shape, guard_values=None, scratch=None, laid_out=guarded):
     """Guarded copies of the inputs and a guarded output of NaN; guard_values: input name ->
-    the value of its whole guard band (default 0), or -> (offsets, value) to change only those."""
+    the value of its whole guard band (default 0), or -> (offsets, value) to change only those.
+    laid_out: guarded, or apart for the inputs and the output."""
     views, buffers = {}, {}
     for name, t in inputs.items():
-        buffer, views[name] = guarded(t, 0.0)
+        buffer, views[name] = laid_out(t, 0.0)
         spec = (guard_values or {}).get(name)
         if isinstance(spec, tuple):  # (offsets, value): those guard elements only
             offsets, value = spec
@@ -122,7 +182,7 @@ def prepare(inputs, out_shape, guard_values=None, scratch=None):
         buffers[name] = (buffer, buffer.clone())
     dtype = next(iter(inputs.values())).dtype
     template = torch.full(out_shape, float("nan"), dtype=dtype, device=common.DEVICE)
-    out_buffer, out = guarded(template, SENTINEL)
+    out_buffer, out = laid_out(template, SENTINEL)
     run = Run(out, out_buffer, views, buffers)
     for name, shape in (scratch or {}).items():
         nan = torch.full(shape(**inputs), float("nan"), dtype=dtype, device=common.DEVICE)
@@ -130,34 +190,73 @@ def prepare(inputs, out_shape, guard_values=None, scratch=None):
     return run
 
 
-def run_once(exercise, inputs, out_shape, guard_values=None):
+def run_once(exercise, inputs, out_shape, guard_values=None, laid_out=guarded):
     """The learner's launch on prepare()'s tensors, each kernel it names recorded."""
-    run = prepare(inputs, out_shape, guard_values, exercise.scratch)
-    run.recorders = {n: Recorder(k) for n, k in kernels_used_by(exercise.launch).items()}
-    saved = {n: exercise.launch.__globals__[n] for n in run.recorders}
+    run = prepare(inputs, out_shape, guard_values, exercise.scratch, laid_out)
+
+    def after():
+        run.after_kernels = run.out_buffer.clone()
+
+    found = kernels_used_by(exercise.launch)
+    run.recorders = {(n, id(k)): Recorder(k, after) for _, n, k in found}
     try:
-        exercise.launch.__globals__.update(run.recorders)
+        for space, name, kernel in found:  # each name in its namespace: a Recorder
+            space[name] = run.recorders[name, id(kernel)]
         scratch = {name: view for name, (_, view) in run.scratch.items()}
-        exercise.launch(**run.views, **scratch, out=run.out)
+        with time_limit(LAUNCH_SECONDS):
+            returned = exercise.launch(**run.views, **scratch, out=run.out)
+        run.remark = returned if isinstance(returned, str) else None
         if common.DEVICE.type == "cuda":
             torch.cuda.synchronize()
     except Exception as error:  # the learner's code: report it in a line, no traceback
         where = learners_line(error)
         run.error = f"{type(error).__name__}: {error} (line {where.lineno}, in {where.name})"
     finally:
-        exercise.launch.__globals__.update(saved)
+        for space, name, kernel in found:
+            space[name] = kernel
     return run
 
 
+LAUNCH_SECONDS = 60  # a launch that runs longer: stopped, and reported (a loop that never ends?)
+
+
+class RanTooLong(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """Raises RanTooLong in the block after `seconds`, by a signal: it stops Python, and so a
+    kernel under the interpreter, not a kernel running on a GPU. Off the main thread, or
+    without SIGALRM (Windows), the block runs unlimited."""
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise RanTooLong(f"your launch ran past {seconds} s: a loop that never ends?")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def learners_line(error):
-    """The last line of the learner's code (no installed package's, nor this file's) in error's
-    traceback or in those of the errors it was raised from (the interpreter raises its own, from
-    the kernel's); else the traceback's last line."""
+    """The last line of the learner's code (no installed package's, nor Python's own, nor this
+    file's) in error's traceback or in those of the errors it was raised from (the interpreter
+    raises its own, from the kernel's); else the traceback's last line."""
     frames, cause = [], error
+    python_own = Path(sysconfig.get_paths()["stdlib"]).resolve()
     while cause is not None:
         for frame in traceback.extract_tb(cause.__traceback__):
-            installed = {"site-packages", "dist-packages"} & set(Path(frame.filename).parts)
-            frames += [] if installed or frame.filename == __file__ else [frame]
+            path = Path(frame.filename).resolve()
+            installed = {"site-packages", "dist-packages"} & set(path.parts)
+            theirs = installed or python_own in path.parents or frame.filename == __file__
+            frames += [] if theirs else [frame]
         cause = cause.__cause__ or cause.__context__
     return frames[-1] if frames else traceback.extract_tb(error.__traceback__)[-1]
 
@@ -185,16 +284,29 @@ def the_launch(run):
     if len(launches) != 1:
         return f"(the launch launched {len(launches)} kernels: the checker cannot tell which)"
     kernel, grid, args, kwargs = launches[0]
+    if callable(grid):
+        return "(the grid is a function: the checker tells programs apart on a tuple, (n,))"
     if not isinstance(grid, tuple) or len(grid) != 1:
         return "(the grid is not a tuple of one axis: the checker cannot tell which program)"
     return kernel, grid, args, kwargs
 
 
 def remapped(run, fresh, args):
-    """The launch's arguments, with the tensors of `run` replaced by those of `fresh`."""
-    old = [*run.views.values(), *(v for _, v in run.scratch.values()), run.out]
-    new = [*fresh.views.values(), *(v for _, v in fresh.scratch.values()), fresh.out]
-    return [next((n for o, n in zip(old, new) if a is o), a) for a in args]
+    """The launch's arguments, each tensor in a buffer of `run` replaced by the same view of
+    the buffer of `fresh` (out[0] too, not out alone)."""
+    old = [b for b, _ in run.buffers.values()] + [b for b, _ in run.scratch.values()]
+    new = [b for b, _ in fresh.buffers.values()] + [b for b, _ in fresh.scratch.values()]
+    old, new = [*old, run.out_buffer], [*new, fresh.out_buffer]
+
+    def fresh_view(a):
+        if not isinstance(a, torch.Tensor):
+            return a
+        for o, n in zip(old, new):
+            if a.untyped_storage().data_ptr() == o.untyped_storage().data_ptr():
+                return n.as_strided(a.shape, a.stride(), a.storage_offset())
+        return a
+
+    return [fresh_view(a) for a in args]
 
 
 def relaunch(run, programs, inputs, out_shape, scratch):
@@ -220,7 +332,7 @@ def who_stored_outside(run, inputs, out_shape, scratch, most=64):
 def same_output(run, other):
     """Whether two runs left the same output buffer, guard bands included (a value read from
     outside an input may be stored outside the output too)."""
-    return torch.equal(run.out_buffer.nan_to_num(7.0), other.out_buffer.nan_to_num(7.0))
+    return same_values(run.out_buffer, other.out_buffer)
 
 
 def read_offsets(exercise, inputs, out_shape, name, base, value):
@@ -285,10 +397,16 @@ def check(exercise):
     lines = []
     if run.error:
         return False, [f"your code raised {run.error}"]
-    if run.recorders and not any(recorder.launches for recorder in run.recorders.values()):
-        names = ", ".join(run.recorders)  # (a kernel launched from a helper is not recorded)
+    if not run.recorders:
+        lines.append("your launch names no @triton.jit kernel: the exercise asks for a Triton")
+        lines[-1] += " kernel to compute the output, not PyTorch"
+    elif not any(recorder.launches for recorder in run.recorders.values()):
+        names = ", ".join(sorted({name for name, _ in run.recorders}))
         lines.append(f"your launch names {names} but never launched it: the exercise asks for")
         lines[-1] += " a Triton kernel to compute the output, not PyTorch"
+    elif not exercise.scratch and not same_values(run.after_kernels, run.out_buffer):
+        lines.append("your launch changed the output after its kernel ran: the exercise asks")
+        lines[-1] += " the kernel to compute it"
     stored = stores_outside(run)
     if stored:  # the first program to store outside, wherever it stored
         whom = who_stored_outside(run, inputs, expected.shape, exercise.scratch)
@@ -316,16 +434,15 @@ def check(exercise):
             f"{len(unwritten)} of {run.out.numel()} elements are NaN (no program wrote them, or "
             f"one wrote NaN): {shown}"
         )
-    got = run.out.double()
-    dtype, terms = run.out.dtype, exercise.terms
-    bound = common.allowed_error(dtype, expected, magnitude, terms, exercise.roundoff)
-    wrong = ((got - expected).abs() > bound) & ~run.out.isnan()
+    bound = common.allowed_error(
+        run.out.dtype, expected, magnitude, exercise.terms, exercise.roundoff
+    )
+    wrong = ((run.out.double() - expected).abs() > bound) & ~run.out.isnan()
     if wrong.any():
-        shown = [
-            f"{tuple(i)}: expected {expected[tuple(i)].item():.5g}, got {got[tuple(i)].item():.5g}"
-            for i in wrong.nonzero().tolist()[:SHOWN]
-        ]
-        lines.append(f"{int(wrong.sum())} elements wrong, the first: " + "; ".join(shown))
+        lines.append(f"{int(wrong.sum())} elements wrong, the first: ")
+        lines[-1] += shown_elements(wrong, expected, run.out)
+    if run.remark:
+        lines.append(run.remark)
     if not same_output(run_once(exercise, inputs, expected.shape), run):
         lines.append("the output differs from one run to the next on the same inputs: a read of")
         lines[-1] += " memory nothing wrote, or programs racing to write one element"
@@ -338,7 +455,37 @@ def check(exercise):
                 where = describe(offsets, t.numel(), ends_only=True)
                 lines.append(f"a load read outside input {name}: {where}")
                 break
+    if exercise.strided and not lines:  # right where rows lie end to end: and apart?
+        lines += apart_report(exercise, inputs, expected, bound)
     return not lines, lines
+
+
+def same_values(a, b):  # whether two tensors hold the same values, NaN where the other has NaN
+    return torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0))
+
+
+def shown_elements(chosen, expected, got):  # "(i, j): expected x, got y; ..." for the first few
+    return "; ".join(
+        f"{tuple(i)}: expected {expected[tuple(i)].item():.5g}, got {got[tuple(i)].item():.5g}"
+        for i in chosen.nonzero().tolist()[:SHOWN]
+    )
+
+
+def apart_report(exercise, inputs, expected, bound):
+    """The launch run again on inputs and an output whose rows lie apart in memory (apart()):
+    [a line saying what went wrong there], or [] where it computed the same."""
+    run = run_once(exercise, inputs, expected.shape, laid_out=apart)
+    layout = f"with inputs and an output whose rows lie {GAP} elements apart (as x[:, :n]'s)"
+    if run.error:
+        return [f"{layout}, your code raised {run.error}"]
+    wrong = ((run.out.double() - expected).abs() > bound) | run.out.isnan()
+    if not wrong.any():
+        return []
+    return [
+        f"{layout}, {int(wrong.sum())} of {wrong.numel()} elements are wrong or unwritten, the"
+        f" first: {shown_elements(wrong, expected, run.out)}: a stride your kernel was given"
+        " goes unused"
+    ]
 
 
 def draw(exercise, path):

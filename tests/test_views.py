@@ -40,6 +40,21 @@ def test_draw_to_a_path_it_cannot_write_is_a_usage_error(name, tmp_path, capsys)
         assert "--draw" in said and ("there is no folder" in said or "a .png file" in said), said
 
 
+@pytest.mark.parametrize(
+    "folder, part", [("03_blocked_sum", "any_x.py"), ("04_weighted_sum", "wide.py")]
+)
+def test_draw_of_a_lessons_other_file_writes_its_lessons_picture_in_any_kind(
+    folder, part, tmp_path
+):
+    # Both had failed: the drawing read main.py's kernels from the file given; and a name other
+    # than .png, which --draw takes (.svg), was written as a PNG through Pillow, which refused.
+    path = tmp_path / "picture.svg"
+    with pytest.raises(SystemExit) as exit_info:
+        support.load_beside(folder, part).main(["--draw", str(path)])
+    assert exit_info.value.code in (0, None)
+    assert path.read_text().lstrip().startswith("<?xml") and "<svg" in path.read_text()
+
+
 def exercises_main(argv):  # 01's exercises.py, its first exercise
     from tools import load_example, practice
 

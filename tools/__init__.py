@@ -44,10 +44,14 @@ def lesson_parser(lesson):
         formatter_class=formatter,
     )
     view = dict(action=ShowAndExit, const=lesson, default=argparse.SUPPRESS)
-    about = "draw which program computes which part of the output, as a PNG, then exit"
+    file = Path(lesson.__file__)
+    # stream_k.py has a picture of its own (pictures.DRAWINGS); the other files, main.py's
+    whose = "" if file.name == "main.py" or file.name == "stream_k.py" else " (main.py's)"
+    about = f"draw which program computes which part of the output, as a PNG, then exit{whose}"
     parser.add_argument("--draw", metavar="FILE.png", help=about, **view)
     about = "print the compiled kernels' lines that show what this lesson teaches, then exit"
-    parser.add_argument("--asm", nargs=0, help=about, **view)
+    whose = "" if file.name == "main.py" else " (main.py's kernels)"
+    parser.add_argument("--asm", nargs=0, help=about + whose, **view)
     return parser
 
 
@@ -65,7 +69,8 @@ def lesson_epilog(lesson):
         return f"{text} This file goes on from main.py beside it."
     parts = sorted(p.name for p in path.parent.glob("*.py") if p.name not in NOT_PARTS)
     if parts:
-        text += f" The lesson goes on in {', '.join(parts)}, each a script (see its --help)."
+        each = "each a script" if len(parts) > 1 else "a script"
+        text += f" The lesson goes on in {', '.join(parts)}, {each} (see its --help)."
     return f"{text} op.py wraps its kernels for a model; exercises.py is its practice."
 
 
@@ -79,7 +84,7 @@ class ShowAndExit(argparse.Action):  # const: the lesson's module
             parser.exit(pictures.draw(self.const, values))
         from tools import asm
 
-        parser.exit(asm.show(self.const))
+        parser.exit(asm.show(load_example(Path(self.const.__file__).parent / "main.py")))
 
 
 def picture_problem(path):

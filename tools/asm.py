@@ -7,6 +7,7 @@ TRITON_INTERPRET=0 (`python -m tools.asm LESSON/main.py`) and calls triton.compi
 (sm_90), which needs no GPU. Such a compile knows only what it is told: as a launch would, it is
 told which pointers are 16-byte aligned, which ints divide by 16 and which are 1 (specialize)."""
 
+import argparse
 import ast
 import os
 import re
@@ -308,8 +309,12 @@ def tile_layout(lesson):
     return block_layout(compiled.asm["ttgir"])
 
 
-if __name__ == "__main__":
-    if sys.argv[1] == "--layout":
-        print(tile_layout(load_example(sys.argv[2])))
+if __name__ == "__main__":  # the process --asm starts, with TRITON_INTERPRET=0
+    parser = argparse.ArgumentParser(description="What `python LESSON/main.py --asm` runs.")
+    parser.add_argument("lesson", metavar="LESSON/main.py")
+    parser.add_argument("--layout", action="store_true", help="print 03's tile layout only")
+    args = parser.parse_args()
+    if args.layout:
+        print(tile_layout(load_example(args.lesson)))
     else:
-        sys.exit(show(load_example(sys.argv[1])))
+        sys.exit(show(load_example(args.lesson)))

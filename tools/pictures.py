@@ -434,13 +434,18 @@ def draw(lesson, path):
 
     figure = Figure(figsize=(12, 5), layout="constrained")
     path_in_repo = f"{Path(lesson.__file__).parent.name}/{Path(lesson.__file__).name}"
-    drawing = DRAWINGS.get(path_in_repo) or DRAWINGS[path_in_repo[:2]]
+    drawing = DRAWINGS.get(path_in_repo)
+    if drawing is None:  # a file with no picture of its own (any_x.py): main.py's
+        drawing = DRAWINGS[path_in_repo[:2]]
+        lesson = load_example(Path(lesson.__file__).parent / "main.py")
     drawing(lesson, figure)
     # No versions or device in the title: the picture is the same wherever it is drawn, so
     # `make pictures` leaves the tracked PNGs unchanged.
     figure.suptitle(drawing.__doc__, fontsize=9)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, dpi=90)
-    # 64 colours are plenty for flat cells and text, and make the PNG a few times smaller.
-    PIL.Image.open(buffer).quantize(colors=64).save(path, optimize=True)
+    if Path(path).suffix.lower() != ".png":  # another kind matplotlib writes (.svg, .pdf)
+        figure.savefig(path, dpi=90)
+    else:  # 64 colours are plenty for flat cells and text, and make the PNG a few times smaller
+        buffer = io.BytesIO()
+        figure.savefig(buffer, dpi=90)
+        PIL.Image.open(buffer).quantize(colors=64).save(path, optimize=True)
     print(f"wrote {path}")

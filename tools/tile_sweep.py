@@ -9,6 +9,7 @@ tiles, each pruned as the op prunes. Per shape: the best candidate, the best in 
 list, their ratio. Uses only the lessons' public names.
 """
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -178,4 +179,7 @@ def main():
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
+    if common.INTERPRETED:
+        sys.exit("tile_sweep.py times kernels on a GPU: none here (or TRITON_INTERPRET=1).")
     main()

@@ -50,7 +50,8 @@ def lesson_parser(lesson):
     about = f"draw which program computes which part of the output, as a PNG, then exit{whose}"
     parser.add_argument("--draw", metavar="FILE.png", help=about, **view)
     about = "print the compiled kernels' lines that show what this lesson teaches, then exit"
-    whose = "" if file.name == "main.py" else " (main.py's kernels)"
+    whose = {"main.py": "", "stream_k.py": " (main.py's kernels and its own)"}
+    whose = whose.get(file.name, " (main.py's kernels)")
     parser.add_argument("--asm", nargs=0, help=about + whose, **view)
     return parser
 
@@ -84,7 +85,7 @@ class ShowAndExit(argparse.Action):  # const: the lesson's module
             parser.exit(pictures.draw(self.const, values))
         from tools import asm
 
-        parser.exit(asm.show(load_example(Path(self.const.__file__).parent / "main.py")))
+        parser.exit(asm.show(self.const))
 
 
 def picture_problem(path):

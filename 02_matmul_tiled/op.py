@@ -212,16 +212,15 @@ def tune_bucket(a, b, into, bias, consts, buckets):
     launch into scratch rows before the first launch of a kind whose M is less. Tuned at the
     first M that came, the pick would depend on it: tuned at M = 1, M = 128 ran 1.6 times slower
     (results/NOTES.md item 168). Takes A with rows of K (stride_ak 1, a key of the tuning), and
-    the launch's (M_BUCKET, K_BUCKET)."""
+    the launch's (M_BUCKET, K_BUCKET). Its caller holds launch.THROUGH_TRITON."""
     if common.INTERPRETED:  # the interpreter's autotuner holds one config: nothing to tune
         return
     (k, n), (rows, k_bucket) = b.shape, buckets
     scratch_a, scratch_c = a.new_empty((rows, k)).normal_(), into.new_empty((rows, n))
     strides = (*scratch_a.stride(), *b.stride(), *scratch_c.stride())
-    with common.launch.THROUGH_TRITON:  # (the autotuner's call, one thread at a time)
-        bucketed_matmul_kernel[lesson.tile_grid(rows, n)](
-            scratch_a, b, scratch_c, bias, rows, n, k, *strides, rows, k_bucket, **consts
-        )
+    bucketed_matmul_kernel[lesson.tile_grid(rows, n)](
+        scratch_a, b, scratch_c, bias, rows, n, k, *strides, rows, k_bucket, **consts
+    )
 
 
 # launch()'s plans (common.kept_plan: what a plan is; here the kernel, the operands' views, the
@@ -388,8 +387,6 @@ def first_fused_launch(a, b, c, bias, pre, activation, in_op, key):
         kind = (*buckets, n, a.stride(), b.stride(), into.stride(), c.dtype, c.device)
         kind += (bias is None, precision, launched)
         first_of_kind = kind not in COMPILED_EVERY_CLASS
-    if first_of_kind and m < buckets[0] and a.stride(1) == 1:
-        tune_bucket(a, b, into, bias, consts, buckets)
 
     def launch_operands(a, b, c, bias, pre):
         into = c if pre is None else pre
@@ -398,10 +395,15 @@ def first_fused_launch(a, b, c, bias, pre, activation, in_op, key):
         if pre is not None:
             torch.ops.aten.gelu.out(pre, approximate="tanh", out=c)
 
-    launch_operands(a, b, c, bias, pre)
-    if first_of_kind:
-        compile_every_class(bucketed_matmul_kernel, (a, b, into, bias, *sizes), consts)
-        COMPILED_EVERY_CLASS.add(kind)
+    if not first_of_kind:
+        launch_operands(a, b, c, bias, pre)
+    else:  # one thread at a time: the autotuner keeps its pick, which compile_every_class reads
+        with common.launch.THROUGH_TRITON:
+            if m < buckets[0] and a.stride(1) == 1:
+                tune_bucket(a, b, into, bias, consts, buckets)
+            launch_operands(a, b, c, bias, pre)
+            compile_every_class(bucketed_matmul_kernel, (a, b, into, bias, *sizes), consts)
+            COMPILED_EVERY_CLASS.add(kind)
     return lambda a, b, c, bias, pre: launch_operands(a, operand_b(b), c, bias, pre)
 
 

@@ -513,7 +513,7 @@ def refusing_forward_mode(name, fn, tangent_in=carries_tangent):
 # through Triton).
 class OneAtATime:
     """kernel[grid](...) under launch.THROUGH_TRITON: traceable's kernels under the
-    interpreter."""
+    interpreter, and a registered op's eager launches through wrap_triton (Triton's own)."""
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -529,13 +529,16 @@ class OneAtATime:
 def traceable(kernel, in_op, kind=None):
     """kernel as op.py launches it. in_op: from a registered op's body, where on a GPU it goes
     through wrap_triton, so that torch.compile records the launch (an eager call of the op
-    launches directly). Elsewhere on a GPU its Launcher (common/launch.py): the kernel Triton
-    compiled for the call, launched with less of the host's time; kind: the caller's key for
-    what Triton compiles for (launch.Named). Under the interpreter the kernel, launched by one
-    thread at a time (OneAtATime)."""
+    launches through Triton, one thread at a time: OneAtATime). Elsewhere on a GPU its
+    Launcher (common/launch.py): the kernel Triton compiled for the call, launched with less of
+    the host's time; kind: the caller's key for what Triton compiles for (launch.Named). Under
+    the interpreter the kernel, launched by one thread at a time (OneAtATime)."""
     if INTERPRETED:
         return OneAtATime(kernel)
-    return torch.library.wrap_triton(kernel) if in_op else launch.launcher(kernel, kind)
+    if not in_op:
+        return launch.launcher(kernel, kind)
+    wrapped = torch.library.wrap_triton(kernel)  # what torch.compile traces; eager, Triton's call
+    return wrapped if torch.compiler.is_compiling() else OneAtATime(wrapped)
 
 
 def heuristics_applied(kernel, args):

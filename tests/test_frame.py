@@ -567,15 +567,18 @@ def test_a_registered_op_takes_a_batch_of_gradients(folder):
             torch.testing.assert_close(mine[i], theirs)
 
 
+@pytest.mark.parametrize("through", ["entry", "registered op"])
 @pytest.mark.parametrize("folder", list(ENTRY_CALLS))
-def test_entries_called_from_threads_at_once(folder):
+def test_entries_called_from_threads_at_once(folder, through):
     # Triton's interpreter keeps one state for the process: threads calling an entry at once
     # failed there with its errors ("Did you forget to add @triton.jit ?"): 01's and 04's each
     # time, 02's and 03's at times. On a GPU, 02's first calls tuned one autotuner in threads at
     # once, which failed ("'NoneType' object is not a mapping") where its kernel was not yet
-    # compiled: the turns of launch.THROUGH_TRITON.
+    # compiled: the turns of launch.THROUGH_TRITON. So did the registered op's eager calls,
+    # which launch through wrap_triton.
     name, shapes, kwargs, reference = ENTRY_CALLS[folder]
     entry = getattr(support.load_op(folder), name)
+    entry = entry if through == "entry" else getattr(torch.ops.triton_lessons, name)
     failures, together = [], threading.Barrier(6, timeout=120)  # each call starts at once
 
     def call(rows):

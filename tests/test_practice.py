@@ -3,8 +3,10 @@ solution passes, every untouched stub gets "not yet" with a report and no traceb
 solution broken on purpose gets the report that names what it did wrong."""
 
 import dataclasses
+import functools
 import inspect
 import re
+import signal
 
 import pytest
 import torch
@@ -657,8 +659,8 @@ def test_a_kernel_right_only_on_rows_end_to_end_is_told_so():
     )
     assert not passed and len(lines) == 1, lines
     assert lines[0].startswith(
-        "with inputs and an output whose rows lie 3 elements apart (as x[:, :n]'s), 12 of 15 "
-        "elements are wrong or unwritten, the first: (1, 0): expected"
+        "with gaps in memory between the inputs' elements (as x[:, ::2] has) and the output's "
+        "rows, 15 of 15 elements are wrong or unwritten, the first: (0, 0): expected"
     ), lines  # row 0 starts where it did
     assert lines[0].endswith(": a stride your kernel was given goes unused")
 
@@ -758,3 +760,84 @@ def test_a_store_outside_through_a_view_of_out_names_its_program():
     lines = practice.check(exercise)[1]
     stores = [line for line in lines if line.startswith("a store left the output")]
     assert stores and stores[0].endswith("; program 0 (of 2) made it"), lines
+
+
+row_kernel = solutions01.row_kernel  # exercise 3's answer, for the launches below
+ROW_KERNELS = {"row": row_kernel}
+
+
+def launch_3_nested(a, b, out):
+    def go():
+        strides = (*a.stride(), *b.stride(), *out.stride())
+        block_n = triton.next_power_of_2(b.shape[1])
+        row_kernel[(a.shape[0],)](a, b, out, b.shape[1], a.shape[1], *strides, BLOCK_N=block_n)
+
+    go()
+
+
+def launch_3_from_a_dict(a, b, out):
+    strides = (*a.stride(), *b.stride(), *out.stride())
+    block_n = triton.next_power_of_2(b.shape[1])
+    launch = ROW_KERNELS["row"][(a.shape[0],)]
+    launch(a, b, out, b.shape[1], a.shape[1], *strides, BLOCK_N=block_n)
+
+
+def launch_3_by_default(a, b, out, kernel=row_kernel, block_n=32):
+    strides = (*a.stride(), *b.stride(), *out.stride())
+    kernel[(a.shape[0],)](a, b, out, b.shape[1], a.shape[1], *strides, BLOCK_N=block_n)
+    return "done"  # a learner's return value: no remark
+
+
+@torch.no_grad()
+def launch_3_decorated(a, b, out):
+    launch_3_nested(a, b, out)
+
+
+@pytest.mark.parametrize(
+    "launch",
+    [
+        launch_3_nested,
+        launch_3_from_a_dict,
+        launch_3_by_default,
+        launch_3_decorated,
+        functools.partial(launch_3_by_default, block_n=32),
+    ],
+)
+def test_a_right_launch_written_another_way_passes(launch):
+    # Each was told "your launch names no @triton.jit kernel", and the partial crashed the
+    # checker; the string returned was reported as what was wrong.
+    exercise = dataclasses.replace(solutions01.EXERCISES[2], launch=launch)
+    assert practice.check(exercise) == (True, [])
+
+
+@triton.jit
+def row_kernel_steps_by_one(
+    a_ptr, b_ptr, c_ptr, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    for k in range(K):  # k and cols: their strides taken as 1
+        a = tl.load(a_ptr + row * stride_am + k)
+        acc += a * tl.load(b_ptr + k * stride_bk + cols, mask=cols < N, other=0.0)
+    tl.store(c_ptr + row * stride_cm + cols * stride_cn, acc, mask=cols < N)
+
+
+def test_a_kernel_that_ignores_the_inner_strides_is_told_so():
+    # Its rows apart, their elements still side by side: it passed.
+    passed, lines = check_with_kernels(
+        solutions01, 3, solutions01.launch_3, row_kernel=row_kernel_steps_by_one
+    )
+    assert not passed and len(lines) == 1 and "a stride your kernel was given" in lines[0], lines
+
+
+def test_the_time_limit_leaves_anothers_alarm_be():
+    # The checker's own limit had cancelled it (as pytest-timeout's signal method sets one).
+    signal.setitimer(signal.ITIMER_REAL, 100.0)
+    try:
+        assert practice.check(solutions01.EXERCISES[0]) == (True, [])
+        assert 90 < signal.getitimer(signal.ITIMER_REAL)[0] <= 100
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)

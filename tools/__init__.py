@@ -44,15 +44,12 @@ def lesson_parser(lesson):
         formatter_class=formatter,
     )
     view = dict(action=ShowAndExit, const=lesson, default=argparse.SUPPRESS)
-    file = Path(lesson.__file__)
     # stream_k.py has a picture of its own (pictures.DRAWINGS); the other files, main.py's
-    whose = "" if file.name == "main.py" or file.name == "stream_k.py" else " (main.py's)"
-    about = f"draw which program computes which part of the output, as a PNG, then exit{whose}"
+    whose = "" if Path(lesson.__file__).name in ("main.py", "stream_k.py") else " (main.py's)"
+    about = f"draw which program computes which part of the output (.png, .svg), then exit{whose}"
     parser.add_argument("--draw", metavar="FILE.png", help=about, **view)
     about = "print the compiled kernels' lines that show what this lesson teaches, then exit"
-    whose = {"main.py": "", "stream_k.py": " (main.py's kernels and its own)"}
-    whose = whose.get(file.name, " (main.py's kernels)")
-    parser.add_argument("--asm", nargs=0, help=about + whose, **view)
+    parser.add_argument("--asm", nargs=0, help=about, **view)
     return parser
 
 

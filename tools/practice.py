@@ -27,6 +27,8 @@ It always exits 0, so that a learner can run it again and again; --strict exits 
 import argparse
 import contextlib
 import dataclasses
+import functools
+import inspect
 import signal
 import sysconfig
 import threading
@@ -81,17 +83,17 @@ def guarded(t, guard_value):
 GAP = 3  # elements between one row and the next in apart()'s layouts
 
 
-def apart(t, guard_value):
-    """As guarded(), but t's rows (along its innermost dimension in memory) lie GAP elements
-    apart, as a slice's do: a kernel that ignores a stride gets wrong values. A 1-D t: as
-    guarded()."""
+def apart(t, guard_value, step=2):
+    """As guarded(), but with gaps, as a slice x[:, ::2] has: t's elements lie `step` apart
+    along its innermost dimension in memory, and its rows GAP elements more. A kernel that
+    ignores a stride gets wrong values. A 1-D t: as guarded()."""
     if t.dim() < 2:
         return guarded(t, guard_value)
     order = sorted(range(t.dim()), key=lambda d: -t.stride(d))  # outermost dimension first
-    sizes = [t.shape[d] for d in order]
-    wide = torch.full((*sizes[:-1], sizes[-1] + GAP), guard_value, dtype=t.dtype, device=t.device)
+    *outer, inner = [t.shape[d] for d in order]
+    wide = torch.full((*outer, step * inner + GAP), guard_value, dtype=t.dtype, device=t.device)
     buffer, dense = guarded(wide, guard_value)
-    view = dense[..., : sizes[-1]].permute([order.index(d) for d in range(t.dim())])
+    view = dense[..., : step * inner : step].permute([order.index(d) for d in range(t.dim())])
     view.copy_(t)
     return buffer, view
 
@@ -129,27 +131,62 @@ def ours(module):  # whether a module is one of this repository's files, not an 
     return REPOSITORY in path.parents and not {"site-packages", "dist-packages"} & set(path.parts)
 
 
+def is_kernel(value):
+    # A @triton.jit function is a JITFunction, or under the interpreter an InterpretedFunction;
+    # @triton.autotune and @triton.heuristics wrap one: all come from triton.runtime.
+    return type(value).__module__.startswith("triton.runtime")
+
+
 def kernels_used_by(launch, depth=2):
-    """[(namespace, name, kernel)] for each @triton.jit kernel that the launch function names,
-    and each namespace it lies in: the launch's globals, a module among them (as in
-    lesson.vector_k_kernel), and those of a function in the launch's file that it calls
-    (depth calls down)."""
-    found = []
+    """[(namespace, key, kernel)] for each @triton.jit kernel that the launch function can
+    reach by a name, and each namespace it lies in (anything run_once can set by key): the
+    launch's globals; a module among them (as in lesson.vector_k_kernel) or a dict it names
+    (KERNELS["row"]); its defaults; and the same for a function in the launch's file that it
+    calls (depth calls down). It looks through a decorator's wrapper and functools.partial."""
+    while isinstance(launch, functools.partial):
+        launch = launch.func
+    launch = inspect.unwrap(launch)  # (functools.wraps: torch.no_grad()'s wrapper, say)
+    if not isinstance(launch, types.FunctionType):
+        return []
+    names, spaces = names_in(launch.__code__), [launch.__globals__]
     modules = [m for m in launch.__globals__.values() if isinstance(m, types.ModuleType)]
     # this repository's (a lesson), not triton's, whose next_power_of_2 comes from triton.runtime
-    spaces = [launch.__globals__, *(vars(m) for m in modules if ours(m))]
-    for name in launch.__code__.co_names:
+    spaces += [vars(m) for m in modules if ours(m)]
+    dicts = [launch.__globals__.get(n) for n in names]
+    dicts = [d for d in dicts if isinstance(d, dict)] + [launch.__kwdefaults__ or {}]
+    found = [(d, k, v) for d in [*dicts, Defaults(launch)] for k, v in d.items() if is_kernel(v)]
+    for name in names:
         for space in spaces:
             value = space.get(name)
-            # A @triton.jit function is a JITFunction, or under the interpreter an
-            # InterpretedFunction; @triton.autotune and @triton.heuristics wrap one: all come
-            # from triton.runtime.
-            if type(value).__module__.startswith("triton.runtime"):
+            if is_kernel(value):
                 found.append((space, name, value))
             elif depth and isinstance(value, types.FunctionType):
                 if value.__code__.co_filename == launch.__code__.co_filename:
                     found += kernels_used_by(value, depth - 1)
     return found
+
+
+def names_in(code):  # the global and attribute names a function's code uses, nested defs' too
+    nested = [names_in(c) for c in code.co_consts if isinstance(c, types.CodeType)]
+    return list(dict.fromkeys([*code.co_names, *(n for names in nested for n in names)]))
+
+
+class Defaults:
+    """A function's positional defaults by parameter name, as a namespace run_once sets."""
+
+    def __init__(self, function):
+        self.function = function
+        values = function.__defaults__ or ()
+        self.names = function.__code__.co_varnames[: function.__code__.co_argcount]
+        self.names = self.names[len(self.names) - len(values) :]
+
+    def items(self):
+        return zip(self.names, self.function.__defaults__ or ())
+
+    def __setitem__(self, name, value):
+        values = list(self.function.__defaults__)
+        values[self.names.index(name)] = value
+        self.function.__defaults__ = tuple(values)
 
 
 @dataclasses.dataclass
@@ -162,16 +199,17 @@ class Run:
     recorders: dict = dataclasses.field(default_factory=dict)
     error: str = None  # what the learner's code raised, in one line
     after_kernels: torch.Tensor = None  # out_buffer as the last recorded launch left it
-    remark: str = None  # what a launch written for the learner saw wrong (it returns a str)
+    remark: str = None  # what a launch written for the learner saw wrong (a Remark it returns)
 
 
-def prepare(inputs, out_shape, guard_values=None, scratch=None, laid_out=guarded):
+def prepare(inputs, out_shape, guard_values=None, scratch=None, spaced=False):
     """Guarded copies of the inputs and a guarded output of NaN; guard_values: input name ->
     the value of its whole guard band (default 0), or -> (offsets, value) to change only those.
-    laid_out: guarded, or apart for the inputs and the output."""
+    spaced: the inputs and the output laid out apart() (the output's elements of a row side by
+    side: an exercise may give its kernel only the output's row stride)."""
     views, buffers = {}, {}
     for name, t in inputs.items():
-        buffer, views[name] = laid_out(t, 0.0)
+        buffer, views[name] = apart(t, 0.0) if spaced else guarded(t, 0.0)
         spec = (guard_values or {}).get(name)
         if isinstance(spec, tuple):  # (offsets, value): those guard elements only
             offsets, value = spec
@@ -182,7 +220,7 @@ def prepare(inputs, out_shape, guard_values=None, scratch=None, laid_out=guarded
         buffers[name] = (buffer, buffer.clone())
     dtype = next(iter(inputs.values())).dtype
     template = torch.full(out_shape, float("nan"), dtype=dtype, device=common.DEVICE)
-    out_buffer, out = laid_out(template, SENTINEL)
+    out_buffer, out = apart(template, SENTINEL, step=1) if spaced else guarded(template, SENTINEL)
     run = Run(out, out_buffer, views, buffers)
     for name, shape in (scratch or {}).items():
         nan = torch.full(shape(**inputs), float("nan"), dtype=dtype, device=common.DEVICE)
@@ -190,9 +228,9 @@ def prepare(inputs, out_shape, guard_values=None, scratch=None, laid_out=guarded
     return run
 
 
-def run_once(exercise, inputs, out_shape, guard_values=None, laid_out=guarded):
+def run_once(exercise, inputs, out_shape, guard_values=None, spaced=False):
     """The learner's launch on prepare()'s tensors, each kernel it names recorded."""
-    run = prepare(inputs, out_shape, guard_values, exercise.scratch, laid_out)
+    run = prepare(inputs, out_shape, guard_values, exercise.scratch, spaced)
 
     def after():
         run.after_kernels = run.out_buffer.clone()
@@ -205,7 +243,7 @@ def run_once(exercise, inputs, out_shape, guard_values=None, laid_out=guarded):
         scratch = {name: view for name, (_, view) in run.scratch.items()}
         with time_limit(LAUNCH_SECONDS):
             returned = exercise.launch(**run.views, **scratch, out=run.out)
-        run.remark = returned if isinstance(returned, str) else None
+        run.remark = returned if isinstance(returned, Remark) else None
         if common.DEVICE.type == "cuda":
             torch.cuda.synchronize()
     except Exception as error:  # the learner's code: report it in a line, no traceback
@@ -215,6 +253,11 @@ def run_once(exercise, inputs, out_shape, guard_values=None, laid_out=guarded):
         for space, name, kernel in found:
             space[name] = kernel
     return run
+
+
+class Remark(str):
+    """What a launch that an exercise writes for the learner saw wrong (02's exercise 4: a flag
+    no wait set back), returned for the checker to report."""
 
 
 LAUNCH_SECONDS = 60  # a launch that runs longer: stopped, and reported (a loop that never ends?)
@@ -228,8 +271,9 @@ class RanTooLong(Exception):
 def time_limit(seconds):
     """Raises RanTooLong in the block after `seconds`, by a signal: it stops Python, and so a
     kernel under the interpreter, not a kernel running on a GPU. Off the main thread, or
-    without SIGALRM (Windows), the block runs unlimited."""
-    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+    without SIGALRM (Windows), or where another alarm is set, the block runs unlimited."""
+    alone = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
+    if not alone or signal.getitimer(signal.ITIMER_REAL)[0] > 0:  # or another's alarm is set
         yield
         return
 
@@ -474,8 +518,10 @@ def shown_elements(chosen, expected, got):  # "(i, j): expected x, got y; ..." f
 def apart_report(exercise, inputs, expected, bound):
     """The launch run again on inputs and an output whose rows lie apart in memory (apart()):
     [a line saying what went wrong there], or [] where it computed the same."""
-    run = run_once(exercise, inputs, expected.shape, laid_out=apart)
-    layout = f"with inputs and an output whose rows lie {GAP} elements apart (as x[:, :n]'s)"
+    run = run_once(exercise, inputs, expected.shape, spaced=True)
+    layout = (
+        "with gaps in memory between the inputs' elements (as x[:, ::2] has) and the output's rows"
+    )
     if run.error:
         return [f"{layout}, your code raised {run.error}"]
     wrong = ((run.out.double() - expected).abs() > bound) | run.out.isnan()

@@ -302,7 +302,7 @@ def test_a_launch_that_never_launches_its_kernel_is_told_so():
     passed, lines = practice.check(exercise)
     assert not passed
     assert lines == [
-        "your launch names bias_kernel but never launched it: the exercise asks for a Triton "
+        "your launch launched no kernel (kernel[grid](...)): the exercise asks for a Triton "
         "kernel to compute the output, not PyTorch"
     ]
 
@@ -659,9 +659,9 @@ def test_a_kernel_right_only_on_rows_end_to_end_is_told_so():
     )
     assert not passed and len(lines) == 1, lines
     assert lines[0].startswith(
-        "with gaps in memory between the inputs' elements (as x[:, ::2] has) and the output's "
-        "rows, 15 of 15 elements are wrong or unwritten, the first: (0, 0): expected"
-    ), lines  # row 0 starts where it did
+        "with gaps in memory between the elements of the inputs and the output (as x[:, ::2] "
+        "has), 15 of 15 elements are wrong or unwritten, the first: (0, 0): expected"
+    ), lines
     assert lines[0].endswith(": a stride your kernel was given goes unused")
 
 
@@ -679,8 +679,8 @@ def test_an_output_that_pytorch_computed_is_told_so():
     # Both passed: the checker complained only of a kernel named and never launched.
     exercise = dataclasses.replace(solutions01.EXERCISES[0], launch=launch_1_by_pytorch_alone)
     assert practice.check(exercise) == (False, [
-        "your launch names no @triton.jit kernel: the exercise asks for a Triton kernel to "
-        "compute the output, not PyTorch"
+        "your launch launched no kernel (kernel[grid](...)): the exercise asks for a Triton "
+        "kernel to compute the output, not PyTorch"
     ])  # fmt: skip
     exercise = dataclasses.replace(solutions01.EXERCISES[0], launch=launch_1_then_pytorch)
     assert practice.check(exercise) == (False, [
@@ -732,11 +732,12 @@ def launch_1_missing_an_argument(a, b, bias, out):
 
 
 def test_a_launch_written_wrong_is_named_at_the_learners_line():
-    # "'Recorder' object is not callable"; and a line of Python's inspect.py
+    # Triton's interpreter had said "'builtin_function_or_method' object has no attribute
+    # 'scalar'"; and the missing argument named a line of Python's inspect.py
     exercise = dataclasses.replace(solutions01.EXERCISES[0], launch=launch_1_without_its_grid)
     assert practice.check(exercise)[1][0].startswith(
-        "your code raised TypeError: a kernel is launched as kernel[grid](...), with its grid "
-        "in brackets (line "
+        "your code raised TypeError: a kernel is launched as kernel[grid](...), its grid in "
+        "brackets (line "
     )
     exercise = dataclasses.replace(solutions01.EXERCISES[0], launch=launch_1_missing_an_argument)
     line = practice.check(exercise)[1][0]
@@ -793,6 +794,17 @@ def launch_3_decorated(a, b, out):
     launch_3_nested(a, b, out)
 
 
+class Launcher3:  # a launch as an object, its kernel as a class attribute
+    kernel = row_kernel
+
+    def __call__(self, a, b, out):
+        launch_3_by_default(a, b, out, kernel=self.kernel)
+
+
+def launch_3_made_by(kernel):  # a closure's kernel
+    return lambda a, b, out: launch_3_by_default(a, b, out, kernel=kernel)
+
+
 @pytest.mark.parametrize(
     "launch",
     [
@@ -801,11 +813,14 @@ def launch_3_decorated(a, b, out):
         launch_3_by_default,
         launch_3_decorated,
         functools.partial(launch_3_by_default, block_n=32),
+        functools.partial(launch_3_by_default, kernel=ROW_KERNELS["row"]),
+        Launcher3(),
+        launch_3_made_by(row_kernel),
     ],
 )
 def test_a_right_launch_written_another_way_passes(launch):
-    # Each was told "your launch names no @triton.jit kernel", and the partial crashed the
-    # checker; the string returned was reported as what was wrong.
+    # Each was told "your launch names no @triton.jit kernel" (the checker looked kernels up
+    # by name), and a partial crashed it; the string returned was reported as what was wrong.
     exercise = dataclasses.replace(solutions01.EXERCISES[2], launch=launch)
     assert practice.check(exercise) == (True, [])
 
@@ -841,3 +856,132 @@ def test_the_time_limit_leaves_anothers_alarm_be():
         assert 90 < signal.getitimer(signal.ITIMER_REAL)[0] <= 100
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+tile_product = solutions02.tile_product  # (a global name, as the kernel below calls it)
+
+
+@triton.jit
+def batched_kernel_with_batches_end_to_end(
+    a_ptr, b_ptr, c_ptr, M, N, K,
+    stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+    stride_cb, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    batch = tl.program_id(1)
+    a_ptr += batch * M * stride_am  # the batch strides taken as M or K rows
+    b_ptr += batch * K * stride_bk
+    c_ptr += batch * M * stride_cm
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = tl.program_id(0) // tiles_n, tl.program_id(0) % tiles_n
+    rows, cols, acc = tile_product(
+        a_ptr, b_ptr, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+        BLOCK_M, BLOCK_N, BLOCK_K,
+    )  # fmt: skip
+    c_mask = (rows[:, None] < M) & (cols[None, :] < N)
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc, mask=c_mask)
+
+
+@triton.jit
+def row_kernel_steps_by_one_in_c(
+    a_ptr, b_ptr, c_ptr, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    for k in range(K):
+        a = tl.load(a_ptr + row * stride_am + k * stride_ak)
+        acc += a * tl.load(b_ptr + k * stride_bk + cols * stride_bn, mask=cols < N, other=0.0)
+    tl.store(c_ptr + row * stride_cm + cols, acc, mask=cols < N)  # stride_cn taken as 1
+
+
+@triton.jit
+def row_kernel_masked_by_the_row_stride(
+    a_ptr, b_ptr, c_ptr, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    for k in range(K):
+        a = tl.load(a_ptr + row * stride_am + k * stride_ak)
+        acc += a * tl.load(b_ptr + k * stride_bk + cols * stride_bn, mask=cols < N, other=0.0)
+    c_mask = cols * stride_cn < stride_cm  # N where C's rows lie end to end, more with gaps
+    tl.store(c_ptr + row * stride_cm + cols * stride_cn, acc, mask=c_mask)
+
+
+@pytest.mark.parametrize(
+    "solutions, number, launch, planted, said",
+    [
+        (solutions02, 2, solutions02.launch_2, batched_kernel_with_batches_end_to_end,
+         "a stride your kernel was given goes unused"),
+        (solutions01, 3, solutions01.launch_3, row_kernel_steps_by_one_in_c,
+         "a stride your kernel was given goes unused"),
+        (solutions01, 3, solutions01.launch_3, row_kernel_masked_by_the_row_stride,
+         "a store left the output, into a gap or past its end"),
+    ],
+)  # fmt: skip
+def test_a_kernel_right_only_where_elements_lie_end_to_end_is_told_so(
+    solutions, number, launch, planted, said
+):
+    # Each passed: a batch's matrices, the output's elements and its rows lay end to end.
+    name = "batched_matmul_kernel" if number == 2 else "row_kernel"
+    passed, lines = check_with_kernels(solutions, number, launch, **{name: planted})
+    assert not passed and any(line.endswith(said) for line in lines), lines
+
+
+def launch_3_into_a_copy(a, b, out):
+    flat = out.reshape(-1)  # a copy where out has gaps: the kernel's stores never reach out
+    strides = (*a.stride(), *b.stride(), out.shape[1], 1)
+    block_n = triton.next_power_of_2(b.shape[1])
+    row_kernel[(a.shape[0],)](a, b, flat, b.shape[1], a.shape[1], *strides, BLOCK_N=block_n)
+
+
+def test_a_launch_that_writes_a_copy_of_out_is_told_so():
+    # Its kernel uses every stride it is given: "a stride your kernel was given goes unused".
+    exercise = dataclasses.replace(solutions01.EXERCISES[2], launch=launch_3_into_a_copy)
+    passed, lines = practice.check(exercise)
+    assert not passed and len(lines) == 1, lines
+    assert "no element of the output was written: did the launch write a copy" in lines[0]
+
+
+@triton.jit
+def store_past_by_keyword_kernel(c_ptr, n):
+    tl.store(c_ptr + n + tl.program_id(0) * 0, 1.0)  # each program: one past the end
+
+
+def launch_by_keyword(a, b, bias, out):
+    store_past_by_keyword_kernel[(3,)](c_ptr=out, n=out.numel())
+
+
+def test_a_store_outside_through_a_tensor_given_by_keyword_names_its_program():
+    # The tensor given by keyword was not replaced when the launch ran again: "none of the
+    # first 64 programs alone did", of 3.
+    exercise = dataclasses.replace(solutions01.EXERCISES[0], launch=launch_by_keyword)
+    lines = practice.check(exercise)[1]
+    stores = [line for line in lines if line.startswith("a store left the output")]
+    assert stores and stores[0].endswith("; program 0 (of 3) made it"), lines
+
+
+@triton.jit
+def kernel_that_never_ends(c_ptr):
+    i = 0
+    while i >= 0:
+        i += 1
+    tl.store(c_ptr, i)
+
+
+def launch_a_kernel_that_never_ends(a, b, bias, out):
+    kernel_that_never_ends[(1,)](out)
+
+
+@pytest.mark.skipif(not common.INTERPRETED, reason="a signal stops Python, not a GPU's kernel")
+def test_a_kernel_that_never_ends_is_stopped_and_told_so(monkeypatch):
+    # Stopped inside the kernel, the interpreter's InterpreterError had wrapped the report.
+    monkeypatch.setattr(practice, "LAUNCH_SECONDS", 0.5)
+    launch = launch_a_kernel_that_never_ends
+    passed, lines = practice.check(dataclasses.replace(solutions01.EXERCISES[0], launch=launch))
+    assert not passed and lines[0].startswith("your code raised RanTooLong: your launch ran"), lines

@@ -27,8 +27,6 @@ It always exits 0, so that a learner can run it again and again; --strict exits 
 import argparse
 import contextlib
 import dataclasses
-import functools
-import inspect
 import signal
 import sysconfig
 import threading
@@ -39,6 +37,7 @@ from typing import Callable
 
 import torch
 import common
+import triton  # after common, which may switch on the interpreter
 from tools import load_example, picture_problem
 
 
@@ -63,8 +62,10 @@ class Exercise:
     # guard band watched): name -> shape(**inputs).
     scratch: dict = dataclasses.field(default_factory=dict)
     # Whether the kernel takes every tensor's strides: the launch then runs again on inputs and
-    # an output whose rows lie apart in memory (apart()), as a slice's do.
+    # an output whose elements lie apart in memory (apart()), as a slice's do; out_step: the
+    # output's elements' step there (1 where its kernel takes only the output's row stride).
     strided: bool = True
+    out_step: int = 2
 
 
 def guarded(t, guard_value):
@@ -85,15 +86,18 @@ GAP = 3  # elements between one row and the next in apart()'s layouts
 
 def apart(t, guard_value, step=2):
     """As guarded(), but with gaps, as a slice x[:, ::2] has: t's elements lie `step` apart
-    along its innermost dimension in memory, and its rows GAP elements more. A kernel that
-    ignores a stride gets wrong values. A 1-D t: as guarded()."""
+    along its innermost dimension in memory, its rows GAP elements more, and each matrix of a
+    batch a row more. A kernel that ignores a stride gets wrong values. A 1-D t: as
+    guarded()."""
     if t.dim() < 2:
         return guarded(t, guard_value)
     order = sorted(range(t.dim()), key=lambda d: -t.stride(d))  # outermost dimension first
-    *outer, inner = [t.shape[d] for d in order]
-    wide = torch.full((*outer, step * inner + GAP), guard_value, dtype=t.dtype, device=t.device)
+    outermost, *middle, inner = [t.shape[d] for d in order]
+    padded = (outermost, *(size + 1 for size in middle), step * inner + GAP)
+    wide = torch.full(padded, guard_value, dtype=t.dtype, device=t.device)
     buffer, dense = guarded(wide, guard_value)
-    view = dense[..., : step * inner : step].permute([order.index(d) for d in range(t.dim())])
+    view = dense[(slice(None), *(slice(size) for size in middle), slice(0, step * inner, step))]
+    view = view.permute([order.index(d) for d in range(t.dim())])
     view.copy_(t)
     return buffer, view
 
@@ -102,91 +106,45 @@ def outside(numel):  # the offsets of a tensor's guard band, from its first elem
     return list(range(-guard(numel), 0)) + list(range(numel, numel + guard(numel)))
 
 
-class Recorder:
-    """Stands in for a kernel's global name while a launch runs: kernel[grid](...) launches the
-    kernel and records the grid and arguments, so that the checker can launch it again."""
+@triton.jit
+def a_kernel():  # its type: what @triton.jit makes (under the interpreter, one it runs)
+    pass
 
-    def __init__(self, kernel, after=None):
-        self.kernel, self.launches, self.after = kernel, [], after
 
-    def __getitem__(self, grid):
+@contextlib.contextmanager
+def recording(run):
+    """Inside, every kernel[grid](...) (the __getitem__ of triton.runtime.KernelInterface, which
+    @triton.jit, @triton.autotune and @triton.heuristics kernels share) is recorded in
+    run.launches, and the output kept as each launch leaves it: the checker can then launch the
+    kernel again, and tell the output the kernels wrote from one changed after them. A kernel
+    called outside a launch, without [grid], raises a TypeError that says so."""
+    interface, jit = triton.runtime.KernelInterface, type(a_kernel)
+    original, called = interface.__getitem__, jit.__call__
+    launching = []  # the launches running (a kernel calls @triton.jit functions inside one)
+
+    def recorded(kernel, grid):
         def launch(*args, **kwargs):
-            self.launches.append((grid, args, kwargs))
-            launched = self.kernel[grid](*args, **kwargs)
-            if self.after is not None:
-                self.after()  # (run_once: the output as the kernel left it)
+            run.launches.append((kernel, grid, args, kwargs))
+            launching.append(kernel)
+            try:
+                launched = original(kernel, grid)(*args, **kwargs)
+            finally:
+                launching.pop()
+            run.after_kernels = run.out_buffer.clone()
             return launched
 
         return launch
 
-    def __call__(self, *args, **kwargs):
-        raise TypeError("a kernel is launched as kernel[grid](...), with its grid in brackets")
+    def call(kernel, *args, **kwargs):
+        if not launching:
+            raise TypeError("a kernel is launched as kernel[grid](...), its grid in brackets")
+        return called(kernel, *args, **kwargs)
 
-
-REPOSITORY = Path(__file__).resolve().parents[1]
-
-
-def ours(module):  # whether a module is one of this repository's files, not an installed one
-    path = Path(getattr(module, "__file__", None) or "/").resolve()
-    return REPOSITORY in path.parents and not {"site-packages", "dist-packages"} & set(path.parts)
-
-
-def is_kernel(value):
-    # A @triton.jit function is a JITFunction, or under the interpreter an InterpretedFunction;
-    # @triton.autotune and @triton.heuristics wrap one: all come from triton.runtime.
-    return type(value).__module__.startswith("triton.runtime")
-
-
-def kernels_used_by(launch, depth=2):
-    """[(namespace, key, kernel)] for each @triton.jit kernel that the launch function can
-    reach by a name, and each namespace it lies in (anything run_once can set by key): the
-    launch's globals; a module among them (as in lesson.vector_k_kernel) or a dict it names
-    (KERNELS["row"]); its defaults; and the same for a function in the launch's file that it
-    calls (depth calls down). It looks through a decorator's wrapper and functools.partial."""
-    while isinstance(launch, functools.partial):
-        launch = launch.func
-    launch = inspect.unwrap(launch)  # (functools.wraps: torch.no_grad()'s wrapper, say)
-    if not isinstance(launch, types.FunctionType):
-        return []
-    names, spaces = names_in(launch.__code__), [launch.__globals__]
-    modules = [m for m in launch.__globals__.values() if isinstance(m, types.ModuleType)]
-    # this repository's (a lesson), not triton's, whose next_power_of_2 comes from triton.runtime
-    spaces += [vars(m) for m in modules if ours(m)]
-    dicts = [launch.__globals__.get(n) for n in names]
-    dicts = [d for d in dicts if isinstance(d, dict)] + [launch.__kwdefaults__ or {}]
-    found = [(d, k, v) for d in [*dicts, Defaults(launch)] for k, v in d.items() if is_kernel(v)]
-    for name in names:
-        for space in spaces:
-            value = space.get(name)
-            if is_kernel(value):
-                found.append((space, name, value))
-            elif depth and isinstance(value, types.FunctionType):
-                if value.__code__.co_filename == launch.__code__.co_filename:
-                    found += kernels_used_by(value, depth - 1)
-    return found
-
-
-def names_in(code):  # the global and attribute names a function's code uses, nested defs' too
-    nested = [names_in(c) for c in code.co_consts if isinstance(c, types.CodeType)]
-    return list(dict.fromkeys([*code.co_names, *(n for names in nested for n in names)]))
-
-
-class Defaults:
-    """A function's positional defaults by parameter name, as a namespace run_once sets."""
-
-    def __init__(self, function):
-        self.function = function
-        values = function.__defaults__ or ()
-        self.names = function.__code__.co_varnames[: function.__code__.co_argcount]
-        self.names = self.names[len(self.names) - len(values) :]
-
-    def items(self):
-        return zip(self.names, self.function.__defaults__ or ())
-
-    def __setitem__(self, name, value):
-        values = list(self.function.__defaults__)
-        values[self.names.index(name)] = value
-        self.function.__defaults__ = tuple(values)
+    interface.__getitem__, jit.__call__ = recorded, call
+    try:
+        yield
+    finally:
+        interface.__getitem__, jit.__call__ = original, called
 
 
 @dataclasses.dataclass
@@ -196,17 +154,16 @@ class Run:
     views: dict  # input name -> its guarded view
     buffers: dict  # input name -> (its buffer, the buffer's values before the launch)
     scratch: dict = dataclasses.field(default_factory=dict)  # name -> (buffer, view)
-    recorders: dict = dataclasses.field(default_factory=dict)
+    launches: list = dataclasses.field(default_factory=list)  # (kernel, grid, args, kwargs)
     error: str = None  # what the learner's code raised, in one line
     after_kernels: torch.Tensor = None  # out_buffer as the last recorded launch left it
     remark: str = None  # what a launch written for the learner saw wrong (a Remark it returns)
 
 
-def prepare(inputs, out_shape, guard_values=None, scratch=None, spaced=False):
+def prepare(inputs, out_shape, guard_values=None, scratch=None, spaced=False, out_step=2):
     """Guarded copies of the inputs and a guarded output of NaN; guard_values: input name ->
     the value of its whole guard band (default 0), or -> (offsets, value) to change only those.
-    spaced: the inputs and the output laid out apart() (the output's elements of a row side by
-    side: an exercise may give its kernel only the output's row stride)."""
+    spaced: the inputs and the output laid out apart(), the output's elements out_step apart."""
     views, buffers = {}, {}
     for name, t in inputs.items():
         buffer, views[name] = apart(t, 0.0) if spaced else guarded(t, 0.0)
@@ -220,7 +177,7 @@ def prepare(inputs, out_shape, guard_values=None, scratch=None, spaced=False):
         buffers[name] = (buffer, buffer.clone())
     dtype = next(iter(inputs.values())).dtype
     template = torch.full(out_shape, float("nan"), dtype=dtype, device=common.DEVICE)
-    out_buffer, out = apart(template, SENTINEL, step=1) if spaced else guarded(template, SENTINEL)
+    out_buffer, out = apart(template, SENTINEL, out_step) if spaced else guarded(template, SENTINEL)
     run = Run(out, out_buffer, views, buffers)
     for name, shape in (scratch or {}).items():
         nan = torch.full(shape(**inputs), float("nan"), dtype=dtype, device=common.DEVICE)
@@ -229,30 +186,27 @@ def prepare(inputs, out_shape, guard_values=None, scratch=None, spaced=False):
 
 
 def run_once(exercise, inputs, out_shape, guard_values=None, spaced=False):
-    """The learner's launch on prepare()'s tensors, each kernel it names recorded."""
-    run = prepare(inputs, out_shape, guard_values, exercise.scratch, spaced)
-
-    def after():
-        run.after_kernels = run.out_buffer.clone()
-
-    found = kernels_used_by(exercise.launch)
-    run.recorders = {(n, id(k)): Recorder(k, after) for _, n, k in found}
+    """The learner's launch on prepare()'s tensors, each kernel launch recorded."""
+    run = prepare(inputs, out_shape, guard_values, exercise.scratch, spaced, exercise.out_step)
     try:
-        for space, name, kernel in found:  # each name in its namespace: a Recorder
-            space[name] = run.recorders[name, id(kernel)]
         scratch = {name: view for name, (_, view) in run.scratch.items()}
-        with time_limit(LAUNCH_SECONDS):
+        with recording(run), time_limit(LAUNCH_SECONDS):
             returned = exercise.launch(**run.views, **scratch, out=run.out)
         run.remark = returned if isinstance(returned, Remark) else None
         if common.DEVICE.type == "cuda":
             torch.cuda.synchronize()
     except Exception as error:  # the learner's code: report it in a line, no traceback
         where = learners_line(error)
+        # (a kernel stopped by the time limit: the interpreter raises its own error from it)
+        error = next((e for e in causes(error) if isinstance(e, RanTooLong)), error)
         run.error = f"{type(error).__name__}: {error} (line {where.lineno}, in {where.name})"
-    finally:
-        for space, name, kernel in found:
-            space[name] = kernel
     return run
+
+
+def causes(error):  # error, and the errors it was raised from
+    while error is not None:
+        yield error
+        error = error.__cause__ or error.__context__
 
 
 class Remark(str):
@@ -293,15 +247,14 @@ def learners_line(error):
     """The last line of the learner's code (no installed package's, nor Python's own, nor this
     file's) in error's traceback or in those of the errors it was raised from (the interpreter
     raises its own, from the kernel's); else the traceback's last line."""
-    frames, cause = [], error
+    frames = []
     python_own = Path(sysconfig.get_paths()["stdlib"]).resolve()
-    while cause is not None:
+    for cause in causes(error):
         for frame in traceback.extract_tb(cause.__traceback__):
             path = Path(frame.filename).resolve()
             installed = {"site-packages", "dist-packages"} & set(path.parts)
             theirs = installed or python_own in path.parents or frame.filename == __file__
             frames += [] if theirs else [frame]
-        cause = cause.__cause__ or cause.__context__
     return frames[-1] if frames else traceback.extract_tb(error.__traceback__)[-1]
 
 
@@ -324,10 +277,9 @@ def stores_outside(run):
 
 def the_launch(run):
     """(the recorded kernel, its grid, args, kwargs), or a reason why there is not one."""
-    launches = [(r.kernel, *launch) for r in run.recorders.values() for launch in r.launches]
-    if len(launches) != 1:
-        return f"(the launch launched {len(launches)} kernels: the checker cannot tell which)"
-    kernel, grid, args, kwargs = launches[0]
+    if len(run.launches) != 1:
+        return f"(the launch launched {len(run.launches)} kernels: the checker cannot tell which)"
+    kernel, grid, args, kwargs = run.launches[0]
     if callable(grid):
         return "(the grid is a function: the checker tells programs apart on a tuple, (n,))"
     if not isinstance(grid, tuple) or len(grid) != 1:
@@ -335,9 +287,9 @@ def the_launch(run):
     return kernel, grid, args, kwargs
 
 
-def remapped(run, fresh, args):
-    """The launch's arguments, each tensor in a buffer of `run` replaced by the same view of
-    the buffer of `fresh` (out[0] too, not out alone)."""
+def remapped(run, fresh, args, kwargs):
+    """(args, kwargs) of the launch, each tensor in a buffer of `run` replaced by the same view
+    of the buffer of `fresh` (out[0] too, not out alone)."""
     old = [b for b, _ in run.buffers.values()] + [b for b, _ in run.scratch.values()]
     new = [b for b, _ in fresh.buffers.values()] + [b for b, _ in fresh.scratch.values()]
     old, new = [*old, run.out_buffer], [*new, fresh.out_buffer]
@@ -350,14 +302,15 @@ def remapped(run, fresh, args):
                 return n.as_strided(a.shape, a.stride(), a.storage_offset())
         return a
 
-    return [fresh_view(a) for a in args]
+    return [fresh_view(a) for a in args], {k: fresh_view(a) for k, a in kwargs.items()}
 
 
 def relaunch(run, programs, inputs, out_shape, scratch):
     """The recorded launch again with its first `programs` programs only, on fresh tensors."""
     kernel, _, args, kwargs = the_launch(run)
     fresh = prepare(inputs, out_shape, scratch=scratch)
-    kernel[(programs,)](*remapped(run, fresh, args), **kwargs)
+    args, kwargs = remapped(run, fresh, args, kwargs)
+    kernel[(programs,)](*args, **kwargs)
     return fresh
 
 
@@ -370,7 +323,7 @@ def who_stored_outside(run, inputs, out_shape, scratch, most=64):
     for programs in range(1, min(total, most) + 1):
         if stores_outside(relaunch(run, programs, inputs, out_shape, scratch)):
             return f"program {programs - 1} (of {total}) made it"
-    return f"(none of the first {most} programs alone did)"
+    return f"(none of the first {min(total, most)} programs alone did)"
 
 
 def same_output(run, other):
@@ -441,12 +394,8 @@ def check(exercise):
     lines = []
     if run.error:
         return False, [f"your code raised {run.error}"]
-    if not run.recorders:
-        lines.append("your launch names no @triton.jit kernel: the exercise asks for a Triton")
-        lines[-1] += " kernel to compute the output, not PyTorch"
-    elif not any(recorder.launches for recorder in run.recorders.values()):
-        names = ", ".join(sorted({name for name, _ in run.recorders}))
-        lines.append(f"your launch names {names} but never launched it: the exercise asks for")
+    if not run.launches:
+        lines.append("your launch launched no kernel (kernel[grid](...)): the exercise asks for")
         lines[-1] += " a Triton kernel to compute the output, not PyTorch"
     elif not exercise.scratch and not same_values(run.after_kernels, run.out_buffer):
         lines.append("your launch changed the output after its kernel ran: the exercise asks")
@@ -519,19 +468,27 @@ def apart_report(exercise, inputs, expected, bound):
     """The launch run again on inputs and an output whose rows lie apart in memory (apart()):
     [a line saying what went wrong there], or [] where it computed the same."""
     run = run_once(exercise, inputs, expected.shape, spaced=True)
-    layout = (
-        "with gaps in memory between the inputs' elements (as x[:, ::2] has) and the output's rows"
-    )
+    layout = "with gaps in memory between the elements of the inputs and the output (as x[:, ::2]"
+    layout += " has)"
     if run.error:
         return [f"{layout}, your code raised {run.error}"]
+    lines = []
     wrong = ((run.out.double() - expected).abs() > bound) | run.out.isnan()
-    if not wrong.any():
-        return []
-    return [
-        f"{layout}, {int(wrong.sum())} of {wrong.numel()} elements are wrong or unwritten, the"
-        f" first: {shown_elements(wrong, expected, run.out)}: a stride your kernel was given"
-        " goes unused"
-    ]
+    if run.out.isnan().all():  # no store reached out: a copy of it took them?
+        lines.append(f"{layout}, no element of the output was written: did the launch write a")
+        lines[-1] += " copy (.reshape and .contiguous copy a tensor with gaps), or ignore a stride?"
+    elif wrong.any():
+        lines.append(f"{layout}, {int(wrong.sum())} of {wrong.numel()} elements are wrong or")
+        lines[-1] += f" unwritten, the first: {shown_elements(wrong, expected, run.out)}: a"
+        lines[-1] += " stride your kernel was given goes unused"
+    gaps = run.out_buffer.clone()  # the output's buffer, its elements set to SENTINEL as its gaps
+    gaps.as_strided(run.out.shape, run.out.stride(), run.out.storage_offset()).fill_(SENTINEL)
+    if (gaps != SENTINEL).any():
+        lines.append(f"{layout}, a store left the output, into a gap or past its end")
+    for name, (buffer, before) in run.buffers.items():
+        if not same_values(buffer, before):
+            lines.append(f"{layout}, a store wrote into input {name}")
+    return lines
 
 
 def draw(exercise, path):
@@ -550,7 +507,7 @@ def draw(exercise, path):
     fresh = prepare(inputs, shape, scratch=exercise.scratch)
 
     kernel, grid, args, kwargs = launch
-    args = remapped(run, fresh, args)
+    args, kwargs = remapped(run, fresh, args, kwargs)
 
     def launch_first(programs):  # the recorded launch, its first `programs` programs
         kernel[(programs,)](*args, **kwargs)

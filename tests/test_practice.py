@@ -985,3 +985,47 @@ def test_a_kernel_that_never_ends_is_stopped_and_told_so(monkeypatch):
     launch = launch_a_kernel_that_never_ends
     passed, lines = practice.check(dataclasses.replace(solutions01.EXERCISES[0], launch=launch))
     assert not passed and lines[0].startswith("your code raised RanTooLong: your launch ran"), lines
+
+
+@triton.jit
+def kernel_that_does_nothing(c_ptr):
+    pass
+
+
+def launch_3_by_pytorch_then_a_kernel(a, b, out):
+    out.copy_(a @ b)
+    kernel_that_does_nothing[(1,)](out)
+
+
+def test_pytorch_s_answer_before_a_kernel_that_does_nothing_is_told_so():
+    # It passed: the checker looked for a change after the kernels only.
+    launch = launch_3_by_pytorch_then_a_kernel
+    assert practice.check(dataclasses.replace(solutions01.EXERCISES[2], launch=launch)) == (
+        False,
+        ["your launch wrote the output before its kernel ran, which left it as it was: the "
+         "exercise asks the kernel to compute it"],
+    )  # fmt: skip
+
+
+@triton.jit
+def row_kernel_with_strides_swapped(
+    a_ptr, b_ptr, c_ptr, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    for k in range(K):
+        a = tl.load(a_ptr + row * stride_am + k * stride_ak)
+        b = tl.load(b_ptr + k * stride_cm + cols * stride_ak, mask=cols < N, other=0.0)  # C's, A's
+        acc += a * b
+    tl.store(c_ptr + row * stride_cm + cols * stride_bn, acc, mask=cols < N)  # B's
+
+
+def test_a_kernel_that_takes_one_tensors_stride_for_anothers_is_told_so():
+    # It passed: B (7 x 20) and C (5 x 20) were laid out alike, and every inner step was 2.
+    passed, lines = check_with_kernels(
+        solutions01, 3, solutions01.launch_3, row_kernel=row_kernel_with_strides_swapped
+    )
+    assert not passed and any("a stride your kernel was given" in line for line in lines), lines

@@ -81,19 +81,17 @@ def guarded(t, guard_value):
     return buffer, view
 
 
-GAP = 3  # elements between one row and the next in apart()'s layouts
-
-
-def apart(t, guard_value, step=2):
+def apart(t, guard_value, step=2, gap=3):
     """As guarded(), but with gaps, as a slice x[:, ::2] has: t's elements lie `step` apart
-    along its innermost dimension in memory, its rows GAP elements more, and each matrix of a
-    batch a row more. A kernel that ignores a stride gets wrong values. A 1-D t: as
-    guarded()."""
+    along its innermost dimension in memory, its rows `gap` elements more, and each matrix of a
+    batch a row more. A kernel that ignores a stride gets wrong values (prepare gives each
+    tensor a step and a gap of its own: one tensor's stride used for another's, too). A 1-D t:
+    as guarded()."""
     if t.dim() < 2:
         return guarded(t, guard_value)
     order = sorted(range(t.dim()), key=lambda d: -t.stride(d))  # outermost dimension first
     outermost, *middle, inner = [t.shape[d] for d in order]
-    padded = (outermost, *(size + 1 for size in middle), step * inner + GAP)
+    padded = (outermost, *(size + 1 for size in middle), step * inner + gap)
     wide = torch.full(padded, guard_value, dtype=t.dtype, device=t.device)
     buffer, dense = guarded(wide, guard_value)
     view = dense[(slice(None), *(slice(size) for size in middle), slice(0, step * inner, step))]
@@ -124,6 +122,8 @@ def recording(run):
 
     def recorded(kernel, grid):
         def launch(*args, **kwargs):
+            if not run.launches:  # the output as the launch left it before its kernels
+                run.before_kernels = run.out_buffer.clone()
             run.launches.append((kernel, grid, args, kwargs))
             launching.append(kernel)
             try:
@@ -156,6 +156,7 @@ class Run:
     scratch: dict = dataclasses.field(default_factory=dict)  # name -> (buffer, view)
     launches: list = dataclasses.field(default_factory=list)  # (kernel, grid, args, kwargs)
     error: str = None  # what the learner's code raised, in one line
+    before_kernels: torch.Tensor = None  # out_buffer as it was at the first recorded launch
     after_kernels: torch.Tensor = None  # out_buffer as the last recorded launch left it
     remark: str = None  # what a launch written for the learner saw wrong (a Remark it returns)
 
@@ -166,7 +167,8 @@ def prepare(inputs, out_shape, guard_values=None, scratch=None, spaced=False, ou
     spaced: the inputs and the output laid out apart(), the output's elements out_step apart."""
     views, buffers = {}, {}
     for name, t in inputs.items():
-        buffer, views[name] = apart(t, 0.0) if spaced else guarded(t, 0.0)
+        step = 2 + len(views)  # (each input its own layout)
+        buffer, views[name] = apart(t, 0.0, step, step + 1) if spaced else guarded(t, 0.0)
         spec = (guard_values or {}).get(name)
         if isinstance(spec, tuple):  # (offsets, value): those guard elements only
             offsets, value = spec
@@ -177,7 +179,9 @@ def prepare(inputs, out_shape, guard_values=None, scratch=None, spaced=False, ou
         buffers[name] = (buffer, buffer.clone())
     dtype = next(iter(inputs.values())).dtype
     template = torch.full(out_shape, float("nan"), dtype=dtype, device=common.DEVICE)
-    out_buffer, out = apart(template, SENTINEL, out_step) if spaced else guarded(template, SENTINEL)
+    out_step = out_step if out_step == 1 else 2 + len(views)
+    laid_out = apart(template, SENTINEL, out_step, 2 + len(views)) if spaced else None
+    out_buffer, out = laid_out or guarded(template, SENTINEL)
     run = Run(out, out_buffer, views, buffers)
     for name, shape in (scratch or {}).items():
         nan = torch.full(shape(**inputs), float("nan"), dtype=dtype, device=common.DEVICE)
@@ -254,7 +258,8 @@ def learners_line(error):
             path = Path(frame.filename).resolve()
             installed = {"site-packages", "dist-packages"} & set(path.parts)
             theirs = installed or python_own in path.parents or frame.filename == __file__
-            frames += [] if theirs else [frame]
+            made = frame.filename.startswith("<")  # <frozen abc>, or code dataclasses writes
+            frames += [] if theirs or made else [frame]
     return frames[-1] if frames else traceback.extract_tb(error.__traceback__)[-1]
 
 
@@ -400,6 +405,9 @@ def check(exercise):
     elif not exercise.scratch and not same_values(run.after_kernels, run.out_buffer):
         lines.append("your launch changed the output after its kernel ran: the exercise asks")
         lines[-1] += " the kernel to compute it"
+    elif written(run, run.before_kernels) and same_values(run.before_kernels, run.after_kernels):
+        lines.append("your launch wrote the output before its kernel ran, which left it as it")
+        lines[-1] += " was: the exercise asks the kernel to compute it"
     stored = stores_outside(run)
     if stored:  # the first program to store outside, wherever it stored
         whom = who_stored_outside(run, inputs, expected.shape, exercise.scratch)
@@ -451,6 +459,14 @@ def check(exercise):
     if exercise.strided and not lines:  # right where rows lie end to end: and apart?
         lines += apart_report(exercise, inputs, expected, bound)
     return not lines, lines
+
+
+def written(run, buffer):  # whether a copy of run.out_buffer holds any output element not NaN
+    return (
+        not buffer.as_strided(run.out.shape, run.out.stride(), run.out.storage_offset())
+        .isnan()
+        .all()
+    )
 
 
 def same_values(a, b):  # whether two tensors hold the same values, NaN where the other has NaN

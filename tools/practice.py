@@ -8,18 +8,19 @@ How it finds out, with public Triton and torch only:
   SENTINEL;
 - an output element still NaN afterwards: no program wrote it, or one wrote NaN (and so for
   a buffer that the launch is handed, such as a partial-sum buffer);
-- no launch of the kernels the launch function names, none named, or the output changed after
-  the last kernel ran: the output came from PyTorch;
+- every kernel[grid](...) is recorded while the launch runs (recording()): no launch, an output
+  changed after the last kernel, or one written before kernels that left it: PyTorch wrote it;
 - an output guard element no longer SENTINEL, or an input changed: a store left its tensor;
 - the launch run again with an input's guard band changed, to 1000 and then to NaN (which a
   product with a masked-off 0 still passes on): if the output (bands included) changes, a load
   read outside that input; halving the changed part of the band finds the offsets read. A load
   outside whose value reaches no output (a masked-off column's) goes unseen: the checker sees
   values, never the loads themselves;
-- which program stored outside: the launch's kernel (recorded through a stand-in for its global
-  name) run again with 1, 2, 3, ... programs (a 1-D grid), until the guard band changes.
-- a launch right so far runs again on inputs and an output whose rows lie apart in memory: a
-  kernel that ignores a stride it was given gets wrong values there;
+- which program stored outside: the launch's recorded kernel run again with 1, 2, 3, ...
+  programs (a 1-D grid), until the guard band changes;
+- a launch right so far runs again on inputs and an output whose elements lie apart in memory,
+  each tensor's step and gap its own: a kernel that ignores a stride it was given, or takes
+  another tensor's, gets wrong values there;
 - a launch still running after LAUNCH_SECONDS is stopped (under the interpreter).
 It always exits 0, so that a learner can run it again and again; --strict exits 1 on any
 "not yet" (the tests use it)."""

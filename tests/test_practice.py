@@ -883,17 +883,24 @@ def batched_kernel_with_batches_end_to_end(
 
 
 @triton.jit
+def row_of_c(a_ptr, b_ptr, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_N: tl.constexpr):
+    # program r's row of C, summed right: the two kernels below differ in their stores only
+    row, cols = tl.program_id(0), tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    for k in range(K):
+        a = tl.load(a_ptr + row * stride_am + k * stride_ak)
+        acc += a * tl.load(b_ptr + k * stride_bk + cols * stride_bn, mask=cols < N, other=0.0)
+    return acc
+
+
+@triton.jit
 def row_kernel_steps_by_one_in_c(
     a_ptr, b_ptr, c_ptr, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BLOCK_N: tl.constexpr,
 ):  # fmt: skip
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_N)
-    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    for k in range(K):
-        a = tl.load(a_ptr + row * stride_am + k * stride_ak)
-        acc += a * tl.load(b_ptr + k * stride_bk + cols * stride_bn, mask=cols < N, other=0.0)
+    row, cols = tl.program_id(0), tl.arange(0, BLOCK_N)
+    acc = row_of_c(a_ptr, b_ptr, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_N)
     tl.store(c_ptr + row * stride_cm + cols, acc, mask=cols < N)  # stride_cn taken as 1
 
 
@@ -903,12 +910,8 @@ def row_kernel_masked_by_the_row_stride(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BLOCK_N: tl.constexpr,
 ):  # fmt: skip
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_N)
-    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    for k in range(K):
-        a = tl.load(a_ptr + row * stride_am + k * stride_ak)
-        acc += a * tl.load(b_ptr + k * stride_bk + cols * stride_bn, mask=cols < N, other=0.0)
+    row, cols = tl.program_id(0), tl.arange(0, BLOCK_N)
+    acc = row_of_c(a_ptr, b_ptr, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_N)
     c_mask = cols * stride_cn < stride_cm  # N where C's rows lie end to end, more with gaps
     tl.store(c_ptr + row * stride_cm + cols * stride_cn, acc, mask=c_mask)
 

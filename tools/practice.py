@@ -180,9 +180,11 @@ def prepare(inputs, out_shape, guard_values=None, scratch=None, spaced=False, ou
         buffers[name] = (buffer, buffer.clone())
     dtype = next(iter(inputs.values())).dtype
     template = torch.full(out_shape, float("nan"), dtype=dtype, device=common.DEVICE)
-    out_step = out_step if out_step == 1 else 2 + len(views)
-    laid_out = apart(template, SENTINEL, out_step, 2 + len(views)) if spaced else None
-    out_buffer, out = laid_out or guarded(template, SENTINEL)
+    if spaced:  # the output's step and gap after the inputs' (but a step of 1, where asked)
+        step = out_step if out_step == 1 else 2 + len(views)
+        out_buffer, out = apart(template, SENTINEL, step, 2 + len(views))
+    else:
+        out_buffer, out = guarded(template, SENTINEL)
     run = Run(out, out_buffer, views, buffers)
     for name, shape in (scratch or {}).items():
         nan = torch.full(shape(**inputs), float("nan"), dtype=dtype, device=common.DEVICE)
@@ -462,12 +464,12 @@ def check(exercise):
     return not lines, lines
 
 
+def out_in(run, buffer):  # the output's elements in buffer, a copy of run.out_buffer
+    return buffer.as_strided(run.out.shape, run.out.stride(), run.out.storage_offset())
+
+
 def written(run, buffer):  # whether a copy of run.out_buffer holds any output element not NaN
-    return (
-        not buffer.as_strided(run.out.shape, run.out.stride(), run.out.storage_offset())
-        .isnan()
-        .all()
-    )
+    return not out_in(run, buffer).isnan().all()
 
 
 def same_values(a, b):  # whether two tensors hold the same values, NaN where the other has NaN
@@ -499,7 +501,7 @@ def apart_report(exercise, inputs, expected, bound):
         lines[-1] += f" unwritten, the first: {shown_elements(wrong, expected, run.out)}: a"
         lines[-1] += " stride your kernel was given goes unused"
     gaps = run.out_buffer.clone()  # the output's buffer, its elements set to SENTINEL as its gaps
-    gaps.as_strided(run.out.shape, run.out.stride(), run.out.storage_offset()).fill_(SENTINEL)
+    out_in(run, gaps).fill_(SENTINEL)
     if (gaps != SENTINEL).any():
         lines.append(f"{layout}, a store left the output, into a gap or past its end")
     for name, (buffer, before) in run.buffers.items():

@@ -65,6 +65,9 @@ def validate(x, style="tuned"):
     if style in FLOAT32_STYLES and (span := common.elements_spanned(x)) > 2**31:
         raise ValueError(f"style {style!r} keeps offsets in int32, and x spans {span} "
                          "elements (over 2^31): use 'tuned'")  # fmt: skip
+    if max(x.shape) >= 2**31:  # a program's first row or column: an int32 product
+        raise ValueError(f"x has shape {tuple(x.shape)}: the kernels count rows and columns in "
+                         "int32, up to 2^31 - 1 of each")  # fmt: skip
     return x.shape[1]  # N, the length of the output
 
 

@@ -372,6 +372,18 @@ def test_check_catches_an_output_element_left_unwritten(monkeypatch):
 # --- Bad input: the same error through the entry and the op ---------------------------------
 
 BAD_INPUT = {  # case: (arguments, error, message)
+    # Expanded: a dimension of 2^31 with no memory behind it. A program's first row or column
+    # would pass int32 (an illegal memory access, seen on an H200).
+    "2^31 columns": (
+        lambda: (torch.zeros(1, 1, device=DEVICE).expand(2, 2**31),),
+        ValueError,
+        r"x has shape \(2, 2147483648\): the kernels count rows and columns in int32",
+    ),
+    "2^31 rows": (
+        lambda: (torch.zeros(1, 1, device=DEVICE).expand(2**31, 3), "tuned"),
+        ValueError,
+        r"x has shape \(2147483648, 3\): the kernels count rows and columns in int32",
+    ),
     "int32": (lambda: (torch.ones(3, 4, dtype=torch.int32),), TypeError, "x is torch.int32"),
     "bool": (lambda: (torch.ones(3, 4, dtype=torch.bool),), TypeError, "x is torch.bool"),
     "0-d": (lambda: (torch.tensor(1.0),), ValueError, r"x has shape \(\): expected a 2-D"),

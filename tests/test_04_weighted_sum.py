@@ -508,6 +508,24 @@ def cpu_or_gpu(make):  # make(), built on the CPU, moved to DEVICE
 
 
 BAD_INPUT = {  # case: (arguments, error, message), the same through the entry and the op
+    # Expanded, on DEVICE: 2^31 rows or columns with no memory behind them. A tile's first row
+    # or column would pass int32 (an illegal memory access, seen on an H200).
+    "2^31 rows": (
+        lambda: (
+            torch.zeros(1, 1, 1, device=DEVICE).expand(2**16, 2**15, 1),
+            torch.zeros(1, device=DEVICE),
+        ),
+        ValueError,
+        r"x has shape \(65536, 32768, 1\): the kernels count rows \(x's leading dims",
+    ),
+    "2^31 columns": (
+        lambda: (
+            torch.zeros(1, 1, device=DEVICE).expand(2, 2**31),
+            torch.zeros(1, device=DEVICE).expand(2**31),
+        ),
+        ValueError,
+        r"x has shape \(2, 2147483648\): the kernels count rows .* in int32",
+    ),
     "weight too short": (
         lambda: (torch.randn(6, 5), torch.randn(4)),
         ValueError,

@@ -433,7 +433,8 @@ def test_an_error_inside_a_kernel_names_the_learners_line():
     if common.INTERPRETED:  # (compiled, Triton's message quotes the kernel's line itself)
         source, first = inspect.getsourcelines(row_sum_kernel_with_a_typo.fn)
         line = first + next(i for i, text in enumerate(source) if "acc_sum" in text)
-        assert lines[0].endswith(f"(line {line}, in row_sum_kernel_with_a_typo)"), lines
+        where = f"(line {line} of test_practice.py, in row_sum_kernel_with_a_typo)"
+        assert lines[0].endswith(where), lines
 
 
 @triton.jit
@@ -1032,3 +1033,81 @@ def test_a_kernel_that_takes_one_tensors_stride_for_anothers_is_told_so():
         solutions01, 3, solutions01.launch_3, row_kernel=row_kernel_with_strides_swapped
     )
     assert not passed and any("a stride your kernel was given" in line for line in lines), lines
+
+
+@triton.jit
+def kernel_that_adds_the_bias(c_ptr, bias_ptr, N, stride_cm, stride_cn):
+    pid = tl.program_id(0)
+    row, col = pid // N, pid % N
+    c = c_ptr + row * stride_cm + col * stride_cn
+    tl.store(c, tl.load(c) + tl.load(bias_ptr + col))
+
+
+def launch_1_by_pytorch_and_a_bias_kernel(a, b, bias, out):
+    torch.matmul(a, b, out=out)
+    M, N = out.shape
+    kernel_that_adds_the_bias[(M * N,)](out, bias, N, *out.stride())
+
+
+def test_pytorch_s_product_before_a_kernel_that_adds_to_it_is_told_so():
+    # It passed: the kernel changed the output, so the checker took it for the kernel's work.
+    launch = launch_1_by_pytorch_and_a_bias_kernel
+    passed, lines = practice.check(dataclasses.replace(solutions01.EXERCISES[0], launch=launch))
+    assert (passed, lines[:1]) == (
+        False,
+        ["your launch wrote the output before its kernel ran (PyTorch computed a part of it?): "
+         "the exercise asks the kernel to compute it"],
+    ), lines  # fmt: skip
+
+
+@triton.jit
+def kernel_that_zeroes_partial(partial_ptr, N, BLOCK_N: tl.constexpr):
+    cols = tl.arange(0, BLOCK_N)
+    tl.store(partial_ptr + tl.program_id(0) * N + cols, tl.zeros((BLOCK_N,), tl.float32), cols < N)
+
+
+def launch_03_4_zeroes_then_pytorch(x, partial, out):
+    N = x.shape[1]
+    kernel_that_zeroes_partial[(partial.shape[0],)](partial, N, BLOCK_N=triton.next_power_of_2(N))
+    out.copy_(x.sum(0))  # in place of the second pass
+
+
+def launch_04_3_zeroes_then_pytorch(x, grad_y, partial, out):
+    D = x.shape[1]
+    kernel_that_zeroes_partial[(partial.shape[0],)](partial, D, BLOCK_N=triton.next_power_of_2(D))
+    out.copy_((x * grad_y[:, None]).sum(0))  # in place of the second pass
+
+
+@pytest.mark.parametrize(
+    "solutions, number, launch",
+    [
+        (solutions03, 4, launch_03_4_zeroes_then_pytorch),
+        (solutions04, 3, launch_04_3_zeroes_then_pytorch),
+    ],
+)
+def test_an_output_pytorch_made_in_place_of_the_second_pass_is_told_so(solutions, number, launch):
+    # It passed: with a buffer, an output changed after the kernels is the second pass's, and
+    # the buffer was checked for NaN only.
+    exercise = dataclasses.replace(solutions.EXERCISES[number - 1], launch=launch)
+    passed, lines = practice.check(exercise)
+    assert not passed and len(lines) == 1, lines
+    assert lines[0].startswith("the output is right, but not made from partial: the launch's"), (
+        lines
+    )
+    assert " gives from what your kernel stored there " in lines[0], lines
+
+
+def launch_3_with_an_int_grid(a, b, out):
+    (M, K), N = a.shape, b.shape[1]
+    strides = (*a.stride(), *b.stride(), *out.stride())
+    solutions01.row_kernel[M](a, b, out, N, K, *strides, BLOCK_N=32)
+
+
+def test_a_grid_that_is_no_tuple_is_told_so():
+    # Triton's own error was "object of type 'int' has no len()".
+    launch = launch_3_with_an_int_grid
+    passed, lines = practice.check(dataclasses.replace(solutions01.EXERCISES[2], launch=launch))
+    assert not passed and lines[0].startswith(
+        "your code raised TypeError: the grid is a tuple of ints, such as (n,), or a function "
+        "returning one; got 5 (line "
+    ), lines

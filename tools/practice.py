@@ -62,6 +62,10 @@ class Exercise:
     # Buffers the launch writes and reads back, given it as its output is (NaN inside, its
     # guard band watched): name -> shape(**inputs).
     scratch: dict = dataclasses.field(default_factory=dict)
+    # The launch's own second pass, written for the learner: the output it makes from the
+    # buffers (second_pass(**buffers)). The checker checks the buffers through it, so that an
+    # output PyTorch made from the inputs in its place does not pass.
+    second_pass: Callable = None
     # Whether the kernel takes every tensor's strides: the launch then runs again on inputs and
     # an output whose elements lie apart in memory (apart()), as a slice's do; out_step: the
     # output's elements' step there (1 where its kernel takes only the output's row stride).
@@ -122,6 +126,14 @@ def recording(run):
     launching = []  # the launches running (a kernel calls @triton.jit functions inside one)
 
     def recorded(kernel, grid):
+        if not callable(grid) and not (
+            isinstance(grid, tuple) and grid and all(isinstance(n, int) for n in grid)
+        ):  # (Triton's own error names neither the grid nor what it should be)
+            raise TypeError(
+                f"the grid is a tuple of ints, such as (n,), or a function returning one;"
+                f" got {grid!r}"
+            )
+
         def launch(*args, **kwargs):
             if not run.launches:  # the output as the launch left it before its kernels
                 run.before_kernels = run.out_buffer.clone()
@@ -206,7 +218,8 @@ def run_once(exercise, inputs, out_shape, guard_values=None, spaced=False):
         where = learners_line(error)
         # (a kernel stopped by the time limit: the interpreter raises its own error from it)
         error = next((e for e in causes(error) if isinstance(e, RanTooLong)), error)
-        run.error = f"{type(error).__name__}: {error} (line {where.lineno}, in {where.name})"
+        place = f"line {where.lineno} of {Path(where.filename).name}, in {where.name}"
+        run.error = f"{type(error).__name__}: {error} ({place})"
     return run
 
 
@@ -411,6 +424,9 @@ def check(exercise):
     elif written(run, run.before_kernels) and same_values(run.before_kernels, run.after_kernels):
         lines.append("your launch wrote the output before its kernel ran, which left it as it")
         lines[-1] += " was: the exercise asks the kernel to compute it"
+    elif not one_value(out_in(run, run.before_kernels)):  # a fill (zeros, -inf) would be one
+        lines.append("your launch wrote the output before its kernel ran (PyTorch computed a")
+        lines[-1] += " part of it?): the exercise asks the kernel to compute it"
     stored = stores_outside(run)
     if stored:  # the first program to store outside, wherever it stored
         whom = who_stored_outside(run, inputs, expected.shape, exercise.scratch)
@@ -443,8 +459,18 @@ def check(exercise):
     )
     wrong = ((run.out.double() - expected).abs() > bound) & ~run.out.isnan()
     if wrong.any():
-        lines.append(f"{int(wrong.sum())} elements wrong, the first: ")
+        count = int(wrong.sum())
+        lines.append(f"{count} element{'s' if count > 1 else ''} wrong, the first: ")
         lines[-1] += shown_elements(wrong, expected, run.out)
+    buffers = {name: view for name, (_, view) in run.scratch.items()}
+    if exercise.second_pass and not lines:  # the output right: and made from the buffers?
+        made = exercise.second_pass(**buffers)
+        off = (made.double() - expected).abs() > bound
+        if off.any():
+            lines.append(f"the output is right, but not made from {', '.join(buffers)}: the")
+            lines[-1] += " launch's second pass, as written, gives from what your kernel"
+            lines[-1] += f" stored there {int(off.sum())} wrong, the first: "
+            lines[-1] += shown_elements(off, expected, made)
     if run.remark:
         lines.append(run.remark)
     if not same_output(run_once(exercise, inputs, expected.shape), run):
@@ -470,6 +496,11 @@ def out_in(run, buffer):  # the output's elements in buffer, a copy of run.out_b
 
 def written(run, buffer):  # whether a copy of run.out_buffer holds any output element not NaN
     return not out_in(run, buffer).isnan().all()
+
+
+def one_value(t):  # whether t's elements that are not NaN (if any) all hold one value
+    values = t[~t.isnan()]
+    return not values.numel() or bool((values == values[0]).all())
 
 
 def same_values(a, b):  # whether two tensors hold the same values, NaN where the other has NaN

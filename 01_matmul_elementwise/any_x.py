@@ -92,9 +92,13 @@ VARIANTS = {"any_x": vector_k_any_x}
 # ## The check (the harness: skip it on a first read)
 def main(argv=None):
     """main.py's check of this file's kernel, in every dtype."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     size = 16 if common.INTERPRETED else 1024  # the interpreter is slow
-    parser.add_argument("--size", type=int, default=size, help="M = N = K")
+    about = "M = N = K of the product checked, in each float dtype"
+    parser.add_argument("--size", type=int, default=size, help=about)
     n = parser.parse_args(argv).size
     if n < 0:
         parser.error("--size must not be negative")

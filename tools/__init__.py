@@ -47,8 +47,10 @@ def lesson_parser(lesson):
     # stream_k.py has a picture of its own (pictures.DRAWINGS); the other files, main.py's
     whose = "" if Path(lesson.__file__).name in ("main.py", "stream_k.py") else " (main.py's)"
     about = f"draw which program computes which part of the output (.png, .svg), then exit{whose}"
+    about += "; at the lesson's own small sizes: the other options do not apply"
     parser.add_argument("--draw", metavar="FILE.png", help=about, **view)
-    about = "print the compiled kernels' lines that show what this lesson teaches, then exit"
+    about = "print the compiled kernels' lines that show what this lesson teaches, then exit;"
+    about += " at the lesson's own sizes and dtypes: the other options do not apply"
     parser.add_argument("--asm", nargs=0, help=about, **view)
     return parser
 

@@ -23,7 +23,7 @@ How it finds out, with public Triton and torch only:
   another tensor's, gets wrong values there;
 - a launch still running after LAUNCH_SECONDS is stopped (under the interpreter).
 It always exits 0, so that a learner can run it again and again; --strict exits 1 on any
-"not yet" (the tests use it)."""
+"not yet" (the tests use it), and --draw where it wrote no picture."""
 
 import argparse
 import contextlib
@@ -542,7 +542,8 @@ def apart_report(exercise, inputs, expected, bound):
 
 
 def draw(exercise, path):
-    """A picture of which program wrote which output element, from the learner's kernel."""
+    """A picture of which program wrote which output element, from the learner's kernel, at
+    path: whether it was drawn (if not, it says why)."""
     from matplotlib.figure import Figure
 
     from tools import pictures
@@ -553,7 +554,7 @@ def draw(exercise, path):
     launch = run.error or the_launch(run)
     if isinstance(launch, str):
         print(f"--draw cannot draw this launch: {launch}")
-        return
+        return False
     fresh = prepare(inputs, shape, scratch=exercise.scratch)
 
     kernel, grid, args, kwargs = launch
@@ -565,7 +566,7 @@ def draw(exercise, path):
     owner = pictures.programs_along_axis(launch_first, grid[0], fresh.out)
     if (owner < 0).all():  # 04's exercise 3: its kernel writes partial sums, the host the output
         print("--draw cannot draw this launch: its kernel wrote no element of the output")
-        return
+        return False
     owner = owner if owner.dim() == 2 else owner.reshape(1, -1)
     # Neighbouring rows (columns) that the same programs wrote are drawn as one: a tile a cell.
     rows, row_names = runs(owner)
@@ -579,6 +580,7 @@ def draw(exercise, path):
     pictures.cells(figure.subplots(), owner, labels, title, row_names if len(rows) > 1 else [])
     figure.savefig(path, dpi=90)
     print(f"wrote {path}")
+    return True
 
 
 def with_kernels(launch, **kernels):
@@ -627,8 +629,7 @@ def main(exercises_module, argv=None):
             parser.error("--draw needs -e N")
         if problem := picture_problem(args.draw):
             parser.error(problem)
-        draw(module.EXERCISES[args.e - 1], args.draw)
-        return 0
+        return 0 if draw(module.EXERCISES[args.e - 1], args.draw) else 1  # 1: no picture
     print(common.describe_run())
     missed = 0
     for number in chosen:

@@ -8,6 +8,7 @@ import inspect
 import re
 import signal
 
+import numpy as np
 import pytest
 import torch
 
@@ -1102,6 +1103,33 @@ def launch_3_with_an_int_grid(a, b, out):
     (M, K), N = a.shape, b.shape[1]
     strides = (*a.stride(), *b.stride(), *out.stride())
     solutions01.row_kernel[M](a, b, out, N, K, *strides, BLOCK_N=32)
+
+
+def launch_03_3_filling_rows_first(x, out):
+    out[0], out[1] = 7.0, float("-inf")  # a fill before the kernel, one value a row: allowed
+    solutions03.launch_3(x, out)
+
+
+def test_a_fill_before_the_kernel_is_no_result_of_pytorch_s():
+    launch = launch_03_3_filling_rows_first
+    assert practice.check(dataclasses.replace(solutions03.EXERCISES[2], launch=launch)) == (
+        True,
+        [],
+    )
+
+
+def launch_3_with_a_numpy_grid(a, b, out):
+    (M, K), N = a.shape, b.shape[1]
+    strides = (*a.stride(), *b.stride(), *out.stride())
+    solutions01.row_kernel[(np.int64(M),)](a, b, out, N, K, *strides, BLOCK_N=32)
+
+
+def test_a_grid_of_numpy_ints_is_a_grid():
+    launch = launch_3_with_a_numpy_grid
+    assert practice.check(dataclasses.replace(solutions01.EXERCISES[2], launch=launch)) == (
+        True,
+        [],
+    )
 
 
 def test_a_grid_that_is_no_tuple_is_told_so():

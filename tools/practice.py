@@ -28,6 +28,7 @@ It always exits 0, so that a learner can run it again and again; --strict exits 
 import argparse
 import contextlib
 import dataclasses
+import numbers
 import signal
 import sysconfig
 import threading
@@ -127,7 +128,7 @@ def recording(run):
 
     def recorded(kernel, grid):
         if not callable(grid) and not (
-            isinstance(grid, tuple) and grid and all(isinstance(n, int) for n in grid)
+            isinstance(grid, tuple) and grid and all(isinstance(n, numbers.Integral) for n in grid)
         ):  # (Triton's own error names neither the grid nor what it should be)
             raise TypeError(
                 f"the grid is a tuple of ints, such as (n,), or a function returning one;"
@@ -424,7 +425,7 @@ def check(exercise):
     elif written(run, run.before_kernels) and same_values(run.before_kernels, run.after_kernels):
         lines.append("your launch wrote the output before its kernel ran, which left it as it")
         lines[-1] += " was: the exercise asks the kernel to compute it"
-    elif not one_value(out_in(run, run.before_kernels)):  # a fill (zeros, -inf) would be one
+    elif not a_fill(out_in(run, run.before_kernels)):
         lines.append("your launch wrote the output before its kernel ran (PyTorch computed a")
         lines[-1] += " part of it?): the exercise asks the kernel to compute it"
     stored = stores_outside(run)
@@ -496,6 +497,14 @@ def out_in(run, buffer):  # the output's elements in buffer, a copy of run.out_b
 
 def written(run, buffer):  # whether a copy of run.out_buffer holds any output element not NaN
     return not out_in(run, buffer).isnan().all()
+
+
+def a_fill(t):
+    """Whether t's elements that are not NaN hold one value, or one a row or one a column of a
+    matrix (a sum's 0 and a max's -inf, a bias): a fill before a kernel, not a result."""
+    if one_value(t) or t.dim() != 2:
+        return one_value(t)
+    return all(one_value(row) for row in t) or all(one_value(column) for column in t.T)
 
 
 def one_value(t):  # whether t's elements that are not NaN (if any) all hold one value

@@ -65,9 +65,12 @@ def validate(x, style="tuned"):
     if style in FLOAT32_STYLES and (span := common.elements_spanned(x)) > 2**31:
         raise ValueError(f"style {style!r} keeps offsets in int32, and x spans {span} "
                          "elements (over 2^31): use 'tuned'")  # fmt: skip
-    if max(x.shape) >= 2**31:  # a program's first row or column: an int32 product
-        raise ValueError(f"x has shape {tuple(x.shape)}: the kernels count rows and columns in "
-                         "int32, up to 2^31 - 1 of each")  # fmt: skip
+    # A program's first row or column, and a chunk's end, are int32 sums and products: at
+    # 2^31 - 1 rows the last chunk's end wrapped around, and its rows went unsummed (an H200).
+    if max(x.shape) >= 2**30:
+        shape = tuple(x.shape)
+        raise ValueError(f"x has shape {shape}: the kernels number rows and columns in int32, "
+                         "with room for a tile past the end up to 2^30 - 1 of each")  # fmt: skip
     return x.shape[1]  # N, the length of the output
 
 

@@ -90,9 +90,12 @@ def validate(x, weight, style="tuned"):
         if span > 2**31:
             raise ValueError(f"style 'simple' keeps offsets in int32, and x spans {span} "
                              "elements (over 2^31): use 'tuned'")  # fmt: skip
-    if max(x.shape[-1], math.prod(x.shape[:-1])) >= 2**31:  # a tile's first row or column
-        raise ValueError(f"x has shape {tuple(x.shape)}: the kernels count rows (x's leading "
-                         "dims together) and columns in int32, up to 2^31 - 1 of each")  # fmt: skip
+    # A tile's first row or column, and the count of tiles, are int32 sums and products: at
+    # 2^31 - 1 rows the backward's count of row tiles wrapped around (an H200).
+    if max(x.shape[-1], math.prod(x.shape[:-1])) >= 2**30:
+        raise ValueError(f"x has shape {tuple(x.shape)}: the kernels number rows (x's leading "
+                         "dims together) and columns in int32, with room for a tile past the "
+                         "end up to 2^30 - 1 of each")  # fmt: skip
     return x.shape[:-1]
 
 

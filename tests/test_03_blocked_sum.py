@@ -372,17 +372,17 @@ def test_check_catches_an_output_element_left_unwritten(monkeypatch):
 # --- Bad input: the same error through the entry and the op ---------------------------------
 
 BAD_INPUT = {  # case: (arguments, error, message)
-    # Expanded: a dimension of 2^31 with no memory behind it. A program's first row or column
-    # would pass int32 (an illegal memory access, seen on an H200).
-    "2^31 columns": (
-        lambda: (torch.zeros(1, 1, device=DEVICE).expand(2, 2**31),),
+    # Expanded: a dimension of 2^30 with no memory behind it. On an H200, 2^31 + 256 columns
+    # ended in an illegal memory access, 2^31 - 1 rows in a wrong sum.
+    "2^30 columns": (
+        lambda: (torch.zeros(1, 1, device=DEVICE).expand(2, 2**30),),
         ValueError,
-        r"x has shape \(2, 2147483648\): the kernels count rows and columns in int32",
+        r"x has shape \(2, 1073741824\): the kernels number rows and columns in int32",
     ),
-    "2^31 rows": (
-        lambda: (torch.zeros(1, 1, device=DEVICE).expand(2**31, 3), "tuned"),
+    "2^30 rows": (
+        lambda: (torch.zeros(1, 1, device=DEVICE).expand(2**30, 3), "tuned"),
         ValueError,
-        r"x has shape \(2147483648, 3\): the kernels count rows and columns in int32",
+        r"x has shape \(1073741824, 3\): the kernels number rows and columns in int32",
     ),
     "int32": (lambda: (torch.ones(3, 4, dtype=torch.int32),), TypeError, "x is torch.int32"),
     "bool": (lambda: (torch.ones(3, 4, dtype=torch.bool),), TypeError, "x is torch.bool"),
@@ -440,6 +440,11 @@ def test_bad_input_gives_the_same_error_through_the_entry_and_the_op(case, entry
         fn = OP
     with pytest.raises(error, match=message):
         fn(*args)
+
+
+def test_a_dimension_just_under_2_to_the_30_is_taken():
+    x = torch.zeros(1, 1, device=DEVICE)
+    assert op.validate(x.expand(2**30 - 1, 2)) == 2 and op.validate(x.expand(2, 2**30 - 1)) > 0
 
 
 def test_a_style_that_is_no_string_is_named():

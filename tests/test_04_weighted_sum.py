@@ -508,23 +508,23 @@ def cpu_or_gpu(make):  # make(), built on the CPU, moved to DEVICE
 
 
 BAD_INPUT = {  # case: (arguments, error, message), the same through the entry and the op
-    # Expanded, on DEVICE: 2^31 rows or columns with no memory behind them. A tile's first row
-    # or column would pass int32 (an illegal memory access, seen on an H200).
-    "2^31 rows": (
+    # Expanded, on DEVICE: 2^30 rows or columns with no memory behind them. On an H200, 2^31 +
+    # 256 rows ended in an illegal memory access, 2^31 - 1 rows in a wrong backward.
+    "2^30 rows": (
         lambda: (
-            torch.zeros(1, 1, 1, device=DEVICE).expand(2**16, 2**15, 1),
+            torch.zeros(1, 1, 1, device=DEVICE).expand(2**15, 2**15, 1),
             torch.zeros(1, device=DEVICE),
         ),
         ValueError,
-        r"x has shape \(65536, 32768, 1\): the kernels count rows \(x's leading dims",
+        r"x has shape \(32768, 32768, 1\): the kernels number rows \(x's leading dims",
     ),
-    "2^31 columns": (
+    "2^30 columns": (
         lambda: (
-            torch.zeros(1, 1, device=DEVICE).expand(2, 2**31),
-            torch.zeros(1, device=DEVICE).expand(2**31),
+            torch.zeros(1, 1, device=DEVICE).expand(2, 2**30),
+            torch.zeros(1, device=DEVICE).expand(2**30),
         ),
         ValueError,
-        r"x has shape \(2, 2147483648\): the kernels count rows .* in int32",
+        r"x has shape \(2, 1073741824\): the kernels number rows .* in int32",
     ),
     "weight too short": (
         lambda: (torch.randn(6, 5), torch.randn(4)),
@@ -605,6 +605,11 @@ def test_bad_input_gives_the_same_error_through_the_entry_and_the_op(case, entry
             op.weighted_sum(*args[:2], style=args[2] if len(args) > 2 else "tuned")
         else:
             torch.ops.triton_lessons.weighted_sum(*args)
+
+
+def test_rows_just_under_2_to_the_30_are_taken():
+    x, w = torch.zeros(1, 1, 1, device=DEVICE), torch.zeros(1, device=DEVICE)
+    assert op.validate(x.expand(2**15 - 1, 2**15 + 1, 1), w) == (2**15 - 1, 2**15 + 1)
 
 
 def test_the_lessons_function_asserts_that_d_matches():

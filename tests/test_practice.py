@@ -1118,18 +1118,72 @@ def test_a_fill_before_the_kernel_is_no_result_of_pytorch_s():
     )
 
 
-def launch_3_with_a_numpy_grid(a, b, out):
-    (M, K), N = a.shape, b.shape[1]
-    strides = (*a.stride(), *b.stride(), *out.stride())
-    solutions01.row_kernel[(np.int64(M),)](a, b, out, N, K, *strides, BLOCK_N=32)
+def launch_3_on_a_grid_of(kind):
+    def launch(a, b, out):
+        (M, K), N = a.shape, b.shape[1]
+        strides = (*a.stride(), *b.stride(), *out.stride())
+        solutions01.row_kernel[(kind(M),)](a, b, out, N, K, *strides, BLOCK_N=32)
+
+    return launch
 
 
-def test_a_grid_of_numpy_ints_is_a_grid():
-    launch = launch_3_with_a_numpy_grid
-    assert practice.check(dataclasses.replace(solutions01.EXERCISES[2], launch=launch)) == (
-        True,
-        [],
+@pytest.mark.parametrize("kind", [np.int64, torch.tensor])
+def test_a_grid_of_numpy_or_torch_ints_is_a_grid(kind):
+    launch = launch_3_on_a_grid_of(kind)
+    exercise = dataclasses.replace(solutions01.EXERCISES[2], launch=launch)
+    assert practice.check(exercise) == (True, [])
+
+
+def launch_3_with_row_0_by_pytorch(a, b, out):
+    out[0] = a[0] @ b  # a row PyTorch computed, the others NaN: no fill
+    solutions01.launch_3(a[1:], b, out[1:])
+
+
+def test_a_row_pytorch_computed_before_the_kernel_is_told_so():
+    launch = launch_3_with_row_0_by_pytorch
+    passed, lines = practice.check(dataclasses.replace(solutions01.EXERCISES[2], launch=launch))
+    assert not passed and lines[0].startswith("your launch wrote the output before its kernel"), (
+        lines
     )
+
+
+def launch_03_4_zeroes_then_pytorch_in_partial(x, partial, out):
+    N = x.shape[1]
+    kernel_that_zeroes_partial[(partial.shape[0],)](partial, N, BLOCK_N=triton.next_power_of_2(N))
+    partial[0] = x.sum(0)  # after the kernel
+    out.copy_(partial.sum(0))  # the second pass, as written
+
+
+def launch_03_4_pytorch_in_partial_then_no_program(x, partial, out):
+    partial.zero_()
+    partial[0] = x.sum(0)  # before a kernel of no program
+    kernel_that_zeroes_partial[(0,)](partial, x.shape[1], BLOCK_N=32)
+    out.copy_(partial.sum(0))  # the second pass, as written
+
+
+def launch_03_4_pytorch_in_partial_then_a_kernel_on_the_rest(x, partial, out):
+    N = x.shape[1]
+    partial[0] = x.sum(0)  # before a kernel that zeroes the other rows
+    zero = kernel_that_zeroes_partial
+    zero[(partial.shape[0] - 1,)](partial[1:], N, BLOCK_N=triton.next_power_of_2(N))
+    out.copy_(partial.sum(0))  # the second pass, as written
+
+
+@pytest.mark.parametrize(
+    "launch, first",
+    [
+        (launch_03_4_zeroes_then_pytorch_in_partial, "the output is right, but not made from"),
+        (launch_03_4_pytorch_in_partial_then_no_program, "your launch launched no kernel"),
+        (
+            launch_03_4_pytorch_in_partial_then_a_kernel_on_the_rest,
+            "your launch wrote the buffer partial before its kernel ran",
+        ),
+    ],
+)
+def test_partial_sums_pytorch_wrote_around_a_kernel_are_told_so(launch, first):
+    exercise = dataclasses.replace(solutions03.EXERCISES[3], launch=launch)
+    passed, lines = practice.check(exercise)
+    assert not passed and lines[0].startswith(first), lines
 
 
 def test_a_grid_that_is_no_tuple_is_told_so():

@@ -28,7 +28,7 @@ It always exits 0, so that a learner can run it again and again; --strict exits 
 import argparse
 import contextlib
 import dataclasses
-import numbers
+import operator
 import signal
 import sysconfig
 import threading
@@ -110,6 +110,17 @@ def outside(numel):  # the offsets of a tensor's guard band, from its first elem
     return list(range(-guard(numel), 0)) + list(range(numel, numel + guard(numel)))
 
 
+def a_grid(grid):  # whether Triton launches on grid here: a function, or a tuple of ints
+    if callable(grid):
+        return True
+    # (a list too, on a GPU; Triton's interpreter takes tuples only)
+    kinds = tuple if common.INTERPRETED else (tuple, list)
+    try:
+        return isinstance(grid, kinds) and len(grid) > 0 and bool([operator.index(n) for n in grid])
+    except TypeError:  # an element that is no int (a float, a tensor of floats)
+        return False
+
+
 @triton.jit
 def a_kernel():  # its type: what @triton.jit makes (under the interpreter, one it runs)
     pass
@@ -127,17 +138,18 @@ def recording(run):
     launching = []  # the launches running (a kernel calls @triton.jit functions inside one)
 
     def recorded(kernel, grid):
-        if not callable(grid) and not (
-            isinstance(grid, tuple) and grid and all(isinstance(n, numbers.Integral) for n in grid)
-        ):  # (Triton's own error names neither the grid nor what it should be)
+        if not a_grid(grid):  # (Triton's own error names neither the grid nor what it should be)
             raise TypeError(
                 f"the grid is a tuple of ints, such as (n,), or a function returning one;"
                 f" got {grid!r}"
             )
 
         def launch(*args, **kwargs):
-            if not run.launches:  # the output as the launch left it before its kernels
+            if not callable(grid) and 0 in [operator.index(n) for n in grid]:
+                return original(kernel, grid)(*args, **kwargs)  # no program: no kernel's work
+            if not run.launches:  # the output and buffers as the launch left them before
                 run.before_kernels = run.out_buffer.clone()
+                run.buffers_before = {n: view.clone() for n, (_, view) in run.scratch.items()}
             run.launches.append((kernel, grid, args, kwargs))
             launching.append(kernel)
             try:
@@ -145,6 +157,7 @@ def recording(run):
             finally:
                 launching.pop()
             run.after_kernels = run.out_buffer.clone()
+            run.buffers_after = {n: view.clone() for n, (_, view) in run.scratch.items()}
             return launched
 
         return launch
@@ -172,6 +185,8 @@ class Run:
     error: str = None  # what the learner's code raised, in one line
     before_kernels: torch.Tensor = None  # out_buffer as it was at the first recorded launch
     after_kernels: torch.Tensor = None  # out_buffer as the last recorded launch left it
+    buffers_before: dict = None  # scratch name -> its view as it was at the first launch
+    buffers_after: dict = None  # scratch name -> its view as the last launch left it
     remark: str = None  # what a launch written for the learner saw wrong (a Remark it returns)
 
 
@@ -428,6 +443,10 @@ def check(exercise):
     elif not a_fill(out_in(run, run.before_kernels)):
         lines.append("your launch wrote the output before its kernel ran (PyTorch computed a")
         lines[-1] += " part of it?): the exercise asks the kernel to compute it"
+    for name, before in (run.buffers_before or {}).items():
+        if not a_fill(before):
+            lines.append(f"your launch wrote the buffer {name} before its kernel ran (PyTorch")
+            lines[-1] += " computed a part of it?): the exercise asks the kernel to compute it"
     stored = stores_outside(run)
     if stored:  # the first program to store outside, wherever it stored
         whom = who_stored_outside(run, inputs, expected.shape, exercise.scratch)
@@ -463,7 +482,7 @@ def check(exercise):
         count = int(wrong.sum())
         lines.append(f"{count} element{'s' if count > 1 else ''} wrong, the first: ")
         lines[-1] += shown_elements(wrong, expected, run.out)
-    buffers = {name: view for name, (_, view) in run.scratch.items()}
+    buffers = run.buffers_after or {}  # as the kernels left them
     if exercise.second_pass and not lines:  # the output right: and made from the buffers?
         made = exercise.second_pass(**buffers)
         off = (made.double() - expected).abs() > bound
@@ -500,9 +519,10 @@ def written(run, buffer):  # whether a copy of run.out_buffer holds any output e
 
 
 def a_fill(t):
-    """Whether t's elements that are not NaN hold one value, or one a row or one a column of a
-    matrix (a sum's 0 and a max's -inf, a bias): a fill before a kernel, not a result."""
-    if one_value(t) or t.dim() != 2:
+    """Whether t's elements that are not NaN hold one value, or, all written, one a row or one a
+    column of a matrix (a sum's 0 and a max's -inf, a bias): a fill before a kernel, not a
+    result. (A row PyTorch computed, the others NaN, is no fill.)"""
+    if one_value(t) or t.dim() != 2 or t.isnan().any():
         return one_value(t)
     return all(one_value(row) for row in t) or all(one_value(column) for column in t.T)
 

@@ -152,7 +152,8 @@ EXERCISES = [
     practice.Exercise(
         title="row sums",
         section="Part 1. The simplest kernel",
-        inputs=lambda: dict(x=random(50, 37).T),  # strides (1, 37)
+        # strides (1, 37); N = 33, one column past a tile of 32
+        inputs=lambda: dict(x=random(33, 37).T),
         reference=reference_1,
         terms=50,
         launch=launch_1,

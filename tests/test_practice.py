@@ -385,6 +385,31 @@ def row_sum_kernel_ignoring_stride_n(
     tl.store(out_ptr + rows, tl.sum(acc, axis=1), mask=rows < M)
 
 
+@triton.jit
+def row_sum_kernel_one_tile_short(
+    x_ptr, out_ptr, M, N, stride_m, stride_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr
+):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for j0 in range(0, N - 1, BLOCK_N):  # N - 1: the last tile is skipped where N % 32 == 1
+        cols = j0 + tl.arange(0, BLOCK_N)
+        mask = (rows < M)[:, None] & (cols < N)[None, :]
+        offsets = rows[:, None] * stride_m + cols[None, :] * stride_n
+        acc += tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    tl.store(out_ptr + rows, tl.sum(acc, axis=1), mask=rows < M)
+
+
+def test_a_loop_bound_one_short_gets_wrong_values():
+    # It passed: at N = 50 the loop from 0 to N - 1 still reached the tile at 32.
+    passed, lines = check_with_kernels(
+        solutions03,
+        1,
+        solutions03.exercises.launch_1,
+        row_sum_kernel=row_sum_kernel_one_tile_short,
+    )
+    assert not passed and lines[0].startswith("37 elements wrong, the first: (0,)"), lines
+
+
 def test_a_kernel_that_ignores_a_stride_gets_wrong_values():
     # 03's exercise 1 hands x as a .T view (strides (1, 37)), and the checker keeps it one.
     passed, lines = check_with_kernels(

@@ -1219,3 +1219,31 @@ def test_a_grid_that_is_no_tuple_is_told_so():
         "your code raised TypeError: the grid is a tuple of ints, such as (n,), or a function "
         "returning one; got 5 (line "
     ), lines
+
+
+@triton.jit
+def relu_matmul_kernel_with_a_float16_acc(
+    a_ptr, b_ptr, c_ptr, M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    rows, cols, ks = tl.arange(0, BLOCK_M), tl.arange(0, BLOCK_N), tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)  # tl.dot's acc must be float32
+    a = tl.load(a_ptr + rows[:, None] * stride_am + ks[None, :] * stride_ak)
+    b = tl.load(b_ptr + ks[:, None] * stride_bk + cols[None, :] * stride_bn)
+    acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc)
+
+
+def test_an_assert_without_a_message_in_triton_shows_its_line():
+    # The interpreter's tl.dot asserts its accumulator's dtype with no message: the report read
+    # "AssertionError()" alone.
+    passed, lines = check_with_kernels(
+        solutions02, 1, solutions02.exercises.launch_1,
+        relu_matmul_kernel=relu_matmul_kernel_with_a_float16_acc,
+    )  # fmt: skip
+    assert not passed and lines[0].startswith("your code raised "), lines
+    if common.INTERPRETED:  # (compiled, Triton's compile error says what failed)
+        assert "AssertionError() (line " in lines[0], lines
+        assert "; Triton's check that failed: assert " in lines[0], lines
+        assert "acc.type.element_ty == out_dtype" in lines[0], lines

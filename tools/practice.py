@@ -235,8 +235,18 @@ def run_once(exercise, inputs, out_shape, guard_values=None, spaced=False):
         # (a kernel stopped by the time limit: the interpreter raises its own error from it)
         error = next((e for e in causes(error) if isinstance(e, RanTooLong)), error)
         place = f"line {where.lineno} of {Path(where.filename).name}, in {where.name}"
-        run.error = f"{type(error).__name__}: {error} ({place})"
+        run.error = f"{type(error).__name__}: {error} ({place}){failed_assert(error)}"
     return run
+
+
+def failed_assert(error):
+    """'; Triton's check that failed: <its line>' where error comes from an assert without a
+    message (the interpreter's tl.dot asserts its accumulator's dtype so); else ''."""
+    for cause in causes(error):
+        if isinstance(cause, AssertionError) and not str(cause) and cause.__traceback__:
+            line = traceback.extract_tb(cause.__traceback__)[-1].line
+            return f"; Triton's check that failed: {line}" if line else ""
+    return ""
 
 
 def causes(error):  # error, and the errors it was raised from

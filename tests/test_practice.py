@@ -1247,3 +1247,90 @@ def test_an_assert_without_a_message_in_triton_shows_its_line():
         assert "AssertionError() (line " in lines[0], lines
         assert "; Triton's check that failed: assert " in lines[0], lines
         assert "acc.type.element_ty == out_dtype" in lines[0], lines
+
+
+@triton.jit
+def sum_into_row_0(partial_ptr, P, N, P_TILE: tl.constexpr, BLOCK_N: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = tl.arange(0, P_TILE)
+    offsets = rows[:, None] * N + cols[None, :]
+    mask = (rows < P)[:, None] & (cols < N)[None, :]
+    sums = tl.sum(tl.load(partial_ptr + offsets, mask=mask, other=0.0), axis=0)
+    tl.store(partial_ptr + cols, sums, mask=cols < N)  # in place, into row 0
+
+
+def launch_03_4_with_a_second_pass_of_its_own(x, partial, out):
+    (M, N), P = x.shape, partial.shape[0]
+    split = solutions03.split_column_sum_kernel
+    split[(triton.cdiv(N, 16), P)](x, partial, M, N, *x.stride(), 40, BLOCK_M=16, BLOCK_N=16)
+    sum_into_row_0[(triton.cdiv(N, 16),)](
+        partial, P, N, P_TILE=triton.next_power_of_2(P), BLOCK_N=16
+    )
+    out.copy_(partial[0])
+
+
+def test_a_second_pass_of_the_learners_own_that_changes_partial_passes():
+    # It failed: the written second pass was checked on partial as the last kernel left it.
+    exercise = dataclasses.replace(
+        solutions03.EXERCISES[3], launch=launch_03_4_with_a_second_pass_of_its_own
+    )
+    assert practice.check(exercise) == (True, [])
+
+
+def launch_03_4_with_the_last_chunk_by_pytorch(x, partial, out):
+    (M, N), P = x.shape, partial.shape[0]
+    split = solutions03.split_column_sum_kernel
+    split[(triton.cdiv(N, 16), P - 1)](x, partial, M, N, *x.stride(), 40, BLOCK_M=16, BLOCK_N=16)
+    partial[P - 1] = x[(P - 1) * 40 :].sum(0)  # after the kernel, where it left NaN
+    out.copy_(partial.sum(0))
+
+
+def launch_03_1_by_pytorch_between_kernels(x, out):
+    kernel_that_does_nothing[(1,)](out)
+    out.copy_(x.sum(1))
+    kernel_that_does_nothing[(1,)](out)
+
+
+def launch_03_4_with_partial_by_pytorch_a_column_each(x, partial, out):
+    partial.copy_((x.sum(0) / partial.shape[0]).expand_as(partial))  # one value a column
+    kernel_that_does_nothing[(1,)](partial)
+    out.copy_(partial.sum(0))
+
+
+def launch_03_1_with_the_last_row_by_pytorch(x, out):
+    out[-1] = x[-1].sum()  # one element: no fill of 0 or an infinity
+    solutions03.launch_1(x[:-1], out[:-1])
+
+
+@pytest.mark.parametrize(
+    "number, launch, first",
+    [
+        (4, launch_03_4_with_the_last_chunk_by_pytorch, "the output is right, but not made from"),
+        (1, launch_03_1_by_pytorch_between_kernels, "your launch changed the output between its"),
+        (4, launch_03_4_with_partial_by_pytorch_a_column_each, "your launch wrote the buffer"),
+        (1, launch_03_1_with_the_last_row_by_pytorch, "your launch wrote the output before its"),
+    ],
+)
+def test_pytorch_s_work_around_the_kernels_is_told_so(number, launch, first):
+    # Each passed: NaN in partial was taken for right, the host's writes between two kernels
+    # were not looked at, partial was allowed a fill of one value a column, and one element
+    # PyTorch wrote was taken for a fill.
+    exercise = dataclasses.replace(solutions03.EXERCISES[number - 1], launch=launch)
+    passed, lines = practice.check(exercise)
+    assert not passed and lines[0].startswith(first), lines
+
+
+def launch_03_1_with_an_assert_of_its_own(x, out):
+    if not x.is_contiguous():  # (an assert of its own: pytest would give an assert a message)
+        raise AssertionError  # x comes as a .T view
+
+
+def test_a_learners_own_assert_is_not_called_triton_s():
+    # It read "AssertionError:  (line ...); Triton's check that failed: assert x.is_contiguous()".
+    exercise = dataclasses.replace(
+        solutions03.EXERCISES[0], launch=launch_03_1_with_an_assert_of_its_own
+    )
+    passed, lines = practice.check(exercise)
+    source, first = inspect.getsourcelines(launch_03_1_with_an_assert_of_its_own)
+    where = f"(line {first + 2} of test_practice.py, in launch_03_1_with_an_assert_of_its_own)"
+    assert (passed, lines) == (False, [f"your code raised AssertionError {where}"])

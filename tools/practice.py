@@ -150,6 +150,8 @@ def recording(run):
             if not run.launches:  # the output and buffers as the launch left them before
                 run.before_kernels = run.out_buffer.clone()
                 run.buffers_before = {n: view.clone() for n, (_, view) in run.scratch.items()}
+            else:  # and what the host wrote since the last kernel
+                run.host_wrote |= host_writes(run)
             run.launches.append((kernel, grid, args, kwargs))
             launching.append(kernel)
             try:
@@ -158,6 +160,7 @@ def recording(run):
                 launching.pop()
             run.after_kernels = run.out_buffer.clone()
             run.buffers_after = {n: view.clone() for n, (_, view) in run.scratch.items()}
+            run.buffers_after_each.append(run.buffers_after)
             return launched
 
         return launch
@@ -187,6 +190,8 @@ class Run:
     after_kernels: torch.Tensor = None  # out_buffer as the last recorded launch left it
     buffers_before: dict = None  # scratch name -> its view as it was at the first launch
     buffers_after: dict = None  # scratch name -> its view as the last launch left it
+    buffers_after_each: list = dataclasses.field(default_factory=list)  # and as each left it
+    host_wrote: set = dataclasses.field(default_factory=set)  # changed between kernels, no fill
     remark: str = None  # what a launch written for the learner saw wrong (a Remark it returns)
 
 
@@ -235,7 +240,8 @@ def run_once(exercise, inputs, out_shape, guard_values=None, spaced=False):
         # (a kernel stopped by the time limit: the interpreter raises its own error from it)
         error = next((e for e in causes(error) if isinstance(e, RanTooLong)), error)
         place = f"line {where.lineno} of {Path(where.filename).name}, in {where.name}"
-        run.error = f"{type(error).__name__}: {error} ({place}){failed_assert(error)}"
+        said = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        run.error = f"{said} ({place}){failed_assert(error)}"
     return run
 
 
@@ -244,8 +250,10 @@ def failed_assert(error):
     message (the interpreter's tl.dot asserts its accumulator's dtype so); else ''."""
     for cause in causes(error):
         if isinstance(cause, AssertionError) and not str(cause) and cause.__traceback__:
-            line = traceback.extract_tb(cause.__traceback__)[-1].line
-            return f"; Triton's check that failed: {line}" if line else ""
+            frame = traceback.extract_tb(cause.__traceback__)[-1]
+            triton_s = "triton" in Path(frame.filename).parts  # (not the learner's own assert)
+            if triton_s and frame.line and "msg" not in frame.line:  # (static_assert's: no use)
+                return f"; Triton's check that failed: {frame.line}"
     return ""
 
 
@@ -454,9 +462,12 @@ def check(exercise):
         lines.append("your launch wrote the output before its kernel ran (PyTorch computed a")
         lines[-1] += " part of it?): the exercise asks the kernel to compute it"
     for name, before in (run.buffers_before or {}).items():
-        if not a_fill(before):
+        if not a_fill(before, lines=False):
             lines.append(f"your launch wrote the buffer {name} before its kernel ran (PyTorch")
             lines[-1] += " computed a part of it?): the exercise asks the kernel to compute it"
+    for name in sorted(run.host_wrote):
+        lines.append(f"your launch changed {name} between its kernels (PyTorch computed a part")
+        lines[-1] += " of it?): the exercise asks the kernels to compute it"
     stored = stores_outside(run)
     if stored:  # the first program to store outside, wherever it stored
         whom = who_stored_outside(run, inputs, expected.shape, exercise.scratch)
@@ -494,9 +505,11 @@ def check(exercise):
         lines[-1] += shown_elements(wrong, expected, run.out)
     buffers = run.buffers_after or {}  # as the kernels left them
     if exercise.second_pass and not lines:  # the output right: and made from the buffers?
-        made = exercise.second_pass(**buffers)
-        off = (made.double() - expected).abs() > bound
-        if off.any():
+        # (as a kernel left them: a second pass of the learner's own may change them after)
+        made = [exercise.second_pass(**left) for left in run.buffers_after_each]
+        off = [~((m.double() - expected).abs() <= bound) for m in made]  # (NaN: off)
+        if all(o.any() for o in off):
+            off, made = off[-1], made[-1]
             lines.append(f"the output is right, but not made from {', '.join(buffers)}: the")
             lines[-1] += " launch's second pass, as written, gives from what your kernel"
             lines[-1] += f" stored there {int(off.sum())} wrong, the first: "
@@ -528,13 +541,32 @@ def written(run, buffer):  # whether a copy of run.out_buffer holds any output e
     return not out_in(run, buffer).isnan().all()
 
 
-def a_fill(t):
-    """Whether t's elements that are not NaN hold one value, or, all written, one a row or one a
-    column of a matrix (a sum's 0 and a max's -inf, a bias): a fill before a kernel, not a
-    result. (A row PyTorch computed, the others NaN, is no fill.)"""
-    if one_value(t) or t.dim() != 2 or t.isnan().any():
+def a_fill(t, lines=True):
+    """Whether the host's writes into t (NaN where none) are a fill, not a result: 0 or an
+    infinity (a sum's or a max's start) into some elements; one value into all; or, with lines,
+    one value a row or one a column of a matrix (0 beside -inf, a bias). A row or an element
+    PyTorch computed, the others NaN, is no fill."""
+    values = t[~t.isnan()]
+    if not values.numel():
+        return True
+    if values.numel() < t.numel():
+        return one_value(t) and (values[0] == 0 or values[0].isinf()).item()
+    if one_value(t) or not lines or t.dim() != 2:
         return one_value(t)
     return all(one_value(row) for row in t) or all(one_value(column) for column in t.T)
+
+
+def host_writes(run):
+    """{"the output", "the buffer <name>"}: where the host wrote since the last kernel (a launch
+    is starting) anything but a fill."""
+    found = set()
+    if not same_values(run.out_buffer, run.after_kernels):
+        if not a_fill(out_in(run, run.out_buffer.clone())):
+            found.add("the output")
+    for name, (_, view) in run.scratch.items():
+        if not same_values(view, run.buffers_after[name]) and not a_fill(view, lines=False):
+            found.add(f"the buffer {name}")
+    return found
 
 
 def one_value(t):  # whether t's elements that are not NaN (if any) all hold one value

@@ -10,6 +10,9 @@ How it finds out, with public Triton and torch only:
   a buffer that the launch is handed, such as a partial-sum buffer);
 - every kernel[grid](...) is recorded while the launch runs (recording()): no launch, an output
   changed after the last kernel, or one written before kernels that left it: PyTorch wrote it;
+  so too an output or a buffer the host wrote before or between kernels with anything but a
+  fill (a_fill: 0, an infinity, one value); and where an exercise writes the launch's second
+  pass, the buffers as a kernel left them must give the output through it;
 - an output guard element no longer SENTINEL, or an input changed: a store left its tensor;
 - the launch run again with an input's guard band changed, to 1000 and then to NaN (which a
   product with a masked-off 0 still passes on): if the output (bands included) changes, a load

@@ -1334,3 +1334,21 @@ def test_a_learners_own_assert_is_not_called_triton_s():
     source, first = inspect.getsourcelines(launch_03_1_with_an_assert_of_its_own)
     where = f"(line {first + 2} of test_practice.py, in launch_03_1_with_an_assert_of_its_own)"
     assert (passed, lines) == (False, [f"your code raised AssertionError {where}"])
+
+
+def test_a_list_grid_is_a_grid_where_triton_takes_one():
+    # Triton launches on a list on a GPU; its interpreter takes tuples only.
+    launch = launch_3_on_a_grid_of(lambda m: m)  # (M,), then as a list:
+    exercise = dataclasses.replace(solutions01.EXERCISES[2], launch=launch_3_on_a_list)
+    passed, lines = practice.check(exercise)
+    if common.INTERPRETED:
+        assert not passed and "the grid is a tuple of ints" in lines[0], lines
+    else:
+        assert (passed, lines) == (True, [])
+    assert practice.check(dataclasses.replace(exercise, launch=launch)) == (True, [])
+
+
+def launch_3_on_a_list(a, b, out):
+    (M, K), N = a.shape, b.shape[1]
+    strides = (*a.stride(), *b.stride(), *out.stride())
+    solutions01.row_kernel[[M]](a, b, out, N, K, *strides, BLOCK_N=32)

@@ -1242,11 +1242,15 @@ def test_an_assert_without_a_message_in_triton_shows_its_line():
         solutions02, 1, solutions02.exercises.launch_1,
         relu_matmul_kernel=relu_matmul_kernel_with_a_float16_acc,
     )  # fmt: skip
-    assert not passed and lines[0].startswith("your code raised "), lines
-    if common.INTERPRETED:  # (compiled, Triton's compile error says what failed)
-        assert "AssertionError() (line " in lines[0], lines
-        assert "; Triton's check that failed: assert " in lines[0], lines
-        assert "acc.type.element_ty == out_dtype" in lines[0], lines
+    assert not passed, lines
+    if not common.INTERPRETED:  # (compiled, Triton's compile error says what failed)
+        assert lines[0].startswith("your code raised "), lines
+        return
+    if "AssertionError" not in lines[0]:  # (Triton 3.9's interpreter runs it: wrong values)
+        pytest.skip("this Triton's interpreter does not assert tl.dot's accumulator dtype")
+    assert "AssertionError() (line " in lines[0], lines
+    assert "; Triton's check that failed: assert " in lines[0], lines
+    assert "acc.type.element_ty == out_dtype" in lines[0], lines
 
 
 @triton.jit

@@ -1263,10 +1263,14 @@ def sum_into_row_0(partial_ptr, P, N, P_TILE: tl.constexpr, BLOCK_N: tl.constexp
     tl.store(partial_ptr + cols, sums, mask=cols < N)  # in place, into row 0
 
 
+def split_sums_into(partial, x, chunks):  # solutions03's kernel, on the first chunks of 40 rows
+    (M, N), split = x.shape, solutions03.split_column_sum_kernel
+    split[(triton.cdiv(N, 16), chunks)](x, partial, M, N, *x.stride(), 40, BLOCK_M=16, BLOCK_N=16)
+
+
 def launch_03_4_with_a_second_pass_of_its_own(x, partial, out):
-    (M, N), P = x.shape, partial.shape[0]
-    split = solutions03.split_column_sum_kernel
-    split[(triton.cdiv(N, 16), P)](x, partial, M, N, *x.stride(), 40, BLOCK_M=16, BLOCK_N=16)
+    N, P = x.shape[1], partial.shape[0]
+    split_sums_into(partial, x, P)
     sum_into_row_0[(triton.cdiv(N, 16),)](
         partial, P, N, P_TILE=triton.next_power_of_2(P), BLOCK_N=16
     )
@@ -1282,9 +1286,8 @@ def test_a_second_pass_of_the_learners_own_that_changes_partial_passes():
 
 
 def launch_03_4_with_the_last_chunk_by_pytorch(x, partial, out):
-    (M, N), P = x.shape, partial.shape[0]
-    split = solutions03.split_column_sum_kernel
-    split[(triton.cdiv(N, 16), P - 1)](x, partial, M, N, *x.stride(), 40, BLOCK_M=16, BLOCK_N=16)
+    P = partial.shape[0]
+    split_sums_into(partial, x, P - 1)
     partial[P - 1] = x[(P - 1) * 40 :].sum(0)  # after the kernel, where it left NaN
     out.copy_(partial.sum(0))
 

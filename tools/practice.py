@@ -118,10 +118,13 @@ def a_grid(grid):  # whether Triton launches on grid here: a function, or a tupl
         return True
     # (a list too, on a GPU; Triton's interpreter takes tuples only)
     kinds = tuple if common.INTERPRETED else (tuple, list)
+    if not isinstance(grid, kinds) or not grid:
+        return False
     try:
-        return isinstance(grid, kinds) and len(grid) > 0 and bool([operator.index(n) for n in grid])
+        [operator.index(n) for n in grid]
     except TypeError:  # an element that is no int (a float, a tensor of floats)
         return False
+    return True
 
 
 @triton.jit
@@ -162,8 +165,7 @@ def recording(run):
             finally:
                 launching.pop()
             run.after_kernels = run.out_buffer.clone()
-            run.buffers_after = {n: view.clone() for n, (_, view) in run.scratch.items()}
-            run.buffers_after_each.append(run.buffers_after)
+            run.buffers_after_each.append({n: v.clone() for n, (_, v) in run.scratch.items()})
             return launched
 
         return launch
@@ -192,8 +194,8 @@ class Run:
     before_kernels: torch.Tensor = None  # out_buffer as it was at the first recorded launch
     after_kernels: torch.Tensor = None  # out_buffer as the last recorded launch left it
     buffers_before: dict = None  # scratch name -> its view as it was at the first launch
-    buffers_after: dict = None  # scratch name -> its view as the last launch left it
-    buffers_after_each: list = dataclasses.field(default_factory=list)  # and as each left it
+    # scratch name -> its view as a launch left it, for each launch in turn
+    buffers_after_each: list = dataclasses.field(default_factory=list)
     host_wrote: set = dataclasses.field(default_factory=set)  # changed between kernels, no fill
     remark: str = None  # what a launch written for the learner saw wrong (a Remark it returns)
 
@@ -506,14 +508,13 @@ def check(exercise):
         count = int(wrong.sum())
         lines.append(f"{count} element{'s' if count > 1 else ''} wrong, the first: ")
         lines[-1] += shown_elements(wrong, expected, run.out)
-    buffers = run.buffers_after or {}  # as the kernels left them
     if exercise.second_pass and not lines:  # the output right: and made from the buffers?
         # (as a kernel left them: a second pass of the learner's own may change them after)
         made = [exercise.second_pass(**left) for left in run.buffers_after_each]
         off = [~((m.double() - expected).abs() <= bound) for m in made]  # (NaN: off)
         if all(o.any() for o in off):
             off, made = off[-1], made[-1]
-            lines.append(f"the output is right, but not made from {', '.join(buffers)}: the")
+            lines.append(f"the output is right, but not made from {', '.join(run.scratch)}: the")
             lines[-1] += " launch's second pass, as written, gives from what your kernel"
             lines[-1] += f" stored there {int(off.sum())} wrong, the first: "
             lines[-1] += shown_elements(off, expected, made)
@@ -552,10 +553,11 @@ def a_fill(t, lines=True):
     values = t[~t.isnan()]
     if not values.numel():
         return True
+    one = bool((values == values[0]).all())
     if values.numel() < t.numel():
-        return one_value(t) and (values[0] == 0 or values[0].isinf()).item()
-    if one_value(t) or not lines or t.dim() != 2:
-        return one_value(t)
+        return one and (values[0] == 0 or values[0].isinf()).item()
+    if one or not lines or t.dim() != 2:
+        return one
     return all(one_value(row) for row in t) or all(one_value(column) for column in t.T)
 
 
@@ -563,11 +565,11 @@ def host_writes(run):
     """{"the output", "the buffer <name>"}: where the host wrote since the last kernel (a launch
     is starting) anything but a fill."""
     found = set()
-    if not same_values(run.out_buffer, run.after_kernels):
-        if not a_fill(out_in(run, run.out_buffer.clone())):
-            found.add("the output")
+    if not same_values(run.out_buffer, run.after_kernels) and not a_fill(run.out):
+        found.add("the output")
     for name, (_, view) in run.scratch.items():
-        if not same_values(view, run.buffers_after[name]) and not a_fill(view, lines=False):
+        last = run.buffers_after_each[-1][name]
+        if not same_values(view, last) and not a_fill(view, lines=False):
             found.add(f"the buffer {name}")
     return found
 

@@ -654,6 +654,16 @@ def test_help_describes_the_flags(folder, capsys):
         assert f"The lesson goes on in {parts[folder]} (see its --help)." in out
 
 
+@pytest.mark.parametrize("script", ["tools/bench.py", "tools/tile_sweep.py"])
+def test_a_tool_run_by_its_path_shows_its_help(script):
+    # run by its path, Python puts tools/ first on sys.path, not the root that holds common
+    done = subprocess.run(
+        [sys.executable, script, "--help"], cwd=support.REPO_ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage:")
+
+
 @pytest.mark.parametrize("folder", EXAMPLES)
 def test_negative_sizes_are_a_usage_error(folder, capsys):
     example = support.load(folder)

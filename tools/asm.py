@@ -16,11 +16,13 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-import torch
-import triton
-from triton.backends.compiler import GPUTarget
+# The repository's root, so that `python tools/asm.py` finds common as `-m tools.asm` does
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch  # noqa: E402
+import triton  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
 
-import common
+import common  # noqa: E402
 from tools import REPO_ROOT, load_example
 
 SM_90 = GPUTarget("cuda", 90, 32)  # an H100: compute capability 9.0, 32 threads per warp

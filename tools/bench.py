@@ -6,10 +6,14 @@ eager call of each op.py entry (host.py) and a training step against PyTorch's o
 
 import argparse
 import csv
+import sys
+from pathlib import Path
 
-import common
-from tools import REPO_ROOT, example_paths, float32_matmul_precision, layouts, load_example
-from tools import host, train_step
+# The repository's root, so that `python tools/bench.py` finds common and tools as `-m` does
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import common  # noqa: E402
+from tools import REPO_ROOT, example_paths, float32_matmul_precision, layouts, load_example  # noqa: E402
+from tools import host, train_step  # noqa: E402
 
 
 # What each lesson's plot shows, at most five bars a case: its first kernel, its fastest form or

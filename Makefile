@@ -53,10 +53,18 @@ bench: env
 pictures: env
 	@set -e; for example in $(LESSONS); do $(PY) $$example --draw $$(dirname $$example)/picture.png; done
 
-# This file's opening comment, and its targets (each explained above it here).
+# This file's opening comment, and what each target does.
 help:
 	@sed -n '1,/^$$/s/^# \{0,1\}//p' Makefile
-	@echo "Targets: all test lint exercises bench pictures env clean help"
+	@echo "Targets:"
+	@echo "  all        run every lesson and the files it goes on in (a GPU, or the CPU's interpreter)"
+	@echo "  test       the tests (pytest tests/)"
+	@echo "  lint       ruff's lint and format check"
+	@echo "  exercises  each lesson's practice checker"
+	@echo "  bench      the timing tables and plots into results/ (needs a CUDA GPU)"
+	@echo "  pictures   each lesson's picture.png (the CPU will do)"
+	@echo "  env        the venv with torch, triton and the rest (all, test, ... make it first)"
+	@echo "  clean      remove the venv and caches"
 
 # The venv gets a .pth file listing the creating Python's site-packages. `--system-site-packages`
 # alone is not enough when PYTHON is itself a venv (as on many GPU images): it would only see the

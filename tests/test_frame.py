@@ -664,6 +664,28 @@ def test_a_tool_run_by_its_path_shows_its_help(script):
     assert done.stdout.startswith("usage:")
 
 
+def test_bench_names_an_only_that_matches_nothing_and_fails_where_it_measures_nothing(capsys):
+    from tools import bench
+
+    # --only lay had run no table and exited 0 (a table's word must be whole)
+    for word in ("zzz", "lay"):
+        with pytest.raises(SystemExit) as exit_info:
+            bench.main(["--only", word])
+        assert exit_info.value.code == 2
+        assert f"--only {word}: in no folder's name" in capsys.readouterr().err
+    if common.INTERPRETED:  # make bench had exited 0 having measured nothing
+        assert bench.main(["--only", "04"]) == 1
+
+
+@pytest.mark.parametrize("lesson", ["nothing/main.py", "01_matmul_elementwise/op.py"])
+def test_asm_names_a_file_it_cannot_show(lesson):
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.asm", lesson],
+        cwd=support.REPO_ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 2 and "name a lesson's main.py" in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("folder", EXAMPLES)
 def test_negative_sizes_are_a_usage_error(folder, capsys):
     example = support.load(folder)

@@ -29,15 +29,34 @@ def test_draw_writes_a_png(folder, tmp_path, capsys):
     assert f"wrote {path}" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", ["missing/picture.png", "picture.foo"])
+@pytest.mark.parametrize("name", ["missing/picture.png", "picture.foo", "folder.png"])
 def test_draw_to_a_path_it_cannot_write_is_a_usage_error(name, tmp_path, capsys):
-    # It had ended in matplotlib's FileNotFoundError or ValueError, with a traceback.
+    # It had ended in matplotlib's FileNotFoundError or ValueError (IsADirectoryError for a
+    # folder), with a traceback, after the kernels ran.
+    (tmp_path / "folder.png").mkdir()
     for run in (support.load("04_weighted_sum").main, exercises_main):
         with pytest.raises(SystemExit) as exit_info:
             run(["--draw", str(tmp_path / name)])
         assert exit_info.value.code == 2
         said = capsys.readouterr().err
-        assert "--draw" in said and ("there is no folder" in said or "a .png file" in said), said
+        why = ("there is no folder", "a .png file", "a folder of that name is there")
+        assert "--draw" in said and any(reason in said for reason in why), said
+
+
+@pytest.mark.parametrize("after", [["--bogus"], ["--rows", "abc"], ["-h"]])
+@pytest.mark.parametrize("view", [["--draw", "picture.png"], ["--asm"]])
+def test_the_options_after_draw_or_asm_are_parsed_too(view, after, tmp_path, capsys):
+    # --draw and --asm acted as soon as they were read: what came after them went unread, so an
+    # unknown option or a bad value after them passed, and -h drew the picture.
+    view = [str(tmp_path / part) if part.endswith(".png") else part for part in view]
+    with pytest.raises(SystemExit) as exit_info:
+        support.load("04_weighted_sum").main([*view, *after])
+    said = capsys.readouterr()
+    if after == ["-h"]:
+        assert exit_info.value.code == 0 and said.out.startswith("usage:")
+    else:
+        assert exit_info.value.code == 2 and "error:" in said.err
+    assert not (tmp_path / "picture.png").exists()
 
 
 @pytest.mark.parametrize(

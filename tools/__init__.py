@@ -3,6 +3,7 @@ tests load each lesson by its path, since no import statement can name a folder 
 
 import argparse
 import contextlib
+import os
 from pathlib import Path
 
 import lesson_loader
@@ -36,9 +37,9 @@ def float32_matmul_precision(precision):  # "highest", "high", "medium", or None
 
 def lesson_parser(lesson):
     """The ArgumentParser of a lesson's main(): --help shows the defaults; --draw FILE.png and
-    --asm act as --help does, at once, then exit (pictures.py, asm.py)."""
+    --asm draw or print, then exit (pictures.py, asm.py), once the whole command line parses."""
     formatter = argparse.ArgumentDefaultsHelpFormatter
-    parser = argparse.ArgumentParser(
+    parser = LessonParser(
         description=lesson.__doc__.splitlines()[0],
         epilog=lesson_epilog(lesson),
         formatter_class=formatter,
@@ -76,15 +77,27 @@ def lesson_epilog(lesson):
 
 class ShowAndExit(argparse.Action):  # const: the lesson's module
     def __call__(self, parser, namespace, values, option_string=None):
-        if option_string == "--draw":
+        namespace.view = (option_string, values, self.const)  # LessonParser acts on it
+
+
+class LessonParser(argparse.ArgumentParser):
+    """Acts on --draw or --asm after the whole command line parses: an unknown option or a bad
+    value after either is an error, as before it, and -h anywhere shows the help."""
+
+    def parse_args(self, args=None, namespace=None):
+        parsed = super().parse_args(args, namespace)
+        if (view := vars(parsed).pop("view", None)) is None:
+            return parsed
+        option, path, lesson = view
+        if option == "--draw":
             from tools import pictures  # imports matplotlib: only when asked
 
-            if problem := picture_problem(values):
-                parser.error(problem)
-            parser.exit(pictures.draw(self.const, values))
+            if problem := picture_problem(path):
+                self.error(problem)
+            self.exit(pictures.draw(lesson, path))
         from tools import asm
 
-        parser.exit(asm.show(self.const))
+        self.exit(asm.show(lesson))
 
 
 def picture_problem(path):
@@ -96,6 +109,10 @@ def picture_problem(path):
     kinds.pop("pgf", None)  # needs a TeX installation
     if not path.parent.is_dir():
         return f"--draw {path}: there is no folder {path.parent}"
+    if path.is_dir():
+        return f"--draw {path}: a folder of that name is there; name a file"
+    if not os.access(path.parent, os.W_OK):
+        return f"--draw {path}: the folder {path.parent} cannot be written"
     if path.suffix[1:].lower() not in kinds:
         return f"--draw {path}: name a .png file (or another kind matplotlib writes, as .svg)"
     return None

@@ -18,12 +18,12 @@ from typing import NamedTuple
 
 # The repository's root, so that `python tools/asm.py` finds common as `-m tools.asm` does
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import common  # noqa: E402  (before triton: on a CPU it switches the interpreter on)
 import torch  # noqa: E402
 import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
-import common  # noqa: E402
-from tools import REPO_ROOT, load_example
+from tools import NOT_PARTS, REPO_ROOT, load_example
 
 SM_90 = GPUTarget("cuda", 90, 32)  # an H100: compute capability 9.0, 32 threads per warp
 TYPES = {
@@ -316,6 +316,13 @@ if __name__ == "__main__":  # the process --asm starts, with TRITON_INTERPRET=0
     parser.add_argument("lesson", metavar="LESSON/main.py")
     parser.add_argument("--layout", action="store_true", help="print 03's tile layout only")
     args = parser.parse_args()
+    lesson_file = Path(args.lesson)  # main.py, or a file the lesson goes on in
+    if lesson_file.parent.name[:2] not in PROBES or lesson_file.name in NOT_PARTS[1:]:
+        parser.error(f"{args.lesson}: name a lesson's main.py, as 01_matmul_elementwise/main.py")
+    if not lesson_file.is_file():
+        parser.error(f"{args.lesson}: no such file")
+    if args.layout and not lesson_file.parent.name.startswith("03"):
+        parser.error("--layout: 03's tile layout; name 03_blocked_sum/main.py")
     if args.layout:
         print(tile_layout(load_example(args.lesson)))
     else:

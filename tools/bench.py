@@ -87,10 +87,15 @@ def main(argv=None):
     )
     parser.add_argument("--out", default="results", help="folder for the files (default: results)")
     args = parser.parse_args(argv)
+    folders, tables = [path.parent.name for path in example_paths()], ["layouts", "host", "train"]
+    for text in args.only or []:  # a part of a folder's name, or a table's word
+        if text not in tables and not any(text in folder for folder in folders):
+            parser.error(f"--only {text}: in no folder's name ({', '.join(folders)}), no table "
+                         f"({', '.join(tables)})")  # fmt: skip
     if common.INTERPRETED:
         print("make bench measures a GPU; there is none here (or TRITON_INTERPRET=1).")
         print("`make all` runs the lessons.")
-        return
+        return 1  # nothing measured
     out = REPO_ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
     print(common.describe_run())
@@ -137,4 +142,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -6,10 +6,9 @@ own sweep, get a table of their own."""
 
 import math
 
+import common  # before triton: on a CPU it switches the interpreter on
 import torch
 import triton
-
-import common
 from tools import REPO_ROOT, float32_matmul_precision, load_example
 
 # (d, hidden, tokens): GPT-2 widths and larger; 8000 and 6000 tokens are no multiples of 128.

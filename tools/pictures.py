@@ -19,11 +19,10 @@ import math
 import textwrap
 from pathlib import Path
 
+import common  # before triton: on a CPU it switches the interpreter on
 import torch
 import triton
 import triton.language as tl
-
-import common
 from tools import asm, load_example
 
 NAN = float("nan")

@@ -179,7 +179,8 @@ def main():
 
 
 if __name__ == "__main__":
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
+    formatter = argparse.RawDescriptionHelpFormatter  # the docstring's paragraphs, as written
+    argparse.ArgumentParser(description=__doc__, formatter_class=formatter).parse_args()
     if common.INTERPRETED:
         sys.exit("tile_sweep.py times kernels on a GPU: none here (or TRITON_INTERPRET=1).")
     main()

@@ -128,11 +128,16 @@ class MatmulElementwise(torch.autograd.Function):
 def matmul_elementwise(a, b, *, out=None):
     """a @ b for a (M, K) and b (K, N) of one float dtype, any strides: differentiable, or
     written into out (refused while an input requires grad, as PyTorch's out= is)."""
-    if torch.compiler.is_compiling():  # torch.compile traces the registered op, one node
-        # The op has no jvp: in a dual level Dynamo runs this call eagerly (a graph break).
-        if torch.compiler.is_dynamo_compiling() and common.dual_level_open():
-            return eager(a, b, out=out)
-        return common.write_out(matmul_elementwise_op(a, b), out)
+    if not torch.compiler.is_compiling():  # (eager: below)
+        return eager(a, b, out)
+    # The op has no jvp: in a dual level Dynamo runs this call eagerly (a graph break).
+    if torch.compiler.is_dynamo_compiling() and common.dual_level_open():
+        return eager.untraced(a, b, out)
+    validate(a, b)  # its errors, not the registered op's fake tensors'
+    return common.write_out(matmul_elementwise_op(a, b), out)
+
+
+def matmul_elementwise_eagerly(a, b, out=None):  # the entry's eager path
     # getattr: a or b may be no tensor, which product's validate() then names
     wants_grad = getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)
     if out is None and (wants_grad and torch.is_grad_enabled() or common.dual_level_open()):
@@ -141,8 +146,8 @@ def matmul_elementwise(a, b, *, out=None):
     return product(a, b, out)  # validates a and b
 
 
-# The entry run outside torch.compile's graph: compiled, a call in a dual level goes here
-eager = torch.compiler.disable(matmul_elementwise)
+# The entry's eager path: traced by no torch.compile (common.eager_path says why and how)
+eager = common.eager_path(matmul_elementwise_eagerly)
 
 
 # The registered op, torch.ops.triton_lessons.matmul_elementwise (common.register_op: which kind

@@ -528,12 +528,16 @@ def matmul(a, b, bias=None, activation=None, *, out=None):
     any strides, float32 as torch's matmul precision says (TF32 unless "highest"):
     differentiable twice and compilable, or written into out (refused while an input requires
     grad, as PyTorch's out= is)."""
-    if torch.compiler.is_compiling():
-        # The op has no jvp: in a dual level Dynamo runs this call eagerly (a graph break).
-        if torch.compiler.is_dynamo_compiling() and common.dual_level_open():
-            return eager(a, b, bias, activation, out=out)
-        validate(a, b, bias, activation)
-        return common.write_out(Matmul.apply(a, b, bias, activation, None), out)
+    if not torch.compiler.is_compiling():  # (eager: below)
+        return eager(a, b, bias, activation, out)
+    # The op has no jvp: in a dual level Dynamo runs this call eagerly (a graph break).
+    if torch.compiler.is_dynamo_compiling() and common.dual_level_open():
+        return eager.untraced(a, b, bias, activation, out)
+    validate(a, b, bias, activation)
+    return common.write_out(Matmul.apply(a, b, bias, activation, None), out)
+
+
+def matmul_eagerly(a, b, bias, activation, out=None):  # the entry's eager path
     planned = kept_forward_plan(a, b, bias, activation)  # validates a layout's first call
     grads = a.requires_grad or b.requires_grad or (bias is not None and bias.requires_grad)
     if out is None and common.dual_level_open():  # forward mode: tangents pass through its jvp
@@ -543,8 +547,8 @@ def matmul(a, b, bias=None, activation=None, *, out=None):
     return common.write_out(planned(a, b, bias, out)[0], out)  # out's version bumped
 
 
-# The entry run outside torch.compile's graph: compiled, a call in a dual level goes here
-eager = torch.compiler.disable(matmul)
+# The entry's eager path: traced by no torch.compile (common.eager_path says why and how)
+eager = common.eager_path(matmul_eagerly)
 
 
 # The registered ops (common.register_op: which kind of op, and why). A fake gives the outputs'

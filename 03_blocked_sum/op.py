@@ -196,12 +196,16 @@ class BlockedSum(torch.autograd.Function):
 def blocked_sum(x, style="tuned", *, out=None):
     """x.sum(0) for a 2-D float x of any strides, in x's dtype (16-bit x adds in float32):
     differentiable and compilable, or written into out. `style` picks the lesson's variant."""
-    if torch.compiler.is_compiling():  # torch.compile records the op and never sees the launch
-        # The op has no jvp: in a dual level Dynamo runs this call eagerly (a graph break).
-        if torch.compiler.is_dynamo_compiling() and common.dual_level_open():
-            return eager(x, style, out=out)
-        validate(x, style)
-        return common.write_out(blocked_sum_op(x, style), out)
+    if not torch.compiler.is_compiling():  # (eager: below)
+        return eager(x, style, out)
+    # The op has no jvp: in a dual level Dynamo runs this call eagerly (a graph break).
+    if torch.compiler.is_dynamo_compiling() and common.dual_level_open():
+        return eager.untraced(x, style, out)
+    validate(x, style)
+    return common.write_out(blocked_sum_op(x, style), out)
+
+
+def blocked_sum_eagerly(x, style, out=None):  # the entry's eager path
     planned = kept_forward_plan(x, style)  # validates x at its layout's first call
     if out is None and (torch.is_grad_enabled() and x.requires_grad or common.dual_level_open()):
         return BlockedSum.apply(x, style, planned)
@@ -210,8 +214,8 @@ def blocked_sum(x, style="tuned", *, out=None):
     return common.write_out(planned(x), out)  # out, if given, with its version bumped
 
 
-# The entry run outside torch.compile's graph: compiled, a call in a dual level goes here
-eager = torch.compiler.disable(blocked_sum)
+# The entry's eager path: traced by no torch.compile (common.eager_path says why and how)
+eager = common.eager_path(blocked_sum_eagerly)
 
 
 # The registered op, torch.ops.triton_lessons.blocked_sum (common.register_op: which kind of op,

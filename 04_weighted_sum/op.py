@@ -293,12 +293,16 @@ def weighted_sum(x, weight, style="tuned", *, out=None):
     """x @ weight over the last dim of x (..., D), weight (D,): a tensor of shape x.shape[:-1], in
     x's dtype; differentiable twice and compilable, or written into out (refused while an input
     requires grad, as PyTorch's out= is). `style` picks the lesson's kernels."""
-    if torch.compiler.is_compiling():  # torch.compile records the op and never sees the launch
-        # The op has no jvp: in a dual level Dynamo runs this call eagerly (a graph break).
-        if torch.compiler.is_dynamo_compiling() and common.dual_level_open():
-            return eager(x, weight, style, out=out)
-        validate(x, weight, style)
-        return common.write_out(weighted_sum_op(x, weight, style), out)
+    if not torch.compiler.is_compiling():  # (eager: below)
+        return eager(x, weight, style, out)
+    # The op has no jvp: in a dual level Dynamo runs this call eagerly (a graph break).
+    if torch.compiler.is_dynamo_compiling() and common.dual_level_open():
+        return eager.untraced(x, weight, style, out)
+    validate(x, weight, style)
+    return common.write_out(weighted_sum_op(x, weight, style), out)
+
+
+def weighted_sum_eagerly(x, weight, style, out=None):  # the entry's eager path
     planned = kept_forward_plan(x, weight, style)  # validates a layout's first call
     grads = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)
     if out is None and (grads or common.dual_level_open()):
@@ -308,8 +312,8 @@ def weighted_sum(x, weight, style="tuned", *, out=None):
     return common.write_out(planned(x, weight), out)  # out, if given, its version bumped
 
 
-# The entry run outside torch.compile's graph: compiled, a call in a dual level goes here
-eager = torch.compiler.disable(weighted_sum)
+# The entry's eager path: traced by no torch.compile (common.eager_path says why and how)
+eager = common.eager_path(weighted_sum_eagerly)
 
 
 # The registered op, torch.ops.triton_lessons.weighted_sum (common.register_op: which kind of

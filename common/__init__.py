@@ -289,7 +289,7 @@ def dual_level_open(forward_ad=forward_ad):  # whether a forward_ad.dual_level i
     return forward_ad._current_level >= 0
 
 
-def carries_tangent(tensors, level_open=dual_level_open, forward_ad=forward_ad):
+def carries_tangent(tensors, level_open=dual_level_open, forward_ad=forward_ad, torch=torch):
     """Whether a dual level is open and a tensor among tensors (others skipped) carries a
     tangent there (bound as dual_level_open's forward_ad is)."""
     return level_open() and any(
@@ -304,35 +304,26 @@ def sum_present(*terms):  # the sum of the terms that are not None (a jvp's, at 
     return sum(present[1:], present[0])
 
 
-def kernel_out(out, shape, inputs):
-    """The tensor a kernel writes, of the first input's dtype and device: out, checked as
-    PyTorch's out= is, or a new one if out is None or shares storage with an input the kernel
-    reads (write_out then copies it into out)."""
-    if out is None:  # new_empty, of inputs[0]'s dtype, costs the host 1 us less than empty
-        return inputs[0].new_empty(shape)
-    check_out(out, shape, inputs[0].dtype, inputs[0].device)
-    refuse_negated(out=out)  # a kernel's writes would read back with their signs flipped
-    if out.is_inference() and not torch.is_inference_mode_enabled():  # as PyTorch's in-place ops
-        raise ValueError("out is an inference tensor: it may be written inside inference_mode only")
-    if torch._debug_has_internal_overlap(out) == 1:  # an expand()ed view: writes would collide
-        raise ValueError(f"out has strides {out.stride()}: elements share one memory location")
-    if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
-        raise ValueError("out= is not differentiable: an input requires grad; call without out=")
-    if torch.is_grad_enabled() and out.requires_grad:
-        raise ValueError("out requires grad, and a kernel's write into it is not differentiable")
-    if carries_tangent((*inputs, out)):
-        raise ValueError(
-            "out= is not differentiable: an input or out carries a forward-mode tangent"
-        )
-    if any(t.untyped_storage().data_ptr() == out.untyped_storage().data_ptr() for t in inputs):
-        return inputs[0].new_empty(shape)
-    return out
+def refuse_negated(is_compiling=torch.compiler.is_compiling, **tensors):
+    """ValueError naming the first of the tensors that is a negated view: the real or imaginary
+    part of a conjugated complex tensor (t.is_neg()), whose values are its memory's with their
+    signs flipped. A kernel reads the memory, so it would flip every sign; PyTorch's ops resolve
+    the view. Skipped while torch.compile's Dynamo traces, which cannot trace is_neg() (and reads
+    no global here: is_compiling is bound, as write_out's arguments are). Compiled, the graph
+    resolves the view before the registered op runs; Inductor in torch 2.13 drops the negation
+    there, for torch.mm too (on the CPU; aot_eager keeps it)."""
+    if is_compiling():
+        return
+    for name, t in tensors.items():
+        if t.is_neg():
+            raise ValueError(f"{name} is a negated view (is_neg()): pass {name}.resolve_neg()")
 
 
-# check_out and write_out read no global of this module: torch.compile's Dynamo traces them (the
-# entries, compiled, hand out= to write_out alone), and to read a module's global it imports the
-# module by its name, which fails where a script loaded this module by its path (the README's
-# way). So what they use comes in as arguments, bound when they are defined.
+# check_out, write_out and kernel_out read no global of this module: torch.compile's Dynamo traces
+# them (the entries, compiled, hand out= to write_out alone; after a graph break, Dynamo traces
+# the eager path's frames, kernel_out's caller among them), and to read a module's global it
+# imports the module by its name, which fails where a script loaded this module by its path (the
+# README's way). So what they use comes in as arguments, bound when they are defined.
 def check_out(out, shape, dtype, device, torch=torch):
     """TypeError or ValueError unless out is a tensor of this shape, dtype and device, as PyTorch's
     out= asks."""
@@ -363,6 +354,34 @@ def write_out(
             )
         out.copy_(result)
     bump(out)
+    return out
+
+
+def kernel_out(
+    out, shape, inputs, check_out=check_out, refuse_negated=refuse_negated,
+    carries_tangent=carries_tangent, torch=torch,
+):  # fmt: skip
+    """The tensor a kernel writes, of the first input's dtype and device: out, checked as
+    PyTorch's out= is, or a new one if out is None or shares storage with an input the kernel
+    reads (write_out then copies it into out)."""
+    if out is None:  # new_empty, of inputs[0]'s dtype, costs the host 1 us less than empty
+        return inputs[0].new_empty(shape)
+    check_out(out, shape, inputs[0].dtype, inputs[0].device)
+    refuse_negated(out=out)  # a kernel's writes would read back with their signs flipped
+    if out.is_inference() and not torch.is_inference_mode_enabled():  # as PyTorch's in-place ops
+        raise ValueError("out is an inference tensor: it may be written inside inference_mode only")
+    if torch._debug_has_internal_overlap(out) == 1:  # an expand()ed view: writes would collide
+        raise ValueError(f"out has strides {out.stride()}: elements share one memory location")
+    if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+        raise ValueError("out= is not differentiable: an input requires grad; call without out=")
+    if torch.is_grad_enabled() and out.requires_grad:
+        raise ValueError("out requires grad, and a kernel's write into it is not differentiable")
+    if carries_tangent((*inputs, out)):
+        raise ValueError(
+            "out= is not differentiable: an input or out carries a forward-mode tangent"
+        )
+    if any(t.untyped_storage().data_ptr() == out.untyped_storage().data_ptr() for t in inputs):
+        return inputs[0].new_empty(shape)
     return out
 
 
@@ -411,21 +430,6 @@ def next_power_of_2(n):
     return 1 << max(n - 1, 0).bit_length()
 
 
-def refuse_negated(is_compiling=torch.compiler.is_compiling, **tensors):
-    """ValueError naming the first of the tensors that is a negated view: the real or imaginary
-    part of a conjugated complex tensor (t.is_neg()), whose values are its memory's with their
-    signs flipped. A kernel reads the memory, so it would flip every sign; PyTorch's ops resolve
-    the view. Skipped while torch.compile's Dynamo traces, which cannot trace is_neg() (and reads
-    no global here: is_compiling is bound, as write_out's arguments are). Compiled, the graph
-    resolves the view before the registered op runs; Inductor in torch 2.13 drops the negation
-    there, for torch.mm too (on the CPU; aot_eager keeps it)."""
-    if is_compiling():
-        return
-    for name, t in tensors.items():
-        if t.is_neg():
-            raise ValueError(f"{name} is a negated view (is_neg()): pass {name}.resolve_neg()")
-
-
 def elements_spanned(tensor):
     """1 + the largest offset, in elements, from tensor's first element to any other (0 if it is
     empty): what int32 offsets into it must reach."""
@@ -466,18 +470,51 @@ def set_descriptor_allocator():
     triton.set_allocator(lambda size, *_: torch.empty(size, dtype=torch.int8, device=DEVICE))
 
 
+try:  # Dynamo's frame hook, set while a torch.compile'd function runs (private; torch 2.11 to 2.13)
+    from torch._C._dynamo.eval_frame import get_eval_frame_callback
+except ImportError:  # a torch without it: eager_path always takes torch.compiler.disable's way
+    get_eval_frame_callback = bool  # (bool() is False, never None)
+
+
+def eager_path(fn, dynamo_hook=get_eval_frame_callback):
+    """An entry's eager path fn, which torch.compile's Dynamo must never trace: inside a compiled
+    function, where Dynamo gives up on a frame that calls the entry (as it does from then on once
+    the entry raised an error there), it would trace each frame the path calls, and fail (on this
+    module's helpers, and on Triton's launch). So there fn runs through torch.compiler.disable
+    (also eager_path(fn).untraced, for a compiled entry to call: a graph break); outside any
+    compiled function, where Dynamo's hook is unset, fn itself, as disable's wrapper costs the
+    host 1.2 to 2.6 us a call (H200 host) and this check 0.1 to 0.6."""
+    untraced = torch.compiler.disable(fn)
+
+    @functools.wraps(fn)
+    def run(*args):
+        return (fn if dynamo_hook() is None else untraced)(*args)
+
+    run.untraced = untraced
+    return run
+
+
+def refuse_unstrided(inputs):  # TypeError naming a sparse or nested tensor among inputs
+    for t in (t for t in inputs if isinstance(t, torch.Tensor)):
+        if t.is_nested or t.layout != torch.strided:
+            kind = "nested" if t.is_nested else str(t.layout)
+            raise TypeError(f"an input is a {kind} tensor: the kernels read dense (strided) ones")
+
+
 def register_op(name):
     """A decorator that registers a function as the op torch.ops.<name>. On a GPU it is a
     torch.library.triton_op: torch.compile traces its body and launches its kernels itself, so
     the body launches each through traceable(). Under the interpreter a custom_op, which the
     compiler never enters: tracing would run the interpreted kernels on tensors without data.
-    An input that carries a forward-mode tangent is refused (refusing_forward_mode)."""
+    A sparse input, and one that carries a forward-mode tangent, is refused (refusing)."""
     register = torch.library.custom_op if INTERPRETED else torch.library.triton_op
-    return lambda fn: register(name, refusing_forward_mode(name, fn), mutates_args=())
+    return lambda fn: register(name, refusing(name, fn), mutates_args=())
 
 
-def refusing_forward_mode(name, fn, tangent_in=carries_tangent):
-    """fn, but a NotImplementedError where an input carries a forward-mode tangent (inside
+def refusing(name, fn, tangent_in=carries_tangent, refuse_unstrided=refuse_unstrided):
+    """fn, but a TypeError naming a sparse input (refuse_unstrided: a kernel would read no
+    values; PyTorch refuses a nested one before the body runs), and a NotImplementedError
+    where an input carries a forward-mode tangent (inside
     forward_ad.dual_level): PyTorch's custom ops take no jvp, so their output would carry none,
     silently. Refused too where the tangents cannot be seen: inside a compiled graph run in a
     dual level (on the CPU, torch 2.13), where unpack_dual fails an internal assert of PyTorch's.
@@ -487,6 +524,7 @@ def refusing_forward_mode(name, fn, tangent_in=carries_tangent):
 
     @functools.wraps(fn)  # the op's schema is read from fn's signature
     def body(*args, **kwargs):
+        refuse_unstrided((*args, *kwargs.values()))
         try:
             seen = tangent_in((*args, *kwargs.values()))
         except RuntimeError:  # (the compiled graph's case above)
@@ -582,13 +620,6 @@ def checked_key(key_of, validate, *inputs):
     if unreadable:
         refuse_without_storage(inputs)
     raise tripped  # validate() found nothing wrong: the key's own error
-
-
-def refuse_unstrided(inputs):  # TypeError naming a sparse or nested tensor among inputs
-    for t in (t for t in inputs if isinstance(t, torch.Tensor)):
-        if t.is_nested or t.layout != torch.strided:
-            kind = "nested" if t.is_nested else str(t.layout)
-            raise TypeError(f"an input is a {kind} tensor: the kernels read dense (strided) ones")
 
 
 def refuse_without_storage(inputs):

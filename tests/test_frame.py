@@ -2,6 +2,7 @@
 
 import inspect
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,7 @@ def test_all_four_lessons_exist():
     assert EXAMPLES == list(VARIANT_STYLES)
 
 
+# Each op.py's entry and the op it registers, by name.
 ENTRIES = {
     "01_matmul_elementwise": "matmul_elementwise",
     "02_matmul_tiled": "matmul",
@@ -230,6 +232,16 @@ except Exception as error:  # fullgraph: Dynamo's Unsupported, which names our V
     assert "check_out" in said and "out is " in said, said
 else:
     raise AssertionError("a compiled call took an out of the wrong shape")
+# Without fullgraph the error breaks the graph, and Dynamo traces the eager path's frames: there
+# common.kernel_out read its module's globals, which Dynamo imports by the module's name, and
+# "No module named 'common'" hid the ValueError
+loose = torch.compile(lambda a, b, out: {with_out}, backend="aot_eager")
+try:
+    loose(a, b, wrong)
+except ValueError as error:
+    assert "out is " in str(error), error
+else:
+    raise AssertionError("a compiled call took an out of the wrong shape")
 print("the op works")
 """
     assert "the op works" in run_as_users_script(script, tmp_path)
@@ -276,15 +288,6 @@ except ImportError as error:
 """
     said = run_as_users_script(script, tmp_path)
     assert "triton was imported before" in said and "TRITON_INTERPRET=1" in said
-
-
-# Each op.py's entry and the op it registers, by name.
-ENTRIES = {
-    "01_matmul_elementwise": "matmul_elementwise",
-    "02_matmul_tiled": "matmul",
-    "03_blocked_sum": "blocked_sum",
-    "04_weighted_sum": "weighted_sum",
-}
 
 
 @pytest.mark.parametrize("folder", list(ENTRIES))
@@ -408,6 +411,39 @@ def test_an_entry_names_a_tensor_its_kernels_cannot_read(folder):
         entry(args[0].to("meta").requires_grad_(), *args[1:])
 
 
+# Every registered op, and inputs it takes (its first a tensor that may be made sparse).
+REGISTERED_OPS = {
+    "matmul_elementwise": ("01_matmul_elementwise", lambda t: (t(3, 4), t(4, 2))),
+    "matmul": ("02_matmul_tiled", lambda t: (t(3, 4), t(4, 2))),
+    "matmul_with_pre": ("02_matmul_tiled", lambda t: (t(3, 4), t(4, 2), t(2), "gelu_tanh")),
+    "blocked_sum": ("03_blocked_sum", lambda t: (t(3, 4),)),
+    "weighted_sum": ("04_weighted_sum", lambda t: (t(3, 4), t(4))),
+    "weighted_sum_backward": ("04_weighted_sum", lambda t: (t(3, 4), t(4), t(3))),
+}
+
+
+def test_every_registered_op_is_listed():
+    for folder in EXAMPLES:
+        support.load_op(folder)
+    names = dir(torch.ops.triton_lessons)
+    registered = {name for name in names if not name.startswith("_") and name != "name"}
+    assert registered == set(REGISTERED_OPS)
+
+
+@pytest.mark.parametrize("name", list(REGISTERED_OPS))
+@pytest.mark.parametrize("layout", ["to_sparse", "to_sparse_csr"])
+def test_a_registered_op_names_a_sparse_input(name, layout):
+    # A sparse tensor reached the kernel launch, where PyTorch's "Cannot access storage of
+    # SparseTensorImpl" (or "Sparse CSR tensors do not have strides") named neither the op nor
+    # the input's kind.
+    folder, inputs = REGISTERED_OPS[name]
+    support.load_op(folder)
+    args = inputs(lambda *shape: torch.randn(shape, device=common.DEVICE))
+    sparse = getattr(args[0], layout)()
+    with pytest.raises(TypeError, match=f"an input is a {sparse.layout} tensor"):
+        getattr(torch.ops.triton_lessons, name)(sparse, *args[1:])
+
+
 # Each entry on small float64 inputs, with the keywords the call needs, and PyTorch's answer.
 def _gelu_tanh(p):
     return torch.nn.functional.gelu(p, approximate="tanh")
@@ -422,6 +458,45 @@ ENTRY_CALLS = {
     "03_blocked_sum": ("blocked_sum", [(5, 3)], {}, lambda x: x.sum(0)),
     "04_weighted_sum": ("weighted_sum", [(2, 3, 4), (4,)], {}, torch.matmul),
 }  # fmt: skip
+
+
+# A call of each entry that validate() refuses (a K that does not chain; 03's integer x): a
+# compiled call, without fullgraph, raises the eager call's error. 01's compiled branch had left
+# it to the registered op's fake tensors (Dynamo's TorchRuntimeError).
+REFUSED_CALLS = {
+    "01_matmul_elementwise": lambda t: (t(3, 4), t(5, 2)),
+    "02_matmul_tiled": lambda t: (t(3, 4), t(5, 2)),
+    "03_blocked_sum": lambda t: (t(3, 4).int(),),
+    "04_weighted_sum": lambda t: (t(3, 4), t(5)),
+}
+
+
+@pytest.mark.parametrize("folder", list(REFUSED_CALLS))
+def test_a_compiled_entry_raises_the_eager_entrys_error_and_runs_after_it(folder):
+    # After the error Dynamo skips the frames that raised it, the entry's among them, from then
+    # on: it ran the entry eagerly and traced each frame its eager path called, which failed
+    # ("No module named 'common'"; on a GPU, an assert inside Dynamo at Triton's launch).
+    entry = getattr(support.load_op(folder), ENTRIES[folder])
+    args = REFUSED_CALLS[folder](lambda *shape: torch.randn(shape, device=common.DEVICE))
+    with pytest.raises((TypeError, ValueError)) as eager:
+        entry(*args)
+    name, shapes, kwargs, reference = ENTRY_CALLS[folder]
+    f64 = dict(dtype=torch.float64, device=common.DEVICE)
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(lambda *t, **k: entry(*t, **k), backend="aot_eager")
+        with pytest.raises(type(eager.value), match=re.escape(str(eager.value))):
+            compiled(*args)
+        for call in (compiled, torch.compile(entry, backend="aot_eager")):
+            leaves = [torch.randn(shape, **f64, requires_grad=True) for shape in shapes]
+            got = call(*leaves, **kwargs)
+            torch.testing.assert_close(got, reference(*leaves))
+            grads = torch.autograd.grad(got.sum(), leaves)
+            wanted = torch.autograd.grad(reference(*leaves).sum(), leaves)
+            for mine, theirs in zip(grads, wanted):
+                torch.testing.assert_close(mine, theirs)
+    finally:
+        torch._dynamo.reset()  # (the skipped frames would stay skipped for the later tests)
 
 
 @pytest.mark.parametrize("folder", list(ENTRY_CALLS))

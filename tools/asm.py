@@ -323,7 +323,13 @@ if __name__ == "__main__":  # the process --asm starts, with TRITON_INTERPRET=0
         parser.error(f"{args.lesson}: no such file")
     if args.layout and not lesson_file.parent.name.startswith("03"):
         parser.error("--layout: 03's tile layout; name 03_blocked_sum/main.py")
+    lesson = load_example(args.lesson)
+    try:  # the probes launch main.py's kernels; a part without them (01's any_x.py) has no --asm
+        list(PROBES[lesson_file.parent.name[:2]](lesson, "cpu"))
+    except AttributeError as missing:
+        parser.error(f"{args.lesson} has no --asm ({missing.name} is main.py's): name a lesson's "
+                     f"main.py, as {lesson_file.parent.name}/main.py")  # fmt: skip
     if args.layout:
-        print(tile_layout(load_example(args.lesson)))
+        print(tile_layout(lesson))
     else:
-        sys.exit(show(load_example(args.lesson)))
+        sys.exit(show(lesson))

@@ -250,7 +250,8 @@ def gradients(x, weight, grad_y, needs_input_grad, style, through_op=False):
     if torch.is_grad_enabled() or common.dual_level_open():  # create_graph=True, or forward mode
         grad_x = grad_y[:, None] * weight if need_grad_x else None
         grad_w = weighted_sum(x2d.T, grad_y, style=style) if need_grad_w else None
-    elif through_op:  # the op returns both gradients
+    elif through_op or torch.compiler.is_compiling():  # the op returns both gradients
+        # (compiling: compiled autograd traces an eager forward's backward, which records the op)
         grad_x, grad_w = weighted_sum_backward_op(x2d, weight, grad_y, style)
     else:
         grad_x, grad_w = backward(x2d, weight, grad_y, style, need_grad_x, need_grad_w)

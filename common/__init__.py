@@ -470,10 +470,13 @@ def set_descriptor_allocator():
     triton.set_allocator(lambda size, *_: torch.empty(size, dtype=torch.int8, device=DEVICE))
 
 
-try:  # Dynamo's frame hook, set while a torch.compile'd function runs (private; torch 2.11 to 2.13)
+try:  # Dynamo's frame hook, set while a torch.compile'd function runs, and its mark for a function
+    # whose own frame it never compiles (private; in torch 2.11 to 2.13)
     from torch._C._dynamo.eval_frame import get_eval_frame_callback
-except ImportError:  # a torch without it: eager_path always takes torch.compiler.disable's way
+    from torch._dynamo.decorators import skip as not_compiled
+except ImportError:  # a torch without them: eager_path always takes torch.compiler.disable's way
     get_eval_frame_callback = bool  # (bool() is False, never None)
+    not_compiled = functools.partial(torch.compiler.disable, recursive=False)
 
 
 def eager_path(fn, dynamo_hook=get_eval_frame_callback):
@@ -491,7 +494,8 @@ def eager_path(fn, dynamo_hook=get_eval_frame_callback):
         return (fn if dynamo_hook() is None else untraced)(*args)
 
     run.untraced = untraced
-    return run
+    # Where Dynamo gave up on the entry's frame, it had compiled run's too (warning of the hook)
+    return not_compiled(run)
 
 
 def refuse_unstrided(inputs):  # TypeError naming a sparse or nested tensor among inputs

@@ -22,6 +22,7 @@ from support import common
 import triton  # after support, whose import of common may switch on the interpreter
 import triton.language as tl
 from functorch.compile import make_boxed_func
+from torch._dynamo import compiled_autograd
 from torch._dynamo.backends.common import aot_autograd
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.autograd import forward_ad
@@ -484,19 +485,43 @@ def test_a_compiled_entry_raises_the_eager_entrys_error_and_runs_after_it(folder
     f64 = dict(dtype=torch.float64, device=common.DEVICE)
     torch._dynamo.reset()
     try:
-        compiled = torch.compile(lambda *t, **k: entry(*t, **k), backend="aot_eager")
-        with pytest.raises(type(eager.value), match=re.escape(str(eager.value))):
-            compiled(*args)
-        for call in (compiled, torch.compile(entry, backend="aot_eager")):
-            leaves = [torch.randn(shape, **f64, requires_grad=True) for shape in shapes]
-            got = call(*leaves, **kwargs)
-            torch.testing.assert_close(got, reference(*leaves))
-            grads = torch.autograd.grad(got.sum(), leaves)
-            wanted = torch.autograd.grad(reference(*leaves).sum(), leaves)
-            for mine, theirs in zip(grads, wanted):
-                torch.testing.assert_close(mine, theirs)
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            compiled = torch.compile(lambda *t, **k: entry(*t, **k), backend="aot_eager")
+            with pytest.raises(type(eager.value), match=re.escape(str(eager.value))):
+                compiled(*args)
+            for call in (compiled, torch.compile(entry, backend="aot_eager")):
+                leaves = [torch.randn(shape, **f64, requires_grad=True) for shape in shapes]
+                got = call(*leaves, **kwargs)
+                torch.testing.assert_close(got, reference(*leaves))
+                grads = torch.autograd.grad(got.sum(), leaves)
+                wanted = torch.autograd.grad(reference(*leaves).sum(), leaves)
+                for mine, theirs in zip(grads, wanted):
+                    torch.testing.assert_close(mine, theirs)
+        # Dynamo had compiled common.eager_path's wrapper too, and warned of Dynamo's hook
+        assert not [w for w in warned if "does not know how to trace" in str(w.message)]
     finally:
         torch._dynamo.reset()  # (the skipped frames would stay skipped for the later tests)
+
+
+@pytest.mark.parametrize("folder", list(ENTRY_CALLS))
+def test_compiled_autograd_runs_the_backward_of_an_eager_call(folder):
+    # Compiled autograd traces the backward of a call made eagerly: 04's launched its kernels
+    # there, and Dynamo traced Triton's launch (an error from inside it, under the interpreter).
+    name, shapes, kwargs, reference = ENTRY_CALLS[folder]
+    entry = getattr(support.load_op(folder), name)
+    f64 = dict(dtype=torch.float64, device=common.DEVICE, requires_grad=True)
+    leaves = [torch.randn(shape, **f64) for shape in shapes]
+    loss = entry(*leaves, **kwargs).sum()
+    torch._dynamo.reset()
+    try:
+        with compiled_autograd._enable(torch.compile(backend="aot_eager")):
+            loss.backward()
+    finally:
+        torch._dynamo.reset()
+    wanted = torch.autograd.grad(reference(*leaves).sum(), leaves)
+    for leaf, theirs in zip(leaves, wanted):
+        torch.testing.assert_close(leaf.grad, theirs)
 
 
 @pytest.mark.parametrize("folder", list(ENTRY_CALLS))

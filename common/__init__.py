@@ -479,6 +479,33 @@ except ImportError:  # a torch without them: eager_path always takes torch.compi
     not_compiled = functools.partial(torch.compiler.disable, recursive=False)
 
 
+# Triton launches a kernel on the current GPU, whatever GPU its tensors lie on. A model spread
+# over GPUs (device_map="auto") calls an op on cuda:1 while cuda:0 is current: the kernel then
+# ran on cuda:0, beside the work that made its inputs on cuda:1 (Liger-Kernel's issue 1303 saw
+# wrong values and "cannot be accessed from Triton" errors). So on a machine with more than one
+# GPU an op's eager calls run with the current device set to their inputs' GPU, as PyTorch's own
+# ops do; autograd already sets it for a backward, and Inductor's compiled graph for its launches.
+MANY_GPUS = DEVICE.type == "cuda" and torch.cuda.device_count() > 1
+
+
+def on_inputs_gpu(fn, many_gpus=MANY_GPUS):
+    """fn, called with the current CUDA device set to the GPU of its first argument (a tensor)
+    where that is not the current one; fn itself on a machine with one GPU or none."""
+    if not many_gpus:
+        return fn
+
+    @functools.wraps(fn)
+    def on_gpu(*args, **kwargs):
+        first = args[0] if args else None
+        gpu = first.get_device() if isinstance(first, torch.Tensor) else -1
+        if gpu < 0 or gpu == torch.cuda.current_device() or torch.compiler.is_compiling():
+            return fn(*args, **kwargs)  # no GPU tensor (validate() names it), or on it already
+        with torch.cuda.device(gpu):
+            return fn(*args, **kwargs)
+
+    return on_gpu
+
+
 def eager_path(fn, dynamo_hook=get_eval_frame_callback):
     """An entry's eager path fn, which torch.compile's Dynamo must never trace: inside a compiled
     function, where Dynamo gives up on a frame that calls the entry (as it does from then on once
@@ -486,7 +513,9 @@ def eager_path(fn, dynamo_hook=get_eval_frame_callback):
     module's helpers, and on Triton's launch). So there fn runs through torch.compiler.disable
     (also eager_path(fn).untraced, for a compiled entry to call: a graph break); outside any
     compiled function, where Dynamo's hook is unset, fn itself, as disable's wrapper costs the
-    host 1.2 to 2.6 us a call (H200 host) and this check 0.1 to 0.6."""
+    host 1.2 to 2.6 us a call (H200 host) and this check 0.1 to 0.6. Either way on its inputs'
+    GPU (on_inputs_gpu)."""
+    fn = on_inputs_gpu(fn)
     untraced = torch.compiler.disable(fn)
 
     @functools.wraps(fn)
@@ -510,9 +539,10 @@ def register_op(name):
     torch.library.triton_op: torch.compile traces its body and launches its kernels itself, so
     the body launches each through traceable(). Under the interpreter a custom_op, which the
     compiler never enters: tracing would run the interpreted kernels on tensors without data.
-    A sparse input, and one that carries a forward-mode tangent, is refused (refusing)."""
+    A sparse input, and one that carries a forward-mode tangent, is refused (refusing); an
+    eager call runs on its inputs' GPU (on_inputs_gpu)."""
     register = torch.library.custom_op if INTERPRETED else torch.library.triton_op
-    return lambda fn: register(name, refusing(name, fn), mutates_args=())
+    return lambda fn: register(name, refusing(name, on_inputs_gpu(fn)), mutates_args=())
 
 
 def refusing(name, fn, tangent_in=carries_tangent, refuse_unstrided=refuse_unstrided):

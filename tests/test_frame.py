@@ -701,6 +701,51 @@ def test_entries_called_from_threads_at_once(folder, through):
     assert not failures, failures
 
 
+# Each entry at sizes that take its fast kernels on a GPU (02: the persistent kernel adding a
+# bias, and stream-K; 03: the split and its second pass; 04: wide.py's), with PyTorch's answer
+# and the additions in each sum of the output and of each gradient.
+ON_ANOTHER_GPU = {
+    "01_matmul_elementwise": [
+        ("matmul_elementwise", [(64, 96), (96, 80)], torch.matmul, (96, 80, 64)),
+    ],
+    "02_matmul_tiled": [
+        ("matmul", [(512, 256), (256, 384), (384,)], lambda a, b, bias: a @ b + bias,
+         (257, 384, 512, 512)),
+        ("matmul", [(768, 8192), (8192, 3072)], torch.matmul, (8192, 3072, 768)),
+    ],
+    "03_blocked_sum": [("blocked_sum", [(4096, 512)], lambda x: x.sum(0), (4096, 1))],
+    "04_weighted_sum": [("weighted_sum", [(4096, 512), (512,)], torch.matmul, (512, 1, 4096))],
+}  # fmt: skip
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+@pytest.mark.parametrize("through", ["entry", "registered op", "compiled"])
+@pytest.mark.parametrize("folder", list(ON_ANOTHER_GPU))
+def test_inputs_on_a_gpu_that_is_not_the_current_one(folder, through):
+    # A model spread over GPUs calls an op on cuda:1 while cuda:0 is current. Triton launches on
+    # the current GPU, so the kernels ran on cuda:0, racing the work that made their inputs.
+    op = support.load_op(folder)
+    for name, shapes, reference, terms in ON_ANOTHER_GPU[folder]:
+        call = dict(entry=getattr(op, name), compiled=torch.compile(getattr(op, name)))
+        call["registered op"] = getattr(torch.ops.triton_lessons, name)
+        bf16 = dict(dtype=torch.bfloat16, device="cuda:1")
+        leaves = [torch.randn(shape, **bf16, requires_grad=True) for shape in shapes]
+        with torch.cuda.device(0), common.uninitialized_memory_is_nan():
+            call[through](*leaves)  # compiled and tuned first, so that the race below is short
+            with torch.cuda.device(1):
+                torch.cuda._sleep(200_000_000)  # cuda:1 busy: its inputs below are made late
+            inputs = [leaf * 1 for leaf in leaves]
+            got = call[through](*inputs)
+            grad = torch.randn_like(got)
+            grads = torch.autograd.grad(got, leaves, grad)
+            assert torch.cuda.current_device() == 0
+        assert got.device == torch.device("cuda:1")
+        names = ("output", *(f"gradient {i}" for i in range(len(leaves))))
+        what = f"{name} {tuple(shapes)} through the {through}"
+        got = [got, *grads]
+        common.assert_outputs_close(got, leaves, grad, reference, terms, names, what)
+
+
 @pytest.mark.parametrize("folder", list(ENTRY_CALLS))
 def test_a_compiled_entry_refuses_out_while_an_input_requires_grad(folder):
     # Eager, kernel_out refuses it; compiled, write_out copied the result into out, grad and all.

@@ -13,6 +13,7 @@ it sets TRITON_INTERPRET=1 for the process, so that Triton runs the kernels on t
 """
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import torch
@@ -164,3 +165,19 @@ matmul_elementwise_op.register_autograd(
     lambda ctx, grad_c: gradients(ctx, grad_c, matmul_elementwise_op),
     setup_context=lambda ctx, inputs, output: ctx.save_for_backward(*inputs),
 )
+
+
+if __name__ == "__main__":  # python 01_matmul_elementwise/op.py: the op checked on this machine
+    calls = {
+        "matmul_elementwise": matmul_elementwise,
+        "torch.ops.triton_lessons.matmul_elementwise": torch.ops.triton_lessons.matmul_elementwise,
+    }
+    sys.exit(
+        common.check_op(
+            __doc__,
+            calls,
+            lambda t: (t(17, 40), t(5, 40).T),  # b: a transposed view
+            torch.matmul,
+            (40, 5, 17),  # the additions in C's values (K), in a's gradient (N) and b's (M)
+        )
+    )

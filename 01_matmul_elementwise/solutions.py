@@ -1,6 +1,6 @@
 """Lesson 01, worked solutions to exercises.py (try each first).
 
-`python 01_matmul_elementwise/exercises.py --solutions` checks them.
+`python 01_matmul_elementwise/solutions.py` checks them, as `exercises.py --solutions` does.
 """
 
 import dataclasses
@@ -89,3 +89,7 @@ EXERCISES = [
     dataclasses.replace(exercise, launch=launch)
     for exercise, launch in zip(exercises.EXERCISES, LAUNCHES)
 ]
+
+
+if __name__ == "__main__":
+    sys.exit(practice.main(sys.modules[__name__]))

@@ -19,6 +19,7 @@ on the CPU.
 
 import importlib.util
 import itertools
+import sys
 from pathlib import Path
 
 import torch
@@ -597,3 +598,16 @@ def matmul_with_pre_op(
 def _(a, b, bias=None, activation=None):
     m, n, _ = validate(a, b, bias, activation)
     return a.new_empty((m, n)), a.new_empty((m, n) if activation else (0,))
+
+
+if __name__ == "__main__":  # python 02_matmul_tiled/op.py: the op checked on this machine
+    calls = {"matmul": matmul, "torch.ops.triton_lessons.matmul": torch.ops.triton_lessons.matmul}
+    sys.exit(
+        common.check_op(
+            __doc__,
+            calls,
+            lambda t: (t(17, 1000), t(33, 1000).T, t(33)),  # b: a transposed view
+            lambda a, b, bias: a @ b + bias,
+            (1001, 33, 17, 17),  # additions: C's (K and bias), a's gradient's (N), b's, bias's (M)
+        )
+    )

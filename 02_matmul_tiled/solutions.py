@@ -1,6 +1,6 @@
 """Lesson 02, worked solutions to exercises.py (try each first).
 
-`python 02_matmul_tiled/exercises.py --solutions` checks them.
+`python 02_matmul_tiled/solutions.py` checks them, as `exercises.py --solutions` does.
 """
 
 import dataclasses
@@ -138,3 +138,7 @@ EXERCISES = [
     dataclasses.replace(exercise, launch=launch)
     for exercise, launch in zip(exercises.EXERCISES, LAUNCHES)
 ]
+
+
+if __name__ == "__main__":
+    sys.exit(practice.main(sys.modules[__name__]))

@@ -17,6 +17,7 @@ on the CPU.
 """
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import torch
@@ -228,3 +229,19 @@ def blocked_sum_op(x: torch.Tensor, style: str = "tuned") -> torch.Tensor:
 
 blocked_sum_op.register_fake(lambda x, style="tuned": x.new_empty(validate(x, style)))
 blocked_sum_op.register_autograd(BlockedSum.backward, setup_context=setup_context)
+
+
+if __name__ == "__main__":  # python 03_blocked_sum/op.py: the op checked on this machine
+    calls = {
+        "blocked_sum": blocked_sum,
+        "torch.ops.triton_lessons.blocked_sum": torch.ops.triton_lessons.blocked_sum,
+    }
+    sys.exit(
+        common.check_op(
+            __doc__,
+            calls,
+            lambda t: (t(1000, 34)[:, ::2],),  # every other column: a view
+            lambda x: x.sum(0),
+            (1000, 1),  # the additions in the sums (rows), and in x's gradient (none)
+        )
+    )

@@ -1,6 +1,6 @@
 """Lesson 03, worked solutions to exercises.py (try each first).
 
-`python 03_blocked_sum/exercises.py --solutions` checks them.
+`python 03_blocked_sum/solutions.py` checks them, as `exercises.py --solutions` does.
 """
 
 import dataclasses
@@ -129,3 +129,7 @@ EXERCISES = [
     dataclasses.replace(exercise, launch=launch)
     for exercise, launch in zip(exercises.EXERCISES, LAUNCHES)
 ]
+
+
+if __name__ == "__main__":
+    sys.exit(practice.main(sys.modules[__name__]))

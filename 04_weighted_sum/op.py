@@ -19,6 +19,7 @@ on the CPU.
 
 import importlib.util
 import math
+import sys
 from pathlib import Path
 
 import torch
@@ -352,3 +353,19 @@ def op_backward(ctx, grad_y):  # the op's backward, through weighted_sum_backwar
 
 
 weighted_sum_op.register_autograd(op_backward, setup_context=setup_context)
+
+
+if __name__ == "__main__":  # python 04_weighted_sum/op.py: the op checked on this machine
+    calls = {
+        "weighted_sum": weighted_sum,
+        "torch.ops.triton_lessons.weighted_sum": torch.ops.triton_lessons.weighted_sum,
+    }
+    sys.exit(
+        common.check_op(
+            __doc__,
+            calls,
+            lambda t: (t(3, 17, 1000), t(1000)),
+            torch.matmul,
+            (1000, 1, 51),  # the additions in y (D), in x's gradient (none) and weight's (rows)
+        )
+    )

@@ -1,6 +1,6 @@
 """Lesson 04, worked solutions to exercises.py (try each first).
 
-`python 04_weighted_sum/exercises.py --solutions` checks them.
+`python 04_weighted_sum/solutions.py` checks them, as `exercises.py --solutions` does.
 """
 
 import dataclasses
@@ -126,3 +126,7 @@ EXERCISES = [
     dataclasses.replace(exercise, launch=launch)
     for exercise, launch in zip(exercises.EXERCISES, LAUNCHES)
 ]
+
+
+if __name__ == "__main__":
+    sys.exit(practice.main(sys.modules[__name__]))

@@ -1,6 +1,7 @@
 """What the lessons share to measure and check their kernels; each launches, tunes and registers
 its own. Import it before any kernel: without CUDA it sets TRITON_INTERPRET=1 (Triton's switch)."""
 
+import argparse
 import contextlib
 import functools
 import os
@@ -259,6 +260,36 @@ def assert_outputs_close(got, inputs, grad_out, reference, terms, names, what):
     whats = tuple(f"{what}: {name}" for name in names)
     everything = (*inputs, grad_out)
     assert_close_to_float64(tuple(got), output_and_gradients, everything, tuple(terms), whats)
+
+
+def check_op(doc, calls, make_inputs, reference, terms, argv=None):
+    """What an op.py does run as a script: each of calls (name: function), on make_inputs(t) of
+    every dtype in OP_DTYPES (t(*shape): a random tensor of it), its output and gradients against
+    reference's in float64 (assert_function_close; terms: the additions in each). One line each,
+    "ok" or what is wrong. Returns the exit status: 1 if any was wrong. --help prints doc."""
+    epilog = "Run as a script, it checks the op on this machine: every float dtype, its values"
+    epilog += " and gradients against float64, through the function and the registered op."
+    parser = argparse.ArgumentParser(
+        description=doc, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.parse_args(argv)
+    print(describe_run())
+    wrong = 0
+    for dtype in OP_DTYPES:
+        for name, fn in calls.items():
+            inputs = make_inputs(lambda *shape: torch.randn(shape, dtype=dtype, device=DEVICE))
+            grad_out = torch.randn_like(reference(*inputs))
+            shapes = ", ".join("x".join(map(str, t.shape)) for t in inputs)
+            what = f"{name}({shapes}) {str(dtype).removeprefix('torch.')}"
+            names = ("output", *(f"gradient {i}" for i in range(len(inputs))))
+            try:
+                assert_function_close(fn, inputs, grad_out, reference, terms, names, what)
+            except Exception as error:  # a wrong value, or an error the op raised
+                wrong += 1
+                print(f"WRONG  {what}: {type(error).__name__}: {error}")
+            else:
+                print(f"ok     {what}: output and gradients within rounding of float64")
+    return 1 if wrong else 0
 
 
 @contextlib.contextmanager

@@ -809,6 +809,45 @@ def test_a_tool_run_by_its_path_shows_its_help(script):
     assert done.stdout.startswith("usage:")
 
 
+@pytest.mark.parametrize("folder", EXAMPLES)
+def test_an_op_run_as_a_script_checks_itself(folder):
+    # python NN_name/op.py, and its --help, had printed nothing
+    script = [sys.executable, str(support.REPO_ROOT / folder / "op.py")]
+    helped = subprocess.run([*script, "--help"], capture_output=True, text=True)
+    assert helped.returncode == 0, helped.stderr
+    said = " ".join(helped.stdout.split())
+    assert said.startswith("usage:") and "checks the op on this machine" in said
+    done = subprocess.run(script, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    passed = [line for line in done.stdout.splitlines() if line.startswith("ok ")]
+    assert len(passed) == 2 * len(common.OP_DTYPES)  # the function and the registered op
+    assert sum("torch.ops.triton_lessons." in line for line in passed) == len(common.OP_DTYPES)
+
+
+def test_check_op_says_what_is_wrong(capsys):
+    def off(a, b):  # one element off by far more than rounding
+        bump = torch.zeros(3, 5, dtype=a.dtype, device=a.device)
+        bump[1, 2] = 100
+        return a @ b + bump
+
+    def raises(a, b):
+        raise ValueError("no kernel")
+
+    calls = dict(off=off, raises=raises, right=torch.matmul)
+
+    def inputs(t):
+        return t(3, 4), t(4, 5)
+
+    status = common.check_op("doc", calls, inputs, torch.matmul, (4, 5, 3), argv=[])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "WRONG  off(3x4, 4x5) float32: AssertionError: off(3x4, 4x5) float32: output" in out
+    assert "1 of 15 elements off; worst at (1, 2)" in out
+    assert "WRONG  raises(3x4, 4x5) float64: ValueError: no kernel" in out
+    assert "ok     right(3x4, 4x5) float16" in out
+    assert out.count("WRONG") == 2 * len(common.OP_DTYPES)
+
+
 def test_bench_names_an_only_that_matches_nothing_and_fails_where_it_measures_nothing(capsys):
     from tools import bench
 

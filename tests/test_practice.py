@@ -7,6 +7,8 @@ import functools
 import inspect
 import re
 import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -183,6 +185,17 @@ def test_the_command_line(tmp_path, capsys):
     picture = tmp_path / "who.png"
     assert practice.main(exercises01, ["--solutions", "-e", "3", "--draw", str(picture)]) == 0
     assert picture.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_solutions_run_by_their_path_check_themselves(folder):
+    # python NN_name/solutions.py had printed nothing
+    script = support.REPO_ROOT / folder / "solutions.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "-e", "1", "--strict"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "exercise 1, " in done.stdout and "1 of 1 passed" in done.stdout
 
 
 def test_draw_says_when_the_kernel_writes_no_element_of_the_output(tmp_path, capsys):

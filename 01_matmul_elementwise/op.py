@@ -172,12 +172,6 @@ if __name__ == "__main__":  # python 01_matmul_elementwise/op.py: the op checked
         "matmul_elementwise": matmul_elementwise,
         "torch.ops.triton_lessons.matmul_elementwise": torch.ops.triton_lessons.matmul_elementwise,
     }
-    sys.exit(
-        common.check_op(
-            __doc__,
-            calls,
-            lambda t: (t(17, 40), t(5, 40).T),  # b: a transposed view
-            torch.matmul,
-            (40, 5, 17),  # the additions in C's values (K), in a's gradient (N) and b's (M)
-        )
-    )
+    # b a transposed view; the additions in C's values (K), in a's gradient (N) and b's (M)
+    cases = [(lambda t: (t(17, 40), t(5, 40).T), (40, 5, 17))]
+    sys.exit(common.check_op(__doc__, calls, torch.matmul, cases))

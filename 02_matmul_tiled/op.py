@@ -602,12 +602,11 @@ def _(a, b, bias=None, activation=None):
 
 if __name__ == "__main__":  # python 02_matmul_tiled/op.py: the op checked on this machine
     calls = {"matmul": matmul, "torch.ops.triton_lessons.matmul": torch.ops.triton_lessons.matmul}
-    sys.exit(
-        common.check_op(
-            __doc__,
-            calls,
-            lambda t: (t(17, 1000), t(33, 1000).T, t(33)),  # b: a transposed view
-            lambda a, b, bias: a @ b + bias,
-            (1001, 33, 17, 17),  # additions: C's (K and bias), a's gradient's (N), b's, bias's (M)
-        )
-    )
+    # Each case's additions: in C's values (K, and the bias), in a's gradient (N), b's and the
+    # bias's (M). The first takes the fused kernel; on a GPU, the second takes stream-K in 16
+    # bits (a few tiles, a long K) and the persistent kernel for its gradients.
+    cases = [
+        (lambda t: (t(17, 1000), t(33, 1000).T, t(33)), (1001, 33, 17, 17)),
+        (lambda t: (t(256, 1024), t(1024, 256), t(256)), (1025, 256, 256, 256)),
+    ]
+    sys.exit(common.check_op(__doc__, calls, lambda a, b, bias: a @ b + bias, cases))

@@ -242,6 +242,8 @@ def assert_function_close(fn, inputs, grad_out, reference, terms, names, what):
     leaves = [t.detach().requires_grad_() for t in inputs]
     with uninitialized_memory_is_nan():
         out = fn(*leaves)
+        if not isinstance(out, torch.Tensor):  # (autograd.grad's own error would not say so)
+            raise AssertionError(f"{what}: is {type(out).__name__}, not a tensor")
         got = [out, *torch.autograd.grad(out, leaves, grad_out)]
     assert_outputs_close(got, inputs, grad_out, reference, terms, names, what)
 
@@ -262,34 +264,52 @@ def assert_outputs_close(got, inputs, grad_out, reference, terms, names, what):
     assert_close_to_float64(tuple(got), output_and_gradients, everything, tuple(terms), whats)
 
 
-def check_op(doc, calls, make_inputs, reference, terms, argv=None):
-    """What an op.py does run as a script: each of calls (name: function), on make_inputs(t) of
-    every dtype in OP_DTYPES (t(*shape): a random tensor of it), its output and gradients against
-    reference's in float64 (assert_function_close; terms: the additions in each). One line each,
-    "ok" or what is wrong. Returns the exit status: 1 if any was wrong. --help prints doc."""
-    epilog = "Run as a script, it checks the op on this machine: every float dtype, its values"
-    epilog += " and gradients against float64, through the function and the registered op."
+def check_op(doc, calls, reference, cases, argv=None):
+    """What an op.py does run as a script: each of calls (name: function) on each case
+    (make_inputs, terms) of every dtype in OP_DTYPES, where make_inputs(t) gives the inputs
+    (t(*shape): a random tensor of the dtype), and terms the additions in the output's sums and
+    each gradient's. Its output and gradients against reference's in float64
+    (assert_function_close), its inputs unchanged: one line each, "ok" or what is wrong.
+    Returns the exit status: 1 if any was wrong. --help prints doc."""
+    epilog = """Run as a script, it checks the op on this machine: on every float dtype, its output
+and gradients against float64, through the function and the registered op."""
     parser = argparse.ArgumentParser(
         description=doc, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.parse_args(argv)
     print(describe_run())
+    print("Each line: output and gradients against float64, up to rounding; inputs unchanged.")
     wrong = 0
-    for dtype in OP_DTYPES:
-        for name, fn in calls.items():
-            inputs = make_inputs(lambda *shape: torch.randn(shape, dtype=dtype, device=DEVICE))
-            grad_out = torch.randn_like(reference(*inputs))
-            shapes = ", ".join("x".join(map(str, t.shape)) for t in inputs)
-            what = f"{name}({shapes}) {str(dtype).removeprefix('torch.')}"
-            names = ("output", *(f"gradient {i}" for i in range(len(inputs))))
-            try:
-                assert_function_close(fn, inputs, grad_out, reference, terms, names, what)
-            except Exception as error:  # a wrong value, or an error the op raised
-                wrong += 1
-                print(f"WRONG  {what}: {type(error).__name__}: {error}")
-            else:
-                print(f"ok     {what}: output and gradients within rounding of float64")
+    for make_inputs, terms in cases:
+        for dtype in OP_DTYPES:
+            for name, fn in calls.items():
+                inputs = make_inputs(lambda *shape: torch.randn(shape, dtype=dtype, device=DEVICE))
+                if len(terms) != 1 + len(inputs):
+                    raise ValueError(f"{len(terms)} terms for an output and {len(inputs)} inputs")
+                problem = op_problem(fn, inputs, reference, terms, name)
+                shapes = ", ".join(map(shape_and_view, inputs))
+                what = f"{name}({shapes}) {str(dtype).removeprefix('torch.')}"
+                wrong += problem is not None
+                print(f"WRONG  {what}: {problem}" if problem else f"ok     {what}")
     return 1 if wrong else 0
+
+
+def op_problem(fn, inputs, reference, terms, name):
+    """What is wrong with fn on inputs (check_op's), or None."""
+    kept = [t.clone() for t in inputs]
+    grad_out = torch.randn_like(reference(*inputs))
+    names = ("output", *(f"gradient {i}" for i in range(len(inputs))))
+    try:
+        assert_function_close(fn, inputs, grad_out, reference, terms, names, name)
+    except Exception as error:  # a wrong value, or an error the op raised
+        return f"{type(error).__name__}: {error}"
+    changed = [i for i, (t, k) in enumerate(zip(inputs, kept)) if not torch.equal(t, k)]
+    if changed:
+        return f"it changed input {changed[0]}, which it only reads"
+
+
+def shape_and_view(t):  # "17x40", and " (a view)" where its elements do not lie in a row
+    return "x".join(map(str, t.shape)) + ("" if t.is_contiguous() else " (a view)")
 
 
 @contextlib.contextmanager

@@ -820,8 +820,10 @@ def test_an_op_run_as_a_script_checks_itself(folder):
     done = subprocess.run(script, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     passed = [line for line in done.stdout.splitlines() if line.startswith("ok ")]
-    assert len(passed) == 2 * len(common.OP_DTYPES)  # the function and the registered op
-    assert sum("torch.ops.triton_lessons." in line for line in passed) == len(common.OP_DTYPES)
+    cases = 2 if folder == "02_matmul_tiled" else 1  # 02: its fused kernel, then stream-K's
+    assert len(passed) == cases * 2 * len(common.OP_DTYPES)  # the function and the registered op
+    assert sum("torch.ops.triton_lessons." in line for line in passed) == len(passed) // 2
+    assert "(a view)" in done.stdout
 
 
 def test_check_op_says_what_is_wrong(capsys):
@@ -833,19 +835,23 @@ def test_check_op_says_what_is_wrong(capsys):
     def raises(a, b):
         raise ValueError("no kernel")
 
-    calls = dict(off=off, raises=raises, right=torch.matmul)
+    def writes_its_input(a, b):
+        a.data.mul_(2)  # (the reference, taken after, sees the same a)
+        return a @ b
 
-    def inputs(t):
-        return t(3, 4), t(4, 5)
-
-    status = common.check_op("doc", calls, inputs, torch.matmul, (4, 5, 3), argv=[])
+    calls = dict(off=off, raises=raises, writes_its_input=writes_its_input, right=torch.matmul)
+    cases = [(lambda t: (t(3, 4), t(5, 4).T), (4, 5, 3))]
+    status = common.check_op("doc", calls, torch.matmul, cases, argv=[])
     out = capsys.readouterr().out
     assert status == 1
-    assert "WRONG  off(3x4, 4x5) float32: AssertionError: off(3x4, 4x5) float32: output" in out
-    assert "1 of 15 elements off; worst at (1, 2)" in out
-    assert "WRONG  raises(3x4, 4x5) float64: ValueError: no kernel" in out
-    assert "ok     right(3x4, 4x5) float16" in out
-    assert out.count("WRONG") == 2 * len(common.OP_DTYPES)
+    assert "WRONG  off(3x4, 4x5 (a view)) float32: AssertionError: off: output: 1 of 15" in out
+    assert "elements off; worst at (1, 2)" in out
+    assert "WRONG  raises(3x4, 4x5 (a view)) float64: ValueError: no kernel" in out
+    assert "WRONG  writes_its_input(3x4, 4x5 (a view)) bfloat16: it changed input 0" in out
+    assert "ok     right(3x4, 4x5 (a view)) float16" in out
+    assert out.count("WRONG") == 3 * len(common.OP_DTYPES)
+    with pytest.raises(ValueError, match="2 terms for an output and 2 inputs"):
+        common.check_op("doc", calls, torch.matmul, [(cases[0][0], (4, 5))], argv=[])
 
 
 def test_bench_names_an_only_that_matches_nothing_and_fails_where_it_measures_nothing(capsys):

@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -191,11 +192,23 @@ def test_the_command_line(tmp_path, capsys):
 def test_solutions_run_by_their_path_check_themselves(folder):
     # python NN_name/solutions.py had printed nothing
     script = support.REPO_ROOT / folder / "solutions.py"
-    done = subprocess.run(
-        [sys.executable, str(script), "-e", "1", "--strict"], capture_output=True, text=True
-    )
+    done = subprocess.run([sys.executable, str(script), "-e", "1"], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "exercise 1, " in done.stdout and "1 of 1 passed" in done.stdout
+
+
+def test_solutions_run_by_their_path_fail_where_an_answer_is_wrong(capsys):
+    # an answer that is "not yet" had exited 0, as an exercise still in progress does
+    with pytest.raises(SystemExit) as exit_info:
+        practice.main(solutions01, ["--solutions"])  # no such flag: it checks itself
+    assert exit_info.value.code == 2
+    assert practice.main(solutions01, ["-e", "1"]) == 0
+    wrong = dataclasses.replace(solutions01.EXERCISES[0], launch=lambda **tensors: None)
+    answers = types.SimpleNamespace(
+        __doc__=solutions01.__doc__, __file__=solutions01.__file__, EXERCISES=[wrong]
+    )
+    assert practice.main(answers, []) == 1
+    assert "0 of 1 passed" in capsys.readouterr().out
 
 
 def test_draw_says_when_the_kernel_writes_no_element_of_the_output(tmp_path, capsys):

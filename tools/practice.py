@@ -685,15 +685,19 @@ def sibling(module_file, name):
 
 
 def main(exercises_module, argv=None):
-    """The command line of an exercises.py: check every exercise, or one (-e N)."""
+    """The command line of an exercises.py: check every exercise, or one (-e N). Of a
+    solutions.py run by its path, too: its answers must pass, so it exits 1 on any "not yet"."""
+    answers = Path(exercises_module.__file__).name == "solutions.py"
     parser = argparse.ArgumentParser(description=exercises_module.__doc__.splitlines()[0])
     parser.add_argument("-e", type=int, metavar="N", help="check exercise N only")
-    parser.add_argument("--solutions", action="store_true", help="check solutions.py instead")
-    parser.add_argument("--strict", action="store_true", help="exit 1 on any 'not yet'")
+    if not answers:
+        parser.add_argument("--solutions", action="store_true", help="check solutions.py instead")
+        parser.add_argument("--strict", action="store_true", help="exit 1 on any 'not yet'")
     parser.add_argument("--draw", metavar="FILE.png", help="with -e N: draw who wrote what")
     args = parser.parse_args(argv)
+    strict = answers or args.strict
     module = exercises_module
-    if args.solutions:
+    if not answers and args.solutions:
         if not (Path(exercises_module.__file__).parent / "solutions.py").exists():
             parser.error("--solutions: there is no solutions.py beside this file")
         module = sibling(exercises_module.__file__, "solutions")
@@ -716,4 +720,4 @@ def main(exercises_module, argv=None):
         for line in lines:
             print(f"  - {line}")
     print(f"\n{len(chosen) - missed} of {len(chosen)} passed")
-    return 1 if args.strict and missed else 0
+    return 1 if strict and missed else 0

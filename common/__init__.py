@@ -7,6 +7,7 @@ import functools
 import os
 import statistics
 import sys
+import time
 import timeit
 import warnings
 
@@ -266,31 +267,40 @@ def assert_outputs_close(got, inputs, grad_out, reference, terms, names, what):
 
 def check_op(doc, calls, reference, cases, argv=None):
     """What an op.py does run as a script: each of calls (name: function) on each case
-    (make_inputs, terms) of every dtype in OP_DTYPES, where make_inputs(t) gives the inputs
-    (t(*shape): a random tensor of the dtype), and terms the additions in the output's sums and
-    each gradient's. Its output and gradients against reference's in float64
-    (assert_function_close), its inputs unchanged: one line each, "ok" or what is wrong.
-    Returns the exit status: 1 if any was wrong. --help prints doc."""
-    epilog = """Run as a script, it checks the op on this machine: on every float dtype, its output
-and gradients against float64, through the function and the registered op."""
+    (make_inputs, terms) of each dtype asked for (--dtype; all of OP_DTYPES by default), where
+    make_inputs(t) gives the inputs (t(*shape): a random tensor of the dtype), and terms the
+    additions in the output's sums and each gradient's. Its output and gradients against
+    reference's in float64 (assert_function_close), its inputs unchanged: one line each, "ok"
+    or what is wrong, and the seconds it took. Returns the exit status: 1 if any was wrong."""
+    names = {str(dtype).removeprefix("torch."): dtype for dtype in OP_DTYPES}
+    epilog = """Run as a script, it checks the op on this machine: its output and gradients
+against float64, through the function and the registered op. On a GPU each new kind of call
+(dtype, layout, size class) compiles and tunes its kernels first, as a model's first calls
+do: seconds each, minutes for 02's many kinds, and no time once Triton's cache holds them."""
     parser = argparse.ArgumentParser(
         description=doc, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.parse_args(argv)
+    parser.add_argument(
+        "--dtype", choices=[*names, "all"], default="all", help="the dtype to check (all)"
+    )
+    args = parser.parse_args(argv)
     print(describe_run())
     print("Each line: output and gradients against float64, up to rounding; inputs unchanged.")
+    dtypes = OP_DTYPES if args.dtype == "all" else [names[args.dtype]]
     wrong = 0
     for make_inputs, terms in cases:
-        for dtype in OP_DTYPES:
+        for dtype in dtypes:
             for name, fn in calls.items():
                 inputs = make_inputs(lambda *shape: torch.randn(shape, dtype=dtype, device=DEVICE))
                 if len(terms) != 1 + len(inputs):
                     raise ValueError(f"{len(terms)} terms for an output and {len(inputs)} inputs")
+                start = time.perf_counter()
                 problem = op_problem(fn, inputs, reference, terms, name)
+                took = f"({time.perf_counter() - start:.1f} s)"
                 shapes = ", ".join(map(shape_and_view, inputs))
                 what = f"{name}({shapes}) {str(dtype).removeprefix('torch.')}"
                 wrong += problem is not None
-                print(f"WRONG  {what}: {problem}" if problem else f"ok     {what}")
+                print(f"WRONG  {what}: {problem} {took}" if problem else f"ok     {what} {took}")
     return 1 if wrong else 0
 
 

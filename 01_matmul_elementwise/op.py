@@ -10,6 +10,7 @@ model, and adds nothing to what the kernel computes:
 
 From a script anywhere, load this file by its path (the README shows how). Without a GPU, loading
 it sets TRITON_INTERPRET=1 for the process, so that Triton runs the kernels on the CPU.
+Run as a script (`python 01_matmul_elementwise/op.py`), it checks the op on this machine (--help).
 """
 
 import importlib.util

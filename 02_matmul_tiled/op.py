@@ -15,6 +15,7 @@ to call from a model, and adds nothing to what they compute:
 From a script anywhere, load this file by its path (the README shows how, for lesson 01's op).
 Without a GPU, loading it sets TRITON_INTERPRET=1 for the process, so that Triton runs the kernels
 on the CPU.
+Run as a script (`python 02_matmul_tiled/op.py`), it checks the op on this machine (--help).
 """
 
 import importlib.util

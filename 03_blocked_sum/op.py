@@ -14,6 +14,7 @@ model, and adds nothing to what they compute (it tunes them in less time than th
 From a script anywhere, load this file by its path (the README shows how, for lesson 01's op).
 Without a GPU, loading it sets TRITON_INTERPRET=1 for the process, so that Triton runs the kernels
 on the CPU.
+Run as a script (`python 03_blocked_sum/op.py`), it checks the op on this machine (--help).
 """
 
 import importlib.util

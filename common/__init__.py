@@ -286,10 +286,10 @@ do: seconds each, minutes for 02's many kinds, and no time once Triton's cache h
     args = parser.parse_args(argv)
     print(describe_run())
     print("Each line: output and gradients against float64, up to rounding; inputs unchanged.")
-    dtypes = OP_DTYPES if args.dtype == "all" else [names[args.dtype]]
+    chosen = names if args.dtype == "all" else {args.dtype: names[args.dtype]}
     wrong = 0
     for make_inputs, terms in cases:
-        for dtype in dtypes:
+        for dtype_name, dtype in chosen.items():
             for name, fn in calls.items():
                 inputs = make_inputs(lambda *shape: torch.randn(shape, dtype=dtype, device=DEVICE))
                 if len(terms) != 1 + len(inputs):
@@ -298,7 +298,7 @@ do: seconds each, minutes for 02's many kinds, and no time once Triton's cache h
                 problem = op_problem(fn, inputs, reference, terms, name)
                 took = f"({time.perf_counter() - start:.1f} s)"
                 shapes = ", ".join(map(shape_and_view, inputs))
-                what = f"{name}({shapes}) {str(dtype).removeprefix('torch.')}"
+                what = f"{name}({shapes}) {dtype_name}"
                 wrong += problem is not None
                 print(f"WRONG  {what}: {problem} {took}" if problem else f"ok     {what} {took}")
     return 1 if wrong else 0

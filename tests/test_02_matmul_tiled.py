@@ -954,6 +954,20 @@ def test_buckets_of_m_and_k(dtype):
         assert buckets(768, 6001, "tf32")[1] == 8192  # TF32 keeps K's powers of 2
 
 
+@pytest.mark.parametrize("dtype, precision", DTYPE_PRECISIONS)
+def test_only_exact_float32_and_float64_tune_small_tiles_alone(dtype, precision):
+    # The fused kernel's prune: 16-bit dots pass INPUT_PRECISION "ieee" too, and keep every tile
+    # (128-row tiles won their large products); exact float32 and float64 time only small ones.
+    tiles = [(128, 256), (256, 128), (64, 64), (16, 64)]
+    configs = [ex.triton.Config(dict(BLOCK_M=m, BLOCK_N=n)) for m, n in tiles]
+    with support.float32_matmul_precision(precision):
+        precision_of_dot = fu.input_precision(dtype)
+    a = torch.empty((2, 2), dtype=dtype)
+    kept = op.exact_tiles(configs, {"a_ptr": a}, INPUT_PRECISION=precision_of_dot)
+    exact = dtype in (torch.float32, torch.float64) and precision != "high"
+    assert kept == (configs[2:] if exact else configs)
+
+
 def test_column_major_out_is_written_where_it_lies(monkeypatch):
     # An out= that is a transposed view: a descriptor writes C row by row, so matmul runs the
     # fused kernel, which writes through any strides.

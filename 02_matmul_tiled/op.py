@@ -207,8 +207,9 @@ def loaded(compiled):
 # (item 188). A weight gradient's K is its token count: in exact float32 and in float64 every
 # bucket of K picked that config too, and a K not a multiple of 16 in a new bucket tuned for 31 s
 # (float32) or 8 s (float64), compiling every config for it (items 192, 194). 16-bit products
-# keep K's powers of 2: there the fused kernel runs M <= 128 only (pick), whose K is a model's
-# width, not its token count.
+# keep K's powers of 2: there the fused kernel runs M <= 128 (pick), whose K is a model's width,
+# not its token count, and rows the persistent kernel cannot take (a width such as 1001), whose
+# weight gradients tune again at each new power of 2 of tokens.
 SMALL_M, LARGE_M = 128, 1024
 EVERY_K = 0  # exact float32's and float64's one bucket of K
 
